@@ -1,0 +1,1 @@
+"""toolproof.contracts."""

@@ -1,0 +1,148 @@
+"""The reference ToolExecutionContext: nine members and no way back into the pipeline (decision 2)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+import anyio
+
+from toolproof.spec import ArtifactRef, ArtifactWriter, Budget, Cancellation, CredentialResolver, Identity
+
+
+class FileArtifactWriter:
+    """Writes artifacts as files under one invocation's directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._written: list[ArtifactRef] = []
+
+    async def write(self, name: str, data: bytes) -> ArtifactRef:
+        """Store ``data`` as ``name``; the name is reduced to a safe file name."""
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "artifact"
+        self._directory.mkdir(parents=True, exist_ok=True)
+        path = self._directory / safe
+        await anyio.Path(path).write_bytes(data)
+        ref = ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        self._written.append(ref)
+        return ref
+
+    def written(self) -> list[ArtifactRef]:
+        """Artifacts written so far (read by the pipeline, not by tools)."""
+        return list(self._written)
+
+
+class ScopedCredentials:
+    """Resolves only the scopes the tool's spec requires."""
+
+    def __init__(self, allowed: frozenset[str], credentials: Mapping[str, str]) -> None:
+        self._allowed = allowed
+        self._credentials = dict(credentials)
+
+    async def resolve(self, scope: str) -> str | None:
+        """The credential for ``scope`` when the tool requires it."""
+        return self._credentials.get(scope) if scope in self._allowed else None
+
+
+class CancellationSignal:
+    """Set by the pipeline when the invocation is cancelled (e.g. at its deadline)."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def is_set(self) -> bool:
+        """Whether cancellation was requested."""
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        """Return once cancellation is requested."""
+        await self._event.wait()
+
+    def set(self) -> None:
+        """Request cancellation (pipeline only)."""
+        self._event.set()
+
+
+class ExecutionContext:
+    """The nine members; the watermark callback is private and writes one column."""
+
+    __slots__ = (
+        "_artifacts",
+        "_budget",
+        "_cancellation",
+        "_credentials",
+        "_deadline",
+        "_identity",
+        "_mark",
+        "_target",
+        "_workspace",
+    )
+
+    def __init__(
+        self,
+        *,
+        identity: Identity,
+        budget: Budget,
+        deadline: float,
+        target: str | None,
+        workspace: Path,
+        artifact_writer: FileArtifactWriter,
+        credential_resolver: ScopedCredentials,
+        cancellation: CancellationSignal,
+        mark: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._identity = identity
+        self._budget = budget
+        self._deadline = deadline
+        self._target = target
+        self._workspace = workspace
+        self._artifacts = artifact_writer
+        self._credentials = credential_resolver
+        self._cancellation = cancellation
+        self._mark = mark
+
+    @property
+    def identity(self) -> Identity:
+        """Who and what this execution is."""
+        return self._identity
+
+    @property
+    def budget(self) -> Budget:
+        """What the call may spend."""
+        return self._budget
+
+    @property
+    def deadline(self) -> float:
+        """Absolute ``time.time()`` by which the tool must return."""
+        return self._deadline
+
+    @property
+    def target(self) -> str | None:
+        """The configured target, if any."""
+        return self._target
+
+    @property
+    def workspace(self) -> Path:
+        """The run's workspace."""
+        return self._workspace
+
+    @property
+    def artifact_writer(self) -> ArtifactWriter:
+        """Stores blobs."""
+        return self._artifacts
+
+    @property
+    def credential_resolver(self) -> CredentialResolver:
+        """Resolves credentials of required scopes."""
+        return self._credentials
+
+    @property
+    def cancellation(self) -> Cancellation:
+        """Cancellation signal."""
+        return self._cancellation
+
+    async def mark_effect_sent(self) -> None:
+        """Commit effect_sent_at; returns after the commit."""
+        await self._mark()

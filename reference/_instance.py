@@ -1,0 +1,119 @@
+"""The reference behind the implementation port."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+from toolproof.spec import (
+    Disposition,
+    Event,
+    InstanceConfig,
+    InvocationRow,
+    InvocationStatus,
+    Profile,
+    StepRequest,
+    Tool,
+    TrustLabel,
+)
+
+from ._pipeline import Pipeline
+from ._registry import Registry
+from ._store import Store, reason_or_none
+
+
+class ReferenceInstance:
+    """One worker of the reference pipeline over its store."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self._pipeline = pipeline
+        self._store = pipeline.store
+
+    async def submit(self, step: StepRequest) -> list[Disposition]:
+        """Run the batch in proposal order (parallel batches: issue core rules)."""
+        return [await self._pipeline.run_call(step, call) for call in step.calls]
+
+    async def invocations(self, run_id: str) -> list[InvocationRow]:
+        """Rows of ``run_id`` read back from the store."""
+        return [
+            InvocationRow(
+                invocation_id=r.invocation_id,
+                tenant=r.tenant,
+                run_id=r.run_id,
+                step_number=r.step_number,
+                call_id=r.call_id,
+                tool_name=r.tool_name,
+                tool_version=r.tool_version,
+                attempt=r.attempt,
+                idempotency_key=r.idempotency_key,
+                status=InvocationStatus(r.status),
+                reason_code=reason_or_none(r.reason_code),
+                origin_trust=TrustLabel(r.origin_trust),
+                argument_trust=TrustLabel(r.argument_trust),
+                effect_sent_at=r.effect_sent_at,
+                suspended=r.suspended_at is not None,
+                arguments=json.loads(r.arguments_json),
+            )
+            for r in self._store.invocations(run_id)
+        ]
+
+    async def events(self, run_id: str) -> list[Event]:
+        """Events of ``run_id`` read back from the store."""
+        return [
+            Event(
+                seq=e.seq or 0,
+                kind=e.kind,
+                run_id=e.run_id,
+                invocation_id=e.invocation_id,
+                status=InvocationStatus(e.status) if e.status else None,
+                reason_code=reason_or_none(e.reason_code),
+                data=json.loads(e.data_json),
+            )
+            for e in self._store.events(run_id)
+        ]
+
+    async def metrics(self) -> dict[str, int]:
+        """Counters from the store."""
+        return self._store.metrics()
+
+
+class ReferenceImplementation:
+    """The reference pipeline, registered under the entry point ``reference``.
+
+    Args:
+        name: Name shown in reports.
+        pipeline_class: The pipeline to run; witnesses pass a deliberately defective one.
+    """
+
+    def __init__(self, name: str = "reference", pipeline_class: type[Pipeline] = Pipeline) -> None:
+        self._name = name
+        self._pipeline_class = pipeline_class
+
+    @property
+    def name(self) -> str:
+        """Name shown in reports."""
+        return self._name
+
+    @property
+    def profiles(self) -> frozenset[Profile]:
+        """Claimed profiles."""
+        return frozenset({Profile.CORE})
+
+    def open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AbstractAsyncContextManager[ReferenceInstance]:
+        """Register ``tools`` (ConfigurationError on a bad registry) and open the store."""
+        return self._open(config, tools)
+
+    @asynccontextmanager
+    async def _open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AsyncIterator[ReferenceInstance]:
+        registry = Registry(tools)
+        store = Store.in_directory(Path(config.store_dir))
+        try:
+            pipeline = self._pipeline_class(
+                config=config, registry=registry, store=store, worker_id=f"worker-{uuid.uuid4().hex[:8]}"
+            )
+            yield ReferenceInstance(pipeline)
+        finally:
+            store.close()

@@ -1,0 +1,140 @@
+"""``report.md``: the run for people, deterministic so two renderings of one run are byte-identical."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from toolproof.spec import Rule, Verdict, load_catalog
+
+from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
+
+# Column order of every count table; the enum's own order (pass first, not-covered last).
+_COUNTED: tuple[Verdict, ...] = tuple(Verdict)
+# Verdicts a reader must not miss: bold in the rule list, with their evidence under "Failures".
+_FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
+
+
+def render_markdown(info: RunInfo, rows: Sequence[ResultRow]) -> str:
+    """The text of ``report.md``.
+
+    Title and verdict counts, a per-decision summary table, one section per decision listing each
+    selected rule (ID, profile, catalog text, verdict per implementation, scenarios, interpretation),
+    then every failing or erroring row with its evidence. Rule text comes only from the catalog.
+
+    Raises:
+        ConfigurationError: a selected rule ID is not in the catalog.
+    """
+    catalog = load_catalog()
+    rules = selected_rules(info, catalog)
+    table = verdict_table(info, rows, rules)
+    ordered = sorted(rows, key=row_order(info))
+    lines: list[str] = []
+    lines += _title(info, table, len(rules))
+    lines += _decision_summary(info, table, rules)
+    titles = {decision.number: decision.title for decision in catalog.decisions}
+    for number in sorted({rule.decision for rule in rules}):
+        lines += ["", f"## D{number}. {titles[number]}", ""]
+        for rule in (r for r in rules if r.decision == number):
+            lines += _rule_entry(info, table, rule, ordered)
+    lines += _failures(ordered, {rule.id for rule in rules})
+    return "\n".join(lines) + "\n"
+
+
+def _title(info: RunInfo, table: dict[str, dict[str, Verdict]], rule_count: int) -> list[str]:
+    names = ", ".join(info.implementations)
+    lines = [
+        f"# toolproof run {info.run_id}: {names}",
+        "",
+        f"Started {info.started_at} with toolproof {info.toolproof_version}; {rule_count} rules selected.",
+        "",
+        _row(["Implementation", "Profiles", *_COUNTED]),
+        _row(["---"] * 2 + ["---:"] * len(_COUNTED)),
+    ]
+    for name in info.implementations:
+        claimed = info.profiles.get(name)
+        profiles = ", ".join(claimed) if claimed else "(none stated)"
+        lines.append(_row([name, profiles, *_counts(table[name].values())]))
+    return lines
+
+
+def _decision_summary(info: RunInfo, table: dict[str, dict[str, Verdict]], rules: Sequence[Rule]) -> list[str]:
+    titles = {decision.number: decision.title for decision in load_catalog().decisions}
+    lines = [
+        "",
+        "## Summary by decision",
+        "",
+        _row(["Decision", "Title", "Implementation", *_COUNTED]),
+        _row(["---"] * 3 + ["---:"] * len(_COUNTED)),
+    ]
+    for number in sorted({rule.decision for rule in rules}):
+        ids = [rule.id for rule in rules if rule.decision == number]
+        for name in info.implementations:
+            counts = _counts(table[name][rule_id] for rule_id in ids)
+            lines.append(_row([f"D{number}", titles[number], name, *counts]))
+    return lines
+
+
+def _rule_entry(
+    info: RunInfo, table: dict[str, dict[str, Verdict]], rule: Rule, rows: Sequence[ResultRow]
+) -> list[str]:
+    verdicts = "; ".join(f"{name} {_verdict(table[name][rule.id])}" for name in info.implementations)
+    scenarios = sorted({row.scenario for row in rows if row.rule_id == rule.id and row.scenario})
+    lines = [
+        f"- **{rule.id}** ({rule.profile.value}): {_indented(rule.text)}",
+        f"  - Verdict: {verdicts}",
+        f"  - Scenarios: {', '.join(_code(s) for s in scenarios) if scenarios else '(none)'}",
+    ]
+    if rule.interpretation:
+        lines.append(f"  - Interpretation: {_indented(rule.interpretation)}")
+    return lines
+
+
+def _failures(rows: Sequence[ResultRow], selected: set[str]) -> list[str]:
+    failing = [row for row in rows if row.verdict in _FAILING and row.rule_id in selected]
+    lines = ["", "## Failures", ""]
+    if not failing:
+        return [*lines, "No failures."]
+    for row in failing:
+        lines += [
+            f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} ({row.verdict.value})",
+            "",
+        ]
+        if row.evidence:
+            fence = "`" * max(3, _longest_backtick_run(row.evidence) + 1)
+            lines += [f"{fence}text", row.evidence.rstrip("\n"), fence, ""]
+        else:
+            lines += ["(no evidence recorded)", ""]
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _counts(verdicts: Iterable[Verdict]) -> list[str]:
+    seen = list(verdicts)
+    return [str(seen.count(verdict)) for verdict in _COUNTED]
+
+
+def _verdict(verdict: Verdict) -> str:
+    return f"**{verdict.value}**" if verdict in _FAILING else verdict.value
+
+
+def _row(cells: Sequence[str]) -> str:
+    # A pipe or a line break inside a cell would end the cell or the table.
+    return "| " + " | ".join(re.sub(r"\s*\n\s*", " ", c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _code(text: str) -> str:
+    # A code span must be fenced by more backticks than it contains.
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _indented(text: str) -> str:
+    # Continuation lines must stay inside their list item.
+    return text.strip().replace("\n", "\n    ")
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)

@@ -1,0 +1,212 @@
+"""``results.duckdb``: every run a folder holds, one transaction per run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+from pydantic import ValidationError
+from toolproof.spec import ConfigurationError
+
+from ._results import ResultRow, RunInfo, row_order
+
+RESULTS_FILE = "results.duckdb"
+"""Name of the database inside a results folder."""
+
+_RESULTS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    ("implementation", "VARCHAR"),
+    ("rule_id", "VARCHAR"),
+    ("scenario", "VARCHAR"),
+    ("verdict", "VARCHAR"),
+    ("duration_s", "DOUBLE"),
+    ("evidence", "VARCHAR"),
+)
+# JSON lives in VARCHAR columns: DuckDB's JSON type is an extension, and loading one may reach the network.
+_RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    ("implementations", "VARCHAR"),
+    ("selected_rules", "VARCHAR"),
+    ("started_at", "VARCHAR"),
+    ("toolproof_version", "VARCHAR"),
+    ("profiles", "VARCHAR"),
+)
+_SCHEMA = {"results": _RESULTS_COLUMNS, "runs": _RUNS_COLUMNS}
+
+
+def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow]) -> None:
+    """Append one run to ``db_path`` (created when missing) in a single transaction.
+
+    Raises:
+        ConfigurationError: the file is not a toolproof results database, cannot be written,
+            or already holds ``info.run_id``.
+    """
+    connection = _connect(db_path, read_only=False)
+    # Closing without commit rolls the transaction back, so an error anywhere below leaves no trace of the run.
+    try:
+        connection.begin()
+        if _tables(connection) & set(_SCHEMA):
+            _check_schema(connection, db_path)
+        else:
+            _create_schema(connection)
+        if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", [info.run_id]).fetchone():
+            raise ConfigurationError(
+                f"run_id={info.run_id!r} is already recorded in {str(db_path)!r}: give the run another id"
+                " or write it to another folder"
+            )
+        connection.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                info.run_id,
+                json.dumps(info.implementations),
+                json.dumps(info.selected_rules),
+                info.started_at,
+                info.toolproof_version,
+                json.dumps(info.profiles, sort_keys=True),
+            ],
+        )
+        if rows:
+            connection.executemany(
+                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [r.run_id, r.implementation, r.rule_id, r.scenario, r.verdict.value, r.duration_s, r.evidence]
+                    for r in rows
+                ],
+            )
+        connection.commit()
+    except duckdb.IOException as exc:
+        raise ConfigurationError(
+            f"cannot write results into {str(db_path.parent)!r}: {_first_line(exc)}; choose a folder you can write"
+        ) from None
+    finally:
+        connection.close()
+
+
+def load_run(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[ResultRow]]:
+    """One run from ``out_dir/results.duckdb``: ``run_id``, or the latest by ``started_at`` when None.
+
+    Returns:
+        The run's info and its rows, implementations in the run's order, rules in catalog order.
+
+    Raises:
+        ConfigurationError: the folder, the database or the run is missing, or the file is not a
+            toolproof results database.
+    """
+    if not out_dir.is_dir():
+        raise ConfigurationError(
+            f"no toolproof results at out_dir={str(out_dir)!r}: it is not a folder; give the folder a run was written to"
+        )
+    db_path = out_dir / RESULTS_FILE
+    if not db_path.is_file():
+        raise ConfigurationError(
+            f"no toolproof results at out_dir={str(out_dir)!r}: {RESULTS_FILE} is missing;"
+            " give the folder a run was written to"
+        )
+    connection = _connect(db_path, read_only=True)
+    try:
+        _check_schema(connection, db_path)
+        runs = _load_infos(connection, db_path)
+        info = _choose(runs, run_id, db_path)
+        fetched = connection.execute(
+            "SELECT run_id, implementation, rule_id, scenario, verdict, duration_s, evidence"
+            " FROM results WHERE run_id = ?",
+            [info.run_id],
+        ).fetchall()
+    finally:
+        connection.close()
+    names = [name for name, _ in _RESULTS_COLUMNS]
+    try:
+        rows = [ResultRow.model_validate(dict(zip(names, values, strict=True))) for values in fetched]
+    except ValidationError as exc:
+        raise _not_ours(db_path, f"a results row of run_id={info.run_id!r} is invalid ({_first_line(exc)})") from None
+    return info, sorted(rows, key=row_order(info))
+
+
+def _connect(db_path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(db_path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise _not_ours(db_path, _first_line(exc)) from None
+
+
+def _tables(connection: duckdb.DuckDBPyConnection) -> set[str]:
+    found = connection.execute(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = 'main' AND table_catalog = current_database()"
+    ).fetchall()
+    return {str(name) for (name,) in found}
+
+
+def _create_schema(connection: duckdb.DuckDBPyConnection) -> None:
+    # Table and column names are the constants above, never input, so formatting them in is safe.
+    for table, columns in _SCHEMA.items():
+        spec = ", ".join(f"{name} {kind}" for name, kind in columns)
+        key = ", PRIMARY KEY (run_id)" if table == "runs" else ""
+        connection.execute(f"CREATE TABLE {table} ({spec}{key})")
+
+
+def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
+    for table, expected in _SCHEMA.items():
+        found = connection.execute(
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = 'main' AND table_catalog = current_database() AND table_name = ?"
+            " ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        if not found:
+            raise _not_ours(db_path, f"it has no {table!r} table")
+        if tuple((str(n), str(k)) for n, k in found) != expected:
+            raise _not_ours(db_path, f"table {table!r} has columns {[str(n) for n, _ in found]}")
+
+
+def _load_infos(connection: duckdb.DuckDBPyConnection, db_path: Path) -> list[RunInfo]:
+    fetched = connection.execute(
+        "SELECT run_id, implementations, selected_rules, started_at, toolproof_version, profiles"
+        " FROM runs ORDER BY rowid"
+    ).fetchall()
+    infos: list[RunInfo] = []
+    for run_id, implementations, rules, started_at, version, profiles in fetched:
+        try:
+            infos.append(
+                RunInfo(
+                    run_id=run_id,
+                    implementations=json.loads(implementations),
+                    selected_rules=json.loads(rules),
+                    started_at=started_at,
+                    toolproof_version=version,
+                    profiles=json.loads(profiles),
+                )
+            )
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise _not_ours(db_path, f"run_id={run_id!r} is invalid ({_first_line(exc)})") from None
+    return infos
+
+
+def _choose(runs: list[RunInfo], run_id: str | None, db_path: Path) -> RunInfo:
+    if not runs:
+        raise ConfigurationError(f"{str(db_path)!r} holds no runs: write a run there first")
+    if run_id is None:
+        # Latest start wins; among equal starts, the run written last.
+        return max(enumerate(runs), key=lambda pair: (pair[1].started, pair[0]))[1]
+    for info in runs:
+        if info.run_id == run_id:
+            return info
+    known = [info.run_id for info in runs]
+    raise ConfigurationError(f"run_id={run_id!r} is not in {str(db_path)!r}: it holds runs {known!r}")
+
+
+def _not_ours(db_path: Path, detail: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{str(db_path)!r} is not a toolproof results database: {detail}; point at a folder a run was written to"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        # The first line of a ValidationError only counts errors; the first error says what is wrong.
+        error = exc.errors()[0]
+        return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,28 @@
+"""``summary.json``: the rule verdicts of a run, for machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ._results import ResultRow, RunInfo, selected_rules, verdict_table
+
+
+def render_summary(info: RunInfo, rows: Sequence[ResultRow]) -> str:
+    """The text of ``summary.json``: every selected rule's verdict, rules in catalog order.
+
+    One implementation gives ``{"implementation", "run_id", "rules"}``; several give
+    ``{"run_id", "implementations": {name: {"rules": ...}}}``.
+
+    Raises:
+        ConfigurationError: a selected rule ID is not in the catalog.
+    """
+    table = verdict_table(info, rows, selected_rules(info))
+    as_text = {name: {rule_id: verdict.value for rule_id, verdict in rules.items()} for name, rules in table.items()}
+    document: dict[str, object]
+    if len(info.implementations) == 1:
+        (name,) = info.implementations
+        document = {"implementation": name, "run_id": info.run_id, "rules": as_text[name]}
+    else:
+        document = {"run_id": info.run_id, "implementations": {name: {"rules": as_text[name]} for name in as_text}}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

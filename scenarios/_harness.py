@@ -1,0 +1,199 @@
+"""What a scenario uses to talk to an implementation: the port, a world, and a reproduction log.
+
+Scenarios never import an implementation; they get one through the ``harness`` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+from toolproof.fakes import World
+from toolproof.spec import (
+    ConfigurationError,
+    ConformanceFailure,
+    ContextItem,
+    Disposition,
+    Event,
+    Implementation,
+    Instance,
+    InstanceConfig,
+    InvocationRow,
+    Outcome,
+    ProposedCall,
+    StepRequest,
+    Success,
+    Tool,
+    TrustLabel,
+)
+
+USER_ITEM = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please do what I asked.")
+"""The default context: one USER message, from which every argument is said to come."""
+
+
+def describe(disposition: Disposition) -> str:
+    """One line for a reproduction."""
+    if isinstance(disposition, Outcome):
+        return f"{disposition.status.value} {disposition.reason_code.value}"
+    if isinstance(disposition, Success):
+        return "SUCCEEDED " + json.dumps([e.text[:60] for e in disposition.content])
+    return f"SUSPENDED ({disposition.reason})"
+
+
+class Harness:
+    """Opens instances of the implementation under test and keeps the reproduction."""
+
+    def __init__(self, implementation: Implementation, directory: Path) -> None:
+        self.implementation = implementation
+        self.world = World()
+        self.directory = directory
+        self.log: list[str] = []
+        self._opened = 0
+
+    def config(self, **overrides: Any) -> InstanceConfig:
+        """A config over fresh directories; ``overrides`` replace fields."""
+        self._opened += 1
+        workspace = self.directory / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        fields: dict[str, Any] = {"store_dir": self.directory / "store", "workspace": workspace}
+        return InstanceConfig(**(fields | overrides))
+
+    def _log_tools(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            s = tool.spec
+            self.log.append(
+                f"register {s.name} ({type(tool).__name__}: kind={s.kind.value} source={s.source.value} "
+                f"side_effect={s.side_effect.value} idempotency={s.idempotency.value} output_trust={s.output_trust.value})"
+            )
+
+    @asynccontextmanager
+    async def open(self, *tools: Tool, **config: Any) -> AsyncIterator[Session]:
+        """Open an instance with ``tools`` registered; the session talks to it."""
+        self._log_tools(tools)
+        async with self.implementation.open(self.config(**config), list(tools)) as instance:
+            yield Session(self, instance)
+
+    async def refused(self, *tools: Tool) -> ConfigurationError | None:
+        """The ConfigurationError the implementation raised when opened with ``tools``, or None if it started."""
+        self._log_tools(tools)
+        try:
+            async with self.implementation.open(self.config(), list(tools)):
+                return None
+        except ConfigurationError as exc:
+            self.log.append(f"open refused: {exc}")
+            return exc
+
+    def reproduction(self) -> str:
+        """The call sequence so far, for a failure's evidence."""
+        return "\n".join(f"  {line}" for line in self.log) or "  (no calls)"
+
+    def fail(self, rule_id: str, message: str) -> NoReturn:
+        """Raise the conformance failure of ``rule_id`` with the reproduction."""
+        __tracebackhide__ = True
+        raise ConformanceFailure(rule_id, message, reproduction=self.reproduction())
+
+    def success(self, rule_id: str, disposition: Disposition, what: str = "the call") -> Success:
+        """``disposition`` as a Success, or fail ``rule_id``."""
+        __tracebackhide__ = True
+        if not isinstance(disposition, Success):
+            self.fail(rule_id, f"{what} should have succeeded but was answered {describe(disposition)}")
+        return disposition
+
+    def outcome(self, rule_id: str, disposition: Disposition, what: str = "the call") -> Outcome:
+        """``disposition`` as a non-success Outcome, or fail ``rule_id``."""
+        __tracebackhide__ = True
+        if not isinstance(disposition, Outcome):
+            self.fail(rule_id, f"{what} should have been a non-success outcome but was {describe(disposition)}")
+        return disposition
+
+    def expect(self, rule_id: str, condition: bool, message: str) -> None:
+        """Fail ``rule_id`` with ``message`` unless ``condition``."""
+        __tracebackhide__ = True
+        if not condition:
+            self.fail(rule_id, message)
+
+
+class Session:
+    """One open instance: submit steps, read back rows, events and metrics."""
+
+    def __init__(self, harness: Harness, instance: Instance, run_id: str = "run-1") -> None:
+        self.harness = harness
+        self.instance = instance
+        self.run_id = run_id
+        self._step = 0
+        self._call = 0
+
+    def proposed(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        provenance: dict[str, list[str]] | None = None,
+    ) -> ProposedCall:
+        """A proposed call; by default every argument comes from the USER item."""
+        self._call += 1
+        args = arguments or {}
+        return ProposedCall(
+            call_id=call_id or f"call-{self._call}",
+            tool_name=tool_name,
+            arguments=args,
+            provenance={name: [USER_ITEM.id] for name in args} if provenance is None else provenance,
+        )
+
+    async def step(
+        self,
+        calls: Sequence[ProposedCall],
+        *,
+        step_number: int | None = None,
+        context: Sequence[ContextItem] | None = None,
+        run_id: str | None = None,
+    ) -> list[Disposition]:
+        """Submit one model step; returns dispositions in proposal order."""
+        if step_number is None:
+            self._step += 1
+            step_number = self._step
+        request = StepRequest(
+            run_id=run_id or self.run_id,
+            step_number=step_number,
+            calls=list(calls),
+            context=list(context) if context is not None else [USER_ITEM],
+        )
+        shown = ", ".join(
+            f"{c.tool_name}#{c.call_id} {json.dumps(c.arguments)[:120]} provenance={c.provenance}" for c in calls
+        )
+        ctx = ", ".join(f"{i.id}:{i.trust.value}" for i in request.context)
+        self.harness.log.append(f"submit run={request.run_id} step={step_number} calls=[{shown}] context=[{ctx}]")
+        dispositions = await self.instance.submit(request)
+        for call, disposition in zip(calls, dispositions, strict=False):
+            self.harness.log.append(f"  -> {call.call_id}: {describe(disposition)}")
+        if len(dispositions) != len(calls):
+            self.harness.log.append(f"  -> {len(dispositions)} dispositions for {len(calls)} calls")
+        return dispositions
+
+    async def call(self, tool_name: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Disposition:
+        """Submit a one-call step and return its disposition."""
+        step_keys = {"step_number", "context", "run_id"}
+        call_kwargs = {k: v for k, v in kwargs.items() if k not in step_keys}
+        step_kwargs = {k: v for k, v in kwargs.items() if k in step_keys}
+        [disposition] = await self.step([self.proposed(tool_name, arguments, **call_kwargs)], **step_kwargs)
+        return disposition
+
+    async def rows(self, run_id: str | None = None) -> list[InvocationRow]:
+        """Rows of the run."""
+        return await self.instance.invocations(run_id or self.run_id)
+
+    async def row(self, invocation_id: str, run_id: str | None = None) -> InvocationRow | None:
+        """The row ``invocation_id``, or None."""
+        return next((r for r in await self.rows(run_id) if r.invocation_id == invocation_id), None)
+
+    async def events(self, run_id: str | None = None) -> list[Event]:
+        """Events of the run."""
+        return await self.instance.events(run_id or self.run_id)
+
+    async def metrics(self) -> dict[str, int]:
+        """Counters."""
+        return await self.instance.metrics()

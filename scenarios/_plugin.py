@@ -1,0 +1,224 @@
+"""The pytest plugin that turns scenario modules into per-rule verdicts.
+
+Loaded with ``-p toolproof.scenarios._plugin``. It parametrizes every scenario over the
+selected implementations, skips scenarios of unclaimed profiles as ``not-claimed``,
+deselects scenarios outside ``--toolproof-rules``, and records one result per rule a
+scenario judges.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from toolproof.spec import (
+    ConfigurationError,
+    ConformanceFailure,
+    Implementation,
+    Profile,
+    Verdict,
+    load_catalog,
+    load_implementation,
+)
+
+from ._harness import Harness
+
+IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
+SELECTED = pytest.StashKey[frozenset[str]]()
+NOT_CLAIMED = "not-claimed"
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """One rule judged by one scenario against one implementation."""
+
+    implementation: str
+    """Implementation name."""
+    rule_id: str
+    """Rule judged."""
+    scenario: str
+    """``module.py::test_name``."""
+    verdict: Verdict
+    """Verdict of this scenario for this rule."""
+    duration_s: float
+    """Seconds the scenario took (setup and call)."""
+    evidence: str
+    """Failure text with its reproduction; empty on pass."""
+
+
+class ResultCollector:
+    """Collects results as scenarios finish; ``on_result`` reports progress."""
+
+    def __init__(self, on_result: Callable[[ScenarioResult, int, int], None] | None = None) -> None:
+        self.results: list[ScenarioResult] = []
+        self.collection_errors: list[str] = []
+        self.total = 0
+        self.done = 0
+        self._on_result = on_result
+        self._durations: dict[str, float] = {}
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors.append(f"{report.nodeid}: {report.longreprtext.strip().splitlines()[-1]}")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if "rules" not in props:
+            return
+        self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
+        verdict, evidence, failed_rule = _judge(report)
+        if verdict is None:
+            return  # A passing setup phase: the call phase decides.
+        self.done += 1
+        scenario = str(props["scenario"])
+        rules: tuple[str, ...] = props["rules"]  # type: ignore[assignment]
+        for rule_id in rules:
+            rule_verdict, rule_evidence = verdict, evidence
+            if failed_rule is not None and rule_id != failed_rule and rule_id in rules:
+                rule_verdict = Verdict.ERROR
+                rule_evidence = f"not judged: the scenario stopped when {failed_rule} failed"
+            result = ScenarioResult(
+                implementation=str(props["implementation"]),
+                rule_id=rule_id,
+                scenario=scenario,
+                verdict=rule_verdict,
+                duration_s=self._durations[report.nodeid],
+                evidence=rule_evidence,
+            )
+            self.results.append(result)
+        if self._on_result is not None:
+            self._on_result(self.results[-1], self.done, self.total)
+
+
+def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
+    """Map one report phase to a verdict; None while the scenario is still running."""
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if NOT_CLAIMED in reason:
+            return Verdict.NOT_CLAIMED, "", None
+        # A skip is never a pass: a scenario that could not run is an error.
+        return Verdict.ERROR, f"scenario skipped: {reason}", None
+    if report.when == "setup" and report.passed:
+        return None, "", None
+    if report.when == "teardown":
+        if report.failed:
+            return Verdict.ERROR, report.longreprtext, None
+        return None, "", None
+    if report.passed:
+        return Verdict.PASS, "", None
+    failure: object = getattr(report, "toolproof_exception", None)
+    if isinstance(failure, ConformanceFailure):
+        return Verdict.FAIL, str(failure), failure.rule_id
+    return Verdict.ERROR, report.longreprtext, None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("toolproof")
+    group.addoption(
+        "--toolproof-impl",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="implementation to test: an entry-point name or package.module:factory (repeatable; default reference)",
+    )
+    group.addoption(
+        "--toolproof-rules",
+        default=None,
+        metavar="SELECTORS",
+        help="comma-separated decisions (D5) or rule ids (D5.3) to judge; default all",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rules(*ids): the rule ids a scenario judges")
+    refs: list[str] = config.getoption("--toolproof-impl") or ["reference"]
+    try:
+        config.stash[IMPLEMENTATIONS] = [load_implementation(ref) for ref in refs]
+        selection = load_catalog().select(config.getoption("--toolproof-rules"))
+    except ConfigurationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SELECTED] = frozenset(rule.id for rule in selection)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "implementation" in metafunc.fixturenames:
+        impls = metafunc.config.stash[IMPLEMENTATIONS]
+        metafunc.parametrize("implementation", impls, ids=[impl.name for impl in impls], indirect=True)
+
+
+def _rules_of(item: pytest.Item) -> tuple[str, ...]:
+    marker = item.get_closest_marker("rules")
+    return tuple(marker.args) if marker else ()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    catalog = load_catalog()
+    known = {rule.id for rule in catalog.rules}
+    selected = config.stash[SELECTED]
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        rules = _rules_of(item)
+        unknown = [r for r in rules if r not in known]
+        if not rules or unknown:
+            raise pytest.UsageError(
+                f"scenario {item.nodeid} must be tagged @pytest.mark.rules with catalog ids (unknown: {unknown or 'no tag'})"
+            )
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
+            item.add_marker(pytest.mark.anyio)
+        (keep if selected.intersection(rules) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    rules = _rules_of(item)
+    impl: Implementation = item.callspec.params["implementation"] if isinstance(item, pytest.Function) else None
+    scenario = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
+    item.user_properties.extend([("rules", rules), ("implementation", impl.name), ("scenario", scenario)])
+    catalog = load_catalog()
+    needed = {catalog.rule(r).profile for r in rules}
+    missing = sorted(p.value for p in needed - set(impl.profiles))
+    if missing:
+        pytest.skip(f"{NOT_CLAIMED}: {impl.name} does not claim profile {', '.join(missing)}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.excinfo is not None:
+        report.toolproof_exception = call.excinfo.value  # type: ignore[attr-defined]
+    return report
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Scenarios run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def implementation(request: pytest.FixtureRequest) -> Implementation:
+    """The implementation under test (parametrized by the plugin)."""
+    impl: Implementation = request.param
+    return impl
+
+
+@pytest.fixture
+def harness(implementation: Implementation, tmp_path: Path, anyio_backend: str) -> Iterator[Harness]:
+    """A harness over the implementation under test, with a fresh store directory and world."""
+    # Requesting anyio_backend keeps anyio's plugin from re-parametrizing (and dropping) our callspec.
+    yield Harness(implementation, tmp_path)
+
+
+def profile_names() -> list[str]:
+    """All profile names (for help texts)."""
+    return [p.value for p in Profile]

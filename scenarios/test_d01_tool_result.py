@@ -1,0 +1,163 @@
+"""Decision 1: what a tool returns, and that it cannot return a status."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes import ClaimsStatusTool, EchoTool, FailsTool, FakeTool, ReturnsTool, World
+from toolproof.spec import (
+    ContentPart,
+    InvocationStatus,
+    JsonObject,
+    Outcome,
+    ReasonCode,
+    Success,
+    ToolExecutionContext,
+    ToolResult,
+    TrustLabel,
+)
+
+from ._harness import Harness
+
+
+class _ResultWithStatus(ToolResult):
+    """A ToolResult subclass that smuggles a status field."""
+
+    status: str = "UNCERTAIN"
+
+
+def _invalid_result(d: object) -> bool:
+    return isinstance(d, Outcome) and d.status is InvocationStatus.FAILED and d.reason_code is ReasonCode.INVALID_TOOL_RESULT
+
+
+@pytest.mark.rules("D1.1")
+async def test_result_claiming_a_status_completes_failed_invalid(harness: Harness) -> None:
+    tool = ClaimsStatusTool(harness.world, status="DENIED")
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect("D1.1", _invalid_result(d), f"a result claiming status DENIED was answered {d!r}")
+
+
+@pytest.mark.rules("D1.1")
+async def test_result_subclass_smuggling_a_status_is_invalid(harness: Harness) -> None:
+    tool = ReturnsTool(harness.world, _ResultWithStatus(ok=True, content=[ContentPart(text="done")]))
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect("D1.1", _invalid_result(d), f"a ToolResult carrying status=UNCERTAIN was answered {d!r}")
+
+
+@pytest.mark.rules("D1.2")
+async def test_ok_result_completes_succeeded(harness: Harness) -> None:
+    tool = EchoTool(harness.world)
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name, {"text": "hello"})
+    harness.expect("D1.2", isinstance(d, Success), f"ok=true was answered {d!r}")
+
+
+@pytest.mark.rules("D1.2")
+async def test_failure_completes_with_the_status_the_table_assigns(harness: Harness) -> None:
+    tool = FailsTool(harness.world, kind="REMOTE_UNAVAILABLE")
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect(
+        "D1.2",
+        isinstance(d, Outcome)
+        and d.status is InvocationStatus.UNAVAILABLE
+        and d.reason_code is ReasonCode.REMOTE_UNAVAILABLE,
+        f"a REMOTE_UNAVAILABLE failure was answered {d!r}; expected UNAVAILABLE remote_unavailable",
+    )
+
+
+@pytest.mark.rules("D1.2")
+async def test_ok_and_failure_that_disagree_are_invalid(harness: Harness) -> None:
+    tool = ReturnsTool(harness.world, {"ok": True, "failure": {"kind": "ERROR"}, "content": [{"text": "fine"}]})
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect("D1.2", _invalid_result(d), f"ok=true with a failure was answered {d!r}")
+
+
+class _LabelsTool(FakeTool):
+    """Returns one part claiming SYSTEM and one lowering itself to EXTERNAL_UNTRUSTED, with a whole-result label."""
+
+    default_name = "docs.fetch"
+
+    def __init__(self, world: World, result_trust: TrustLabel | None) -> None:
+        super().__init__(world, output_trust=TrustLabel.INTERNAL)
+        self.result_trust = result_trust
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        return ToolResult(
+            ok=True,
+            trust=self.result_trust,
+            content=[
+                ContentPart(text="summary", trust=TrustLabel.SYSTEM),
+                ContentPart(text="quoted page", trust=TrustLabel.EXTERNAL_UNTRUSTED),
+            ],
+        )
+
+
+@pytest.mark.rules("D1.3")
+async def test_result_cannot_raise_its_trust_label(harness: Harness) -> None:
+    tool = _LabelsTool(harness.world, result_trust=TrustLabel.SYSTEM)
+    async with harness.open(tool) as session:
+        d = harness.success("D1.3", await session.call(tool.spec.name))
+    labels = [e.trust for e in d.content]
+    harness.expect(
+        "D1.3",
+        labels[:1] == [TrustLabel.INTERNAL],
+        f"a tool registered at INTERNAL claimed SYSTEM and its output was labelled {labels[:1]}",
+    )
+
+
+@pytest.mark.rules("D1.3")
+async def test_result_may_lower_its_trust_label(harness: Harness) -> None:
+    tool = _LabelsTool(harness.world, result_trust=None)
+    async with harness.open(tool) as session:
+        d = harness.success("D1.3", await session.call(tool.spec.name))
+    labels = [e.trust for e in d.content]
+    harness.expect(
+        "D1.3",
+        labels == [TrustLabel.INTERNAL, TrustLabel.EXTERNAL_UNTRUSTED],
+        f"parts labelled [SYSTEM claim, EXTERNAL_UNTRUSTED] by an INTERNAL tool were delivered as {labels}",
+    )
+    whole = _LabelsTool(harness.world, result_trust=TrustLabel.EXTERNAL_UNTRUSTED)
+    async with harness.open(whole) as session:
+        d = harness.success("D1.3", await session.call(whole.spec.name, step_number=2))
+    labels = [e.trust for e in d.content]
+    harness.expect(
+        "D1.3",
+        set(labels) == {TrustLabel.EXTERNAL_UNTRUSTED},
+        f"a result lowering itself to EXTERNAL_UNTRUSTED was delivered as {labels}",
+    )
+
+
+_COUNT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {"count": {"type": "integer"}},
+    "required": ["count"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.rules("D1.4")
+async def test_structure_that_violates_the_output_schema_is_invalid(harness: Harness) -> None:
+    bad = ToolResult(ok=True, structured={"count": "many"})
+    tool = ReturnsTool(harness.world, bad, name="stats.count", output_schema=_COUNT_SCHEMA)
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect("D1.4", _invalid_result(d), f"structure {{'count': 'many'}} against an integer schema gave {d!r}")
+
+
+@pytest.mark.rules("D1.5")
+async def test_accepted_result_is_delivered_unchanged(harness: Harness) -> None:
+    good = ToolResult(ok=True, content=[ContentPart(text="3 files")], structured={"count": 3})
+    tool = ReturnsTool(harness.world, good, name="stats.count", output_schema=_COUNT_SCHEMA)
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect(
+        "D1.5",
+        isinstance(d, Success)
+        and d.structured == {"count": 3}
+        and [(e.text, e.source) for e in d.content] == [("3 files", "stats.count")],
+        f"expected content '3 files' from stats.count and structure {{'count': 3}}, got {d!r}",
+    )

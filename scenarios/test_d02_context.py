@@ -1,0 +1,180 @@
+"""Decision 2: the ToolExecutionContext has nine members and no way back into the pipeline."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from toolproof.fakes import ArtifactTool, HangsTool, ProbeTool
+from toolproof.spec import (
+    CONTEXT_MEMBERS,
+    Identity,
+    InvocationStatus,
+    ReasonCode,
+    ToolExecutionContext,
+)
+
+from ._harness import Harness
+
+# Attribute names that would hand a tool the pipeline, its store or its registry.
+_FORBIDDEN_NAMES = frozenset(
+    {
+        "commit", "rollback", "begin", "session", "engine", "connection", "cursor", "store", "repository",
+        "registry", "tools", "policy", "pipeline", "submit", "run_call", "register", "invoke", "call_tool",
+    }
+)
+_FORBIDDEN_MODULES = ("sqlalchemy", "sqlmodel", "sqlite3", "psycopg", "duckdb")
+
+
+def _public(obj: object) -> list[str]:
+    if isinstance(obj, BaseModel):
+        return list(type(obj).model_fields)
+    return [name for name in dir(obj) if not name.startswith("_")]
+
+
+def _reachable_hazards(context: ToolExecutionContext, instance: object) -> list[str]:
+    """Paths from the context, two attributes deep, to anything that reaches the pipeline."""
+    hazards: list[str] = []
+    frontier: list[tuple[str, Any]] = [("context", context)]
+    for _depth in range(2):
+        following: list[tuple[str, Any]] = []
+        for path, obj in frontier:
+            for name in _public(obj):
+                where = f"{path}.{name}"
+                if name in _FORBIDDEN_NAMES:
+                    hazards.append(f"{where} (name)")
+                    continue
+                try:
+                    value = getattr(obj, name)
+                except Exception:
+                    continue
+                if value is instance:
+                    hazards.append(f"{where} is the instance under test")
+                if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
+                    hazards.append(f"{where} is a {type(value).__module__}.{type(value).__name__}")
+                if not callable(value) and not isinstance(value, str | bytes | int | float | bool | Path | type(None)):
+                    following.append((where, value))
+        frontier = following
+    return hazards
+
+
+@pytest.mark.rules("D2.1")
+async def test_context_exposes_exactly_the_nine_members(harness: Harness) -> None:
+    async def members(context: ToolExecutionContext) -> list[str]:
+        return sorted(_public(context))
+
+    tool = ProbeTool(harness.world, probe=members)
+    async with harness.open(tool) as session:
+        harness.success("D2.1", await session.call(tool.spec.name))
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect(
+        "D2.1",
+        seen == sorted(CONTEXT_MEMBERS),
+        f"the context exposed {seen}; expected exactly {sorted(CONTEXT_MEMBERS)}",
+    )
+
+
+@pytest.mark.rules("D2.2")
+async def test_context_offers_no_way_back_into_the_pipeline(harness: Harness) -> None:
+    tool = ProbeTool(harness.world)
+    async with harness.open(tool) as session:
+        instance = session.instance
+
+        async def hazards(context: ToolExecutionContext) -> list[str]:
+            return _reachable_hazards(context, instance)
+
+        tool.probe = hazards
+        harness.success("D2.2", await session.call(tool.spec.name))
+    found = harness.world.observations.get(tool.spec.name)
+    harness.expect("D2.2", found == [], f"the context leads back into the pipeline: {found}")
+
+
+@pytest.mark.rules("D2.3")
+async def test_identity_names_the_invocation_being_executed(harness: Harness) -> None:
+    async def identity(context: ToolExecutionContext) -> Identity:
+        return context.identity
+
+    tool = ProbeTool(harness.world, probe=identity)
+    async with harness.open(tool) as session:
+        d = harness.success("D2.3", await session.call(tool.spec.name, call_id="call-identity", step_number=7))
+        row = await session.row(d.invocation_id)
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect("D2.3", isinstance(seen, Identity) and row is not None, f"identity {seen!r}, row {row!r}")
+    assert isinstance(seen, Identity) and row is not None
+    expected = {
+        "tenant": row.tenant,
+        "run_id": row.run_id,
+        "step_number": 7,
+        "call_id": "call-identity",
+        "invocation_id": d.invocation_id,
+        "tool_name": tool.spec.name,
+        "tool_version": tool.spec.version,
+        "attempt": row.attempt,
+        "idempotency_key": row.idempotency_key,
+    }
+    actual = seen.model_dump()
+    wrong = {k: (actual[k], v) for k, v in expected.items() if actual[k] != v}
+    harness.expect("D2.3", not wrong, f"identity disagrees with the row (seen, expected): {wrong}")
+
+
+@pytest.mark.rules("D2.4")
+async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -> None:
+    tool = HangsTool(harness.world, deadline_s=0.2)
+    async with harness.open(tool) as session:
+        d = harness.outcome("D2.4", await session.call(tool.spec.name), "a tool hanging past its deadline")
+    harness.expect(
+        "D2.4",
+        d.status is InvocationStatus.FAILED and d.reason_code is ReasonCode.DEADLINE_EXCEEDED,
+        f"a tool hanging past its 0.2 s deadline was answered {d.status.value} {d.reason_code.value}",
+    )
+    flag = harness.world.observations.get(f"{tool.spec.name}.cancellation_set")
+    harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
+
+
+@pytest.mark.rules("D2.5")
+async def test_credentials_resolve_only_for_required_scopes(harness: Harness) -> None:
+    async def resolve(context: ToolExecutionContext) -> dict[str, str | None]:
+        return {scope: await context.credential_resolver.resolve(scope) for scope in ("tickets:write", "admin")}
+
+    tool = ProbeTool(harness.world, probe=resolve, required_scopes=frozenset({"tickets:write"}))
+    creds = {"tickets:write": "token-tickets", "admin": "token-admin"}
+    async with harness.open(tool, credentials=creds) as session:
+        harness.success("D2.5", await session.call(tool.spec.name))
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect(
+        "D2.5",
+        seen == {"tickets:write": "token-tickets", "admin": None},
+        f"a tool requiring only tickets:write resolved {seen}",
+    )
+
+
+@pytest.mark.rules("D2.6")
+async def test_workspace_is_the_configured_one(harness: Harness) -> None:
+    async def workspace(context: ToolExecutionContext) -> Path:
+        return Path(context.workspace)
+
+    tool = ProbeTool(harness.world, probe=workspace)
+    async with harness.open(tool) as session:
+        harness.success("D2.6", await session.call(tool.spec.name))
+    expected = harness.directory / "workspace"
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect("D2.6", seen == expected, f"workspace {seen}, configured {expected}")
+
+
+@pytest.mark.rules("D2.6")
+async def test_artifact_written_through_the_context_is_returned_with_its_digest(harness: Harness) -> None:
+    data = "archived bytes \u00e9\n" * 50
+    tool = ArtifactTool(harness.world)
+    async with harness.open(tool) as session:
+        d = harness.success("D2.6", await session.call(tool.spec.name, {"data": data}))
+    raw = data.encode()
+    refs = [(a.size, a.sha256) for a in d.artifacts]
+    harness.expect(
+        "D2.6",
+        refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
+        f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
+    )

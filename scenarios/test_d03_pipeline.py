@@ -1,0 +1,179 @@
+"""Decision 3: fourteen steps, one function, persistence points committed on their own."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes import EchoTool, Probe, ProbeTool, ReturnsTool, WriteTool, device_tool
+from toolproof.spec import (
+    EventKind,
+    InvocationRow,
+    InvocationStatus,
+    ReasonCode,
+    ToolExecutionContext,
+    ToolSource,
+)
+
+from ._harness import Harness, Session
+
+
+def _own_row(session: Session) -> Probe:
+    """A probe that reads the executing invocation's row from the store, and its key."""
+
+    async def own_row(context: ToolExecutionContext) -> tuple[InvocationRow | None, str]:
+        row = await session.row(context.identity.invocation_id)
+        return row, context.identity.idempotency_key
+
+    return own_row
+
+
+@pytest.mark.rules("D3.1")
+async def test_tool_executes_only_after_its_row_is_committed_running(harness: Harness) -> None:
+    tool = ProbeTool(harness.world)
+    async with harness.open(tool) as session:
+        tool.probe = _own_row(session)
+        d = harness.success("D3.1", await session.call(tool.spec.name))
+        after = await session.row(d.invocation_id)
+    during, key = harness.world.observations[tool.spec.name]
+    harness.expect("D3.1", during is not None, "while the tool executed, its row was not in the store")
+    assert during is not None
+    harness.expect(
+        "D3.1",
+        during.status is InvocationStatus.RUNNING and during.idempotency_key == key and during.attempt >= 1,
+        f"while the tool executed its row was status={during.status.value} attempt={during.attempt} "
+        f"key={'the same' if during.idempotency_key == key else 'different'}; expected RUNNING, claimed, same key",
+    )
+    harness.expect(
+        "D3.1",
+        after is not None and after.status is InvocationStatus.SUCCEEDED,
+        f"after the call returned the row was {after.status.value if after else 'missing'}; expected SUCCEEDED",
+    )
+
+
+@pytest.mark.rules("D3.2")
+async def test_row_is_visible_to_another_reader_while_the_tool_runs(harness: Harness) -> None:
+    tool = ProbeTool(harness.world)
+    async with harness.open(tool) as session:
+        tool.probe = _own_row(session)
+        harness.success("D3.2", await session.call(tool.spec.name))
+    during, _ = harness.world.observations[tool.spec.name]
+    harness.expect(
+        "D3.2",
+        during is not None,
+        "while the tool executed, a separate reader could not see its invocation row: a transaction spans tool I/O",
+    )
+
+
+@pytest.mark.rules("D3.3")
+async def test_refused_call_never_executes_its_tool(harness: Harness) -> None:
+    echo = EchoTool(harness.world)
+    async with harness.open(echo) as session:
+        unknown = harness.outcome("D3.3", await session.call("files.missing", {"text": "x"}), "an unknown tool")
+        invalid = harness.outcome(
+            "D3.3", await session.call(echo.spec.name, {"text": 42, "extra": True}), "arguments failing validation"
+        )
+        rows = {r.invocation_id: r for r in await session.rows()}
+    harness.expect(
+        "D3.3",
+        harness.world.executions == [],
+        f"a refused call executed its tool: {harness.world.executions}",
+    )
+    for outcome in (unknown, invalid):
+        row = rows.get(outcome.invocation_id)
+        harness.expect(
+            "D3.3",
+            row is not None and row.status.is_terminal,
+            f"refused call {outcome.reason_code.value} left row {row.status.value if row else 'none'}; expected terminal",
+        )
+
+
+@pytest.mark.rules("D3.4")
+async def test_replayed_call_returns_recorded_disposition_without_executing(harness: Harness) -> None:
+    tool = WriteTool(harness.world)
+    async with harness.open(tool) as session:
+        call = session.proposed(tool.spec.name, {"title": "printer on fire"}, call_id="call-replay")
+        [first] = await session.step([call], step_number=1)
+        [again] = await session.step([call], step_number=1)
+    harness.expect(
+        "D3.4",
+        again == first,
+        f"the replay was answered {again!r}, the original {first!r}; expected the recorded disposition",
+    )
+    harness.expect(
+        "D3.4",
+        len(harness.world.executions_of(tool.spec.name)) == 1 and len(harness.world.effects) == 1,
+        f"the replay executed the tool again: {len(harness.world.executions)} executions, "
+        f"{len(harness.world.effects)} effects",
+    )
+
+
+@pytest.mark.rules("D3.5")
+async def test_rejected_result_after_the_effect_keeps_the_watermark_and_is_not_rerun(harness: Harness) -> None:
+    tool = ReturnsTool(
+        harness.world,
+        {"ok": True, "verdict": "approved"},
+        name="payments.send",
+        act_first=True,
+        side_effect="EXTERNAL_WRITE",
+        idempotency="NON_IDEMPOTENT",
+    )
+    async with harness.open(tool) as session:
+        d = harness.outcome("D3.5", await session.call(tool.spec.name, {"amount": 5}), "an invalid result")
+        row = await session.row(d.invocation_id)
+    harness.expect(
+        "D3.5",
+        d.reason_code is ReasonCode.INVALID_TOOL_RESULT,
+        f"an invalid result after the effect was answered {d.reason_code.value}",
+    )
+    harness.expect(
+        "D3.5",
+        row is not None and row.effect_sent_at is not None,
+        f"the watermark of an effect that happened was not kept: row {row!r}",
+    )
+    harness.expect(
+        "D3.5",
+        len(harness.world.executions) == 1 and len(harness.world.effects) == 1,
+        f"after step 10 the tool ran {len(harness.world.executions)} times and left {len(harness.world.effects)} effects",
+    )
+
+
+@pytest.mark.rules("D3.6")
+async def test_every_tool_source_leaves_the_same_trail(harness: Harness) -> None:
+    builtin = EchoTool(harness.world, name="files.echo")
+    device = device_tool(harness.world, name="sensors.read", source=ToolSource.DEVICE)
+    sandbox = device_tool(harness.world, name="sandbox_tools.run", source=ToolSource.SANDBOX)
+    trails: dict[str, tuple[InvocationStatus | None, list[str]]] = {}
+    async with harness.open(builtin, device, sandbox) as session:
+        for name in ("files.echo", "sensors.read", "sandbox_tools.run"):
+            d = harness.success("D3.6", await session.call(name, {"text": "t"}), f"a call to {name}")
+            row = await session.row(d.invocation_id)
+            kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
+            trails[name] = (row.status if row else None, kinds)
+    reference = trails["files.echo"]
+    for name in ("sensors.read", "sandbox_tools.run"):
+        harness.expect(
+            "D3.6",
+            trails[name] == reference,
+            f"{name} left row status and events {trails[name]}; the builtin left {reference}",
+        )
+    harness.expect("D3.6", len(harness.world.executions) == 3, "not every source's tool was executed once")
+
+
+@pytest.mark.rules("D3.7")
+async def test_executed_call_emits_requested_started_completed_in_order(harness: Harness) -> None:
+    tool = EchoTool(harness.world)
+    async with harness.open(tool) as session:
+        d = harness.success("D3.7", await session.call(tool.spec.name, {"text": "t"}))
+        kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
+    want = [EventKind.REQUESTED.value, EventKind.STARTED.value, EventKind.COMPLETED.value]
+    harness.expect("D3.7", kinds == want, f"an executed call emitted {kinds}; expected {want}")
+
+
+@pytest.mark.rules("D3.7")
+async def test_refused_call_emits_requested_and_one_completed(harness: Harness) -> None:
+    async with harness.open(EchoTool(harness.world)) as session:
+        d = harness.outcome("D3.7", await session.call("files.nowhere"), "an unknown tool")
+        kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
+    want = [EventKind.REQUESTED.value, EventKind.COMPLETED.value]
+    harness.expect("D3.7", kinds == want, f"a refused call emitted {kinds}; expected {want}")
+

@@ -1,0 +1,133 @@
+"""The rule catalog, loaded once from ``rules.toml`` beside this module."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from importlib.resources import files
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._enums import Profile
+from ._errors import ConfigurationError
+
+RULE_ID = re.compile(r"^D(?P<decision>[1-9][0-9]*)\.(?P<n>[1-9][0-9]*)$")
+"""Well-formed rule IDs: ``D<decision>.<n>``."""
+
+
+class Rule(BaseModel):
+    """One atomic, testable statement of the ADR."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """``D<decision>.<n>``."""
+    profile: Profile
+    """The profile an implementation must claim for the rule to apply."""
+    text: str
+    """The rule, in our words, with MUST / MUST NOT."""
+    interpretation: str | None = None
+    """Our reading where the ADR leans on plan sections we do not have."""
+    untestable: str | None = None
+    """Why no scenario can judge this rule, when none can."""
+
+    @field_validator("id")
+    @classmethod
+    def _well_formed(cls, value: str) -> str:
+        if not RULE_ID.match(value):
+            raise ValueError(f"rule id {value!r} is not D<decision>.<n>")
+        return value
+
+    @property
+    def decision(self) -> int:
+        """The ADR decision number."""
+        return rule_decision(self.id)
+
+    @property
+    def number(self) -> int:
+        """Position within the decision."""
+        match = RULE_ID.match(self.id)
+        assert match is not None  # Invariant: validated at construction.
+        return int(match["n"])
+
+
+class Decision(BaseModel):
+    """One of the ADR's numbered decisions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int = Field(ge=1)
+    """1 to 18."""
+    title: str
+    """Short title."""
+
+
+class Catalog(BaseModel):
+    """All decisions and rules, in ADR order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decisions: tuple[Decision, ...] = Field(alias="decision")
+    """Decisions in order."""
+    rules: tuple[Rule, ...] = Field(alias="rule")
+    """Rules in decision order, then number."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalog:
+        ids = [r.id for r in self.rules]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate rule ids: {dupes}")
+        numbers = {d.number for d in self.decisions}
+        orphans = sorted({r.id for r in self.rules if r.decision not in numbers})
+        if orphans:
+            raise ValueError(f"rules of undeclared decisions: {orphans}")
+        return self
+
+    def rule(self, rule_id: str) -> Rule:
+        """The rule with ``rule_id``; ConfigurationError when there is none."""
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise ConfigurationError(f"unknown rule id {rule_id!r}: see `toolproof rules`")
+
+    def select(self, selectors: str | list[str] | None) -> tuple[Rule, ...]:
+        """Rules matching comma-separated selectors: ``D5`` (a decision) or ``D5.3`` (a rule).
+
+        Raises:
+            ConfigurationError: a selector is malformed or names nothing in the catalog.
+        """
+        if selectors is None:
+            return self.rules
+        items = selectors.split(",") if isinstance(selectors, str) else selectors
+        wanted: list[str] = [s.strip() for s in items if s.strip()]
+        if not wanted:
+            raise ConfigurationError("--rules is empty: give decisions like D5 or rules like D5.3, comma-separated")
+        chosen: set[str] = set()
+        for sel in wanted:
+            if re.fullmatch(r"D[1-9][0-9]*", sel):
+                hits = {r.id for r in self.rules if f"D{r.decision}" == sel}
+            elif RULE_ID.match(sel):
+                hits = {self.rule(sel).id}
+            else:
+                raise ConfigurationError(f"rule selector {sel!r} is neither a decision (D5) nor a rule id (D5.3)")
+            if not hits:
+                raise ConfigurationError(f"rule selector {sel!r} matches no rule in the catalog")
+            chosen |= hits
+        return tuple(r for r in self.rules if r.id in chosen)
+
+
+def rule_decision(rule_id: str) -> int:
+    """The decision number of ``rule_id``."""
+    match = RULE_ID.match(rule_id)
+    if match is None:
+        raise ConfigurationError(f"rule id {rule_id!r} is not D<decision>.<n>")
+    return int(match["decision"])
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The catalog, parsed and validated once per process."""
+    raw = tomllib.loads(files(__package__).joinpath("rules.toml").read_text(encoding="utf-8"))
+    return Catalog.model_validate(raw)

@@ -1,0 +1,39 @@
+"""The one exception root, split by who must act."""
+
+from __future__ import annotations
+
+
+class ToolproofError(Exception):
+    """Root of every error toolproof raises on purpose."""
+
+
+class ConformanceFailure(ToolproofError, AssertionError):
+    """The implementation under test broke a rule; carries the rule and a reproduction."""
+
+    def __init__(self, rule_id: str, message: str, *, reproduction: str = "") -> None:
+        self.rule_id = rule_id
+        self.reproduction = reproduction
+        text = f"{rule_id}: {message}"
+        if reproduction:
+            text += f"\nreproduction:\n{reproduction}"
+        super().__init__(text)
+
+
+class ContractViolation(ToolproofError):
+    """A tool broke the tool-author contract (e.g. acted before mark_effect_sent)."""
+
+    def __init__(self, rule_id: str, message: str) -> None:
+        self.rule_id = rule_id
+        super().__init__(f"{rule_id}: {message}")
+
+
+class ConfigurationError(ToolproofError, ValueError):
+    """Something was configured wrong: a bad tool name, an unknown implementation, a bad option.
+
+    Implementations raise it from ``Implementation.open`` to refuse a configuration
+    (e.g. a builtin in a reserved domain); the message names the offending value.
+    """
+
+
+class HarnessError(ToolproofError):
+    """toolproof itself failed; not the implementation's fault nor the user's."""

@@ -1,0 +1,234 @@
+"""The tool port (decision 2) and the implementation port every pipeline under test offers."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._enums import Profile
+from ._errors import ConfigurationError
+from ._types import (
+    ArtifactRef,
+    Budget,
+    Disposition,
+    Event,
+    Identity,
+    InvocationRow,
+    JsonObject,
+    StepRequest,
+    ToolResult,
+    ToolSpec,
+)
+
+CONTEXT_MEMBERS: tuple[str, ...] = (
+    "identity",
+    "budget",
+    "deadline",
+    "target",
+    "workspace",
+    "artifact_writer",
+    "credential_resolver",
+    "cancellation",
+    "mark_effect_sent",
+)
+"""Decision 2: exactly these, and nothing that reaches the pipeline."""
+
+ENTRY_POINT_GROUP = "toolproof.implementations"
+"""Entry-point group under which implementations register a zero-argument factory."""
+
+
+class ArtifactWriter(Protocol):
+    """Stores blobs for the invocation."""
+
+    async def write(self, name: str, data: bytes) -> ArtifactRef:
+        """Store ``data`` under ``name`` and return its reference."""
+        ...
+
+
+class CredentialResolver(Protocol):
+    """Hands a tool the credentials of the scopes its spec requires, and no others."""
+
+    async def resolve(self, scope: str) -> str | None:
+        """The credential for ``scope``, or ``None`` when the tool may not have it."""
+        ...
+
+
+class Cancellation(Protocol):
+    """Tells a tool that its invocation was cancelled."""
+
+    def is_set(self) -> bool:
+        """Whether cancellation was requested."""
+        ...
+
+    async def wait(self) -> None:
+        """Return once cancellation is requested."""
+        ...
+
+
+@runtime_checkable
+class ToolExecutionContext(Protocol):
+    """What a tool receives: the nine members of decision 2, and nothing else."""
+
+    @property
+    def identity(self) -> Identity:
+        """Who and what this execution is."""
+        ...
+
+    @property
+    def budget(self) -> Budget:
+        """What the call may spend."""
+        ...
+
+    @property
+    def deadline(self) -> float:
+        """Absolute time (``time.time()`` seconds) by which the tool must return."""
+        ...
+
+    @property
+    def target(self) -> str | None:
+        """The configured target the tool acts on (a base URL, a server id), if any."""
+        ...
+
+    @property
+    def workspace(self) -> Path:
+        """The run's workspace directory."""
+        ...
+
+    @property
+    def artifact_writer(self) -> ArtifactWriter:
+        """Stores blobs."""
+        ...
+
+    @property
+    def credential_resolver(self) -> CredentialResolver:
+        """Resolves credentials."""
+        ...
+
+    @property
+    def cancellation(self) -> Cancellation:
+        """Cancellation signal."""
+        ...
+
+    async def mark_effect_sent(self) -> None:
+        """Commit ``effect_sent_at`` now; call immediately before the first effect. Returns once committed."""
+        ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool: its spec and its one operation."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The registered spec."""
+        ...
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        """Do the work; never decide a status."""
+        ...
+
+
+class InstanceConfig(BaseModel):
+    """How the harness configures one instance of an implementation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    store_dir: Path
+    """A fresh directory the instance keeps its store and artifacts in."""
+    workspace: Path
+    """The workspace directory handed to tools."""
+    targets: dict[str, str] = Field(default_factory=dict)
+    """Tool name -> target handed to that tool."""
+    credentials: dict[str, str] = Field(default_factory=dict)
+    """Scope -> credential the resolver may hand out."""
+    max_output_bytes: int = 64 * 1024
+    """Output above this is excerpted (decision 12)."""
+    lease_s: float = 60.0
+    """How long a RUNNING claim is leased."""
+
+
+@runtime_checkable
+class Instance(Protocol):
+    """One running pipeline: submit steps, read back what it recorded."""
+
+    async def submit(self, step: StepRequest) -> list[Disposition]:
+        """Run every call of ``step`` through the pipeline; one disposition per call, in proposal order."""
+        ...
+
+    async def invocations(self, run_id: str) -> list[InvocationRow]:
+        """Committed ``tool_invocations`` rows of ``run_id``, in creation order (read from the store)."""
+        ...
+
+    async def events(self, run_id: str) -> list[Event]:
+        """Committed events of ``run_id`` in emission order."""
+        ...
+
+    async def metrics(self) -> dict[str, int]:
+        """Current counters (Metric values)."""
+        ...
+
+
+@runtime_checkable
+class Implementation(Protocol):
+    """A pipeline under test, as the harness sees it."""
+
+    @property
+    def name(self) -> str:
+        """Name shown in reports."""
+        ...
+
+    @property
+    def profiles(self) -> frozenset[Profile]:
+        """Profiles whose rules it claims; others report ``not-claimed``."""
+        ...
+
+    def open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AbstractAsyncContextManager[Instance]:
+        """Start an instance with ``tools`` registered; raise ConfigurationError to refuse the registry."""
+        ...
+
+
+def available_implementations() -> list[str]:
+    """Names registered under the ``toolproof.implementations`` entry-point group."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def load_implementation(ref: str) -> Implementation:
+    """Load an implementation by entry-point name or by ``package.module:factory``.
+
+    Raises:
+        ConfigurationError: the name is unknown, the module does not import, or the
+            factory does not produce an Implementation.
+    """
+    if ":" in ref:
+        module_name, _, attr = ref.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigurationError(f"implementation {ref!r}: module {module_name!r} cannot be imported ({exc})") from None
+        try:
+            factory = getattr(module, attr)
+        except AttributeError:
+            raise ConfigurationError(f"implementation {ref!r}: module {module_name!r} has no attribute {attr!r}") from None
+    else:
+        eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
+        if not eps:
+            known = ", ".join(available_implementations()) or "none"
+            raise ConfigurationError(
+                f"unknown implementation {ref!r}: registered names are {known}; "
+                "or give package.module:factory"
+            )
+        factory = eps[0].load()
+    # A class satisfies the protocol structurally too, so classes are always called.
+    is_factory = isinstance(factory, type) or (callable(factory) and not isinstance(factory, Implementation))
+    impl = factory() if is_factory else factory
+    if not isinstance(impl, Implementation):
+        raise ConfigurationError(
+            f"implementation {ref!r} produced {type(impl).__name__}, which lacks name, profiles or open()"
+        )
+    return impl
