@@ -103,6 +103,14 @@ class _TrustsOkFlag(Pipeline):
         return Pipeline._parse_result(data)
 
 
+@_witness("over_strict_results", ("D1.2",), "rejects a successful result that carries no structured output")
+class _OverStrictResults(Pipeline):
+    async def step_normalize(self, s: CallState) -> None:
+        await super().step_normalize(s)
+        if isinstance(s.disposition, Success) and s.disposition.structured is None:
+            s.finish(ReasonCode.INVALID_TOOL_RESULT)
+
+
 @_witness("trust_raising", ("D1.3",), "takes a result's own trust label, even above the registered one")
 class _TrustRaising(Pipeline):
     async def step_normalize(self, s: CallState) -> None:

@@ -2,7 +2,7 @@
 
 from ._files import rerender, write_run
 from ._markdown import render_markdown
-from ._results import ResultRow, RunInfo, rule_verdicts
+from ._results import ResultRow, RunInfo, rule_verdicts, selected_rules, verdict_table
 from ._store import load_run
 
 __all__ = [
@@ -12,5 +12,7 @@ __all__ = [
     "render_markdown",
     "rerender",
     "rule_verdicts",
+    "selected_rules",
+    "verdict_table",
     "write_run",
 ]

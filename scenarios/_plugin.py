@@ -8,7 +8,9 @@ scenario judges.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import types
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from toolproof.spec import (
 
 from ._harness import Harness
 
+_SCENARIOS_DIR = Path(__file__).resolve().parent
 IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
 SELECTED = pytest.StashKey[frozenset[str]]()
 NOT_CLAIMED = "not-claimed"
@@ -117,6 +120,24 @@ def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
     if isinstance(failure, ConformanceFailure):
         return Verdict.FAIL, str(failure), failure.rule_id
     return Verdict.ERROR, report.longreprtext, None
+
+
+class _ScenarioModule(pytest.Module):
+    """A scenario module imported under its package name, whatever the install layout.
+
+    pytest would otherwise derive a top-level name (``scenarios.test_x``) from an editable
+    checkout and import a second copy of the harness.
+    """
+
+    def _getobj(self) -> types.ModuleType:
+        return importlib.import_module(f"{__package__}.{self.path.stem}")
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if module_path.parent == _SCENARIOS_DIR and module_path.name.startswith("test_"):
+        module: pytest.Module = _ScenarioModule.from_parent(parent, path=module_path)
+        return module
+    return None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -37,7 +37,7 @@ def _tools(harness: Harness) -> list[FakeTool]:
         EchoTool(world),
         FailsTool(world, kind="ERROR"),
         FailsTool(world, kind="REMOTE_UNAVAILABLE", name="remote.down"),
-        HangsTool(world, deadline_s=0.2),
+        HangsTool(world, deadline_s=0.05),
         RaisesTool(world, after_watermark=True),
     ]
 

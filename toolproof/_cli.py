@@ -1,1 +1,169 @@
-def main() -> None: ...
+"""The ``toolproof`` command (wiring only: every decision lives in spec, scenarios or reports)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolproof.spec import (
+    ConfigurationError,
+    HarnessError,
+    Profile,
+    Verdict,
+    available_implementations,
+    load_catalog,
+)
+
+from . import __version__
+
+app = typer.Typer(
+    name="toolproof",
+    help=(
+        "Conformance suite for ADR-0021's tool execution pipeline: run the scenarios against an "
+        "implementation and get a verdict per rule (pass, fail, error, xfail, not-claimed, not-covered)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+EXIT_USAGE = 2
+EXIT_HARNESS = 3
+
+
+def _die(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    err.print(f"toolproof: error: {message}", markup=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"toolproof {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Conformance suite for ADR-0021's tool execution pipeline."""
+
+
+@app.command()
+def rules(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+    profile: Annotated[Profile | None, typer.Option(help="Only rules of this profile.")] = None,
+) -> None:
+    """List the rule catalog: every rule of the ADR's 18 decisions, with its ID, profile and text."""
+    catalog = load_catalog()
+    chosen = [r for r in catalog.rules if profile is None or r.profile is profile]
+    if as_json:
+        payload = {
+            "decisions": [d.model_dump() for d in catalog.decisions],
+            "rules": [r.model_dump(mode="json") | {"decision": r.decision} for r in chosen],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    table = Table("id", "profile", "rule", show_lines=False, expand=True)
+    for rule in chosen:
+        table.add_row(rule.id, rule.profile.value, rule.text)
+    out.print(table)
+
+
+@app.command()
+def impls() -> None:
+    """List implementations registered under the toolproof.implementations entry point, and the witnesses."""
+    for name in available_implementations():
+        out.print(name, markup=False)
+    try:
+        from toolproof.reference.witnesses import WITNESSES
+    except ImportError:  # pragma: no cover - the reference is part of the distribution
+        return
+    for witness in WITNESSES.values():
+        out.print(
+            f"toolproof.reference.witnesses:{witness.name}  (witness; breaks {', '.join(witness.breaks)}: {witness.defect})",
+            markup=False,
+        )
+
+
+@app.command()
+def run(
+    impl: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--impl",
+            help="Implementation: an entry-point name (see `toolproof impls`) or package.module:factory. Repeatable.",
+        ),
+    ] = None,
+    rule_selectors: Annotated[
+        str | None, typer.Option("--rules", help="Comma-separated decisions or rule ids, e.g. D1,D5.3. Default: all.")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for results.duckdb, summary.json, report.md.")] = Path(
+        "toolproof-report"
+    ),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-scenario progress lines.")] = False,
+) -> None:
+    """Run the conformance scenarios and write the report.
+
+    Exit status: 0 when every claimed, covered rule passes; 1 when any fails or errors;
+    2 for bad input (unknown implementation or rule, unwritable --out); 3 when the harness itself failed.
+    """
+    from ._run import run_suite
+
+    def progress(result: object, done: int, total: int) -> None:
+        from toolproof.scenarios._plugin import ScenarioResult
+
+        assert isinstance(result, ScenarioResult)
+        style = {"pass": "green", "fail": "red", "error": "red", "xfail": "yellow"}.get(result.verdict.value, "dim")
+        width = len(str(total))
+        err.print(
+            f"[{done:>{width}}/{total}] [{style}]{result.verdict.value:<11}[/] {result.implementation}  {result.scenario}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    try:
+        outcome = run_suite(impl or [], rule_selectors, out_dir, progress=None if quiet else progress)
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+    except HarnessError as exc:
+        raise _die(f"harness failure: {exc}", EXIT_HARNESS) from None
+    for name, verdicts in outcome.verdicts.items():
+        counts = Counter(v.value for v in verdicts.values())
+        shown = ", ".join(f"{counts[v.value]} {v.value}" for v in Verdict if counts[v.value])
+        out.print(f"{name}: {shown}", markup=False)
+        for rule_id in outcome.failed.get(name, []):
+            out.print(f"  {verdicts[rule_id].value}: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
+    out.print(f"report: {outcome.out_dir / 'report.md'} (run {outcome.run_id})", markup=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="A folder written by `toolproof run`.")],
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Which run to render; default the latest.")] = None,
+) -> None:
+    """Re-render summary.json and report.md from the folder's results.duckdb."""
+    from toolproof.reports import rerender
+
+    try:
+        rerender(directory, run_id)
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+    out.print(f"report: {directory / 'report.md'}", markup=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

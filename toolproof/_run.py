@@ -1,0 +1,135 @@
+"""Run the scenarios against implementations and write the results (wiring only)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from toolproof.reports import ResultRow, RunInfo, selected_rules, verdict_table, write_run
+from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
+from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog, load_implementation
+
+from . import __version__
+
+FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
+Progress = Callable[[ScenarioResult, int, int], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run produced."""
+
+    run_id: str
+    """The run's id in results.duckdb."""
+    out_dir: Path
+    """Where the files were written."""
+    verdicts: dict[str, dict[str, Verdict]]
+    """Implementation -> rule -> verdict."""
+
+    @property
+    def failed(self) -> dict[str, list[str]]:
+        """Implementation -> rules that failed or errored."""
+        return {
+            impl: [rule for rule, v in table.items() if v in FAILING]
+            for impl, table in self.verdicts.items()
+            if any(v in FAILING for v in table.values())
+        }
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every claimed, covered rule passed (or failed as expected), else 1."""
+        return 1 if self.failed else 0
+
+
+def _check_writable(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".toolproof-write-check-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigurationError(f"--out {str(out_dir)!r} is not a writable directory ({exc.strerror or exc})") from None
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def run_suite(
+    impls: Sequence[str],
+    rules: str | None,
+    out_dir: Path,
+    *,
+    progress: Progress | None = None,
+) -> RunOutcome:
+    """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
+
+    Raises:
+        ConfigurationError: an unknown implementation or rule, or an unwritable ``out_dir``
+            (checked before anything runs, so nothing is half-written).
+        HarnessError: the scenarios could not be collected or pytest stopped on its own.
+    """
+    refs = list(impls) or ["reference"]
+    selection = load_catalog().select(rules)
+    loaded = [load_implementation(ref) for ref in refs]
+    names = [impl.name for impl in loaded]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"--impl names an implementation twice: {names}")
+    _check_writable(out_dir)
+
+    started = datetime.now(UTC)
+    collector = ResultCollector(progress)
+    scenarios_dir = Path(str(files("toolproof.scenarios")))
+    args = [
+        "--pyargs", "toolproof.scenarios",
+        "-p", "toolproof.scenarios._plugin",
+        "-p", "no:terminal",
+        "-p", "no:cacheprovider",
+        "-c", os.devnull,
+        "--rootdir", str(scenarios_dir),
+        "-W", "ignore::DeprecationWarning",
+    ]
+    for ref in refs:
+        args += ["--toolproof-impl", ref]
+    if rules is not None:
+        args += ["--toolproof-rules", rules]
+    code = pytest.main(args, plugins=[collector])
+    if collector.collection_errors:
+        raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
+
+    run_id = new_run_id()
+    selected = [rule.id for rule in selection]
+    info = RunInfo(
+        run_id=run_id,
+        implementations=names,
+        selected_rules=selected,
+        started_at=started.isoformat(),
+        toolproof_version=__version__,
+        profiles={impl.name: sorted(p.value for p in impl.profiles) for impl in loaded},
+    )
+    chosen = set(selected)
+    rows = [
+        ResultRow(
+            run_id=run_id,
+            implementation=r.implementation,
+            rule_id=r.rule_id,
+            scenario=r.scenario,
+            verdict=r.verdict,
+            duration_s=r.duration_s,
+            evidence=r.evidence,
+        )
+        for r in collector.results
+        if r.rule_id in chosen  # A scenario may also judge rules outside the selection.
+    ]
+    write_run(out_dir, info, rows)
+    return RunOutcome(run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)))
