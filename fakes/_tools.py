@@ -130,7 +130,9 @@ class ReturnsTool(FakeTool):
 
     default_name = "fake.returns"
 
-    def __init__(self, world: World, returns: Any, name: str | None = None, act_first: bool = False, **spec: Any) -> None:
+    def __init__(
+        self, world: World, returns: Any, name: str | None = None, act_first: bool = False, **spec: Any
+    ) -> None:
         super().__init__(world, name, **spec)
         self.returns = returns
         self.act_first = act_first

@@ -145,7 +145,8 @@ class Pipeline:
             sources = s.call.provenance.get(name, [])
             # Unknown provenance, or a source we cannot see, stays EXTERNAL_UNTRUSTED.
             per_argument.append(
-                lowest_trust(*(labels.get(src, TrustLabel.EXTERNAL_UNTRUSTED) for src in sources)) if sources
+                lowest_trust(*(labels.get(src, TrustLabel.EXTERNAL_UNTRUSTED) for src in sources))
+                if sources
                 else TrustLabel.EXTERNAL_UNTRUSTED
             )
         s.argument_trust = min(per_argument) if per_argument else s.origin_trust
@@ -202,7 +203,11 @@ class Pipeline:
             s.replayed = True
             return
         now = time.time()
-        if status is InvocationStatus.RUNNING and (row.lease_expires_at or 0) > now and row.lease_owner != self.worker_id:
+        if (
+            status is InvocationStatus.RUNNING
+            and (row.lease_expires_at or 0) > now
+            and row.lease_owner != self.worker_id
+        ):
             s.finish(ReasonCode.IN_PROGRESS)
             s.replayed = True  # Not ours to complete.
             return
@@ -258,7 +263,9 @@ class Pipeline:
 
     async def step_execute(self, s: CallState) -> None:
         """10. The only step that touches the world; cancelled at the deadline."""
-        assert s.tool is not None and s.spec is not None and s.context is not None
+        assert s.tool is not None
+        assert s.spec is not None
+        assert s.context is not None
         signal = s.context.cancellation
         assert isinstance(signal, CancellationSignal)
         tool, context, arguments = s.tool, s.context, dict(s.call.arguments)
@@ -294,7 +301,9 @@ class Pipeline:
         if result.failure is not None:
             reason = FAILURE_REASONS[FailureKind(result.failure.kind)]
             detail = result.failure.detail
-            s.finish(reason, Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source="remote", text=detail) if detail else None)
+            s.finish(
+                reason, Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source="remote", text=detail) if detail else None
+            )
             return
         if result.structured is not None:
             if s.spec.output_schema is None:
@@ -368,7 +377,8 @@ class Pipeline:
         except DuplicateKey:
             # An identical call was already decided: answer with what it recorded.
             existing = self.store.find_by_key(s.key)
-            assert existing is not None and existing.disposition_json is not None
+            assert existing is not None
+            assert existing.disposition_json is not None
             s.disposition = DISPOSITION.validate_json(existing.disposition_json)
 
     def _unmarked(self, s: CallState) -> bool:
@@ -379,4 +389,3 @@ class Pipeline:
 
     async def step_publish(self, s: CallState) -> None:
         """14. Metrics are written with step 13; breaker update (issue: core rules); return."""
-

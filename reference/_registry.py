@@ -26,7 +26,9 @@ class Registry:
         for tool in tools:
             spec = self.admit(tool.spec)
             if spec.name in self._tools:
-                raise ConfigurationError(f"tool name {spec.name!r} is registered twice (D5.4): give each tool its own name")
+                raise ConfigurationError(
+                    f"tool name {spec.name!r} is registered twice (D5.4): give each tool its own name"
+                )
             self._tools[spec.name] = (spec, tool)
 
     @staticmethod

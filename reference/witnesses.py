@@ -29,6 +29,7 @@ from toolproof.spec import (
     Step,
     StepRequest,
     Success,
+    ToolFailure,
     ToolResult,
     ToolSource,
     TrustLabel,
@@ -87,7 +88,7 @@ class _StatusHonouring(Pipeline):
         if not isinstance(data, Mapping):
             return None
         if data.get("status") == "DENIED":
-            return ToolResult(ok=False, failure={"kind": "REMOTE_REJECTED"})  # type: ignore[arg-type]
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED"))
         return ToolResult.model_validate({k: v for k, v in data.items() if k in ToolResult.model_fields})
 
 
@@ -148,6 +149,7 @@ class _DropsStructure(Pipeline):
 
 class _LeakyContext(ExecutionContext):
     __slots__ = ("_registry",)
+    _registry: object
 
     @property
     def registry(self) -> object:
@@ -176,7 +178,8 @@ class _StoreReachingWriter(FileArtifactWriter):
 class _StoreReachingArtifacts(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
-        assert s.context is not None and s.artifacts is not None
+        assert s.context is not None
+        assert s.artifacts is not None
         s.artifacts = _StoreReachingWriter(s.artifacts._directory, self.store)
         s.context._artifacts = s.artifacts
 
@@ -230,7 +233,8 @@ class _MisdigestingWriter(FileArtifactWriter):
 class _MisdigestsArtifacts(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
-        assert s.context is not None and s.artifacts is not None
+        assert s.context is not None
+        assert s.artifacts is not None
         s.artifacts = _MisdigestingWriter(s.artifacts._directory)
         s.context._artifacts = s.artifacts
 
@@ -243,7 +247,9 @@ class _ExecutesBeforeClaim(Pipeline):
     steps = _reorder(Step.CLAIM, after=Step.EXECUTE)
 
 
-@_witness("one_transaction", ("D3.1", "D3.2"), "holds the row back until step 13, as if one transaction spanned the call")
+@_witness(
+    "one_transaction", ("D3.1", "D3.2"), "holds the row back until step 13, as if one transaction spanned the call"
+)
 class _OneTransaction(Pipeline):
     # Everything up to step 13 stays in memory, which is what an uncommitted transaction looks like to a reader.
     async def step_record(self, s: CallState) -> None:
@@ -301,7 +307,9 @@ class _DeviceShortcut(Pipeline):
         result = await tool.execute(dict(call.arguments), s.context)  # type: ignore[arg-type]
         return Success(
             invocation_id=s.invocation_id,
-            content=[Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=spec.name, text=p.text) for p in result.content],
+            content=[
+                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=spec.name, text=p.text) for p in result.content
+            ],
         )
 
 
@@ -395,4 +403,3 @@ class _PayloadInEvents(Pipeline):
                     created_at=time.time(),
                 )
             )
-

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
 from toolproof.spec import Catalog, HarnessError, Rule, Verdict, load_catalog
 
 SCENARIO_VERDICTS = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_CLAIMED})

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 from pydantic import ValidationError
+
 from toolproof.spec import ConfigurationError
 
 from ._results import ResultRow, RunInfo, row_order

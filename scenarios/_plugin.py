@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import types
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -202,7 +203,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     rules = _rules_of(item)
-    impl: Implementation = item.callspec.params["implementation"] if isinstance(item, pytest.Function) else None
+    if not isinstance(item, pytest.Function):
+        return
+    impl = cast(Implementation, item.callspec.params["implementation"])
     scenario = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
     item.user_properties.extend([("rules", rules), ("implementation", impl.name), ("scenario", scenario)])
     catalog = load_catalog()
@@ -213,7 +216,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if call.excinfo is not None:
         report.toolproof_exception = call.excinfo.value  # type: ignore[attr-defined]
@@ -234,10 +239,10 @@ def implementation(request: pytest.FixtureRequest) -> Implementation:
 
 
 @pytest.fixture
-def harness(implementation: Implementation, tmp_path: Path, anyio_backend: str) -> Iterator[Harness]:
+def harness(implementation: Implementation, tmp_path: Path, anyio_backend: str) -> Harness:
     """A harness over the implementation under test, with a fresh store directory and world."""
     # Requesting anyio_backend keeps anyio's plugin from re-parametrizing (and dropping) our callspec.
-    yield Harness(implementation, tmp_path)
+    return Harness(implementation, tmp_path)
 
 
 def profile_names() -> list[str]:

@@ -27,7 +27,11 @@ class _ResultWithStatus(ToolResult):
 
 
 def _invalid_result(d: object) -> bool:
-    return isinstance(d, Outcome) and d.status is InvocationStatus.FAILED and d.reason_code is ReasonCode.INVALID_TOOL_RESULT
+    return (
+        isinstance(d, Outcome)
+        and d.status is InvocationStatus.FAILED
+        and d.reason_code is ReasonCode.INVALID_TOOL_RESULT
+    )
 
 
 @pytest.mark.rules("D1.1")

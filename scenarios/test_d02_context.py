@@ -23,8 +23,24 @@ from ._harness import Harness
 # Attribute names that would hand a tool the pipeline, its store or its registry.
 _FORBIDDEN_NAMES = frozenset(
     {
-        "commit", "rollback", "begin", "session", "engine", "connection", "cursor", "store", "repository",
-        "registry", "tools", "policy", "pipeline", "submit", "run_call", "register", "invoke", "call_tool",
+        "commit",
+        "rollback",
+        "begin",
+        "session",
+        "engine",
+        "connection",
+        "cursor",
+        "store",
+        "repository",
+        "registry",
+        "tools",
+        "policy",
+        "pipeline",
+        "submit",
+        "run_call",
+        "register",
+        "invoke",
+        "call_tool",
     }
 )
 _FORBIDDEN_MODULES = ("sqlalchemy", "sqlmodel", "sqlite3", "psycopg", "duckdb")
@@ -104,7 +120,8 @@ async def test_identity_names_the_invocation_being_executed(harness: Harness) ->
         row = await session.row(d.invocation_id)
     seen = harness.world.observations.get(tool.spec.name)
     harness.expect("D2.3", isinstance(seen, Identity) and row is not None, f"identity {seen!r}, row {row!r}")
-    assert isinstance(seen, Identity) and row is not None
+    assert isinstance(seen, Identity)
+    assert row is not None
     expected = {
         "tenant": row.tenant,
         "run_id": row.run_id,

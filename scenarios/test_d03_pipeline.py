@@ -176,4 +176,3 @@ async def test_refused_call_emits_requested_and_one_completed(harness: Harness) 
         kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
     want = [EventKind.REQUESTED.value, EventKind.COMPLETED.value]
     harness.expect("D3.7", kinds == want, f"a refused call emitted {kinds}; expected {want}")
-

@@ -52,7 +52,12 @@ async def test_every_non_success_outcome_has_exactly_six_fields(harness: Harness
         fields = set(type(outcome).model_fields)
         harness.expect("D13.1", fields == SIX_FIELDS, f"{what}: the outcome has fields {sorted(fields)}")
         statuses.add(outcome.status)
-    wanted = {InvocationStatus.DENIED, InvocationStatus.FAILED, InvocationStatus.UNAVAILABLE, InvocationStatus.UNCERTAIN}
+    wanted = {
+        InvocationStatus.DENIED,
+        InvocationStatus.FAILED,
+        InvocationStatus.UNAVAILABLE,
+        InvocationStatus.UNCERTAIN,
+    }
     harness.expect(
         "D13.1",
         statuses == wanted,
@@ -146,4 +151,3 @@ async def test_events_carry_classification_and_never_payload(harness: Harness) -
         f"the row should carry the arguments; it has {row.arguments if row else None!r}",
     )
     harness.expect("D13.6", bool(events), "no events were emitted at all")
-

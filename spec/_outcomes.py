@@ -30,20 +30,30 @@ OUTCOME_TABLE: dict[ReasonCode, OutcomeEntry] = {
     ReasonCode.POLICY_DENIED: OutcomeEntry(_D, "Policy does not allow this call.", False),
     ReasonCode.APPROVAL_DENIED: OutcomeEntry(_D, "The call was not approved.", False),
     ReasonCode.APPROVAL_EXPIRED: OutcomeEntry(_D, "The approval request expired before anyone answered.", False),
-    ReasonCode.REPEATED_DENIAL: OutcomeEntry(_D, "This call was already denied; it will not be evaluated again in this run.", False),
+    ReasonCode.REPEATED_DENIAL: OutcomeEntry(
+        _D, "This call was already denied; it will not be evaluated again in this run.", False
+    ),
     ReasonCode.LOOP_DETECTED: OutcomeEntry(_D, "This call has been repeated too often in this run.", False),
-    ReasonCode.PRIOR_UNCERTAIN: OutcomeEntry(_D, "An identical call in this run has an uncertain outcome; it will not be proposed again.", False),
+    ReasonCode.PRIOR_UNCERTAIN: OutcomeEntry(
+        _D, "An identical call in this run has an uncertain outcome; it will not be proposed again.", False
+    ),
     ReasonCode.BUDGET_EXHAUSTED: OutcomeEntry(_D, "The run's budget or deadline does not admit this call.", False),
     ReasonCode.TOOL_WITHDRAWN: OutcomeEntry(_U, "The tool was withdrawn by its provider.", False),
-    ReasonCode.TOOL_DEFINITION_CHANGED: OutcomeEntry(_U, "The tool's definition changed since this session started.", False),
+    ReasonCode.TOOL_DEFINITION_CHANGED: OutcomeEntry(
+        _U, "The tool's definition changed since this session started.", False
+    ),
     ReasonCode.REMOTE_UNAVAILABLE: OutcomeEntry(_U, "The tool's remote service could not be reached.", True),
     ReasonCode.TOOL_ERROR: OutcomeEntry(_F, "The tool failed.", False),
     ReasonCode.TOOL_ERROR_TRANSIENT: OutcomeEntry(_F, "The tool failed; trying again may succeed.", True),
     ReasonCode.REMOTE_REJECTED: OutcomeEntry(_F, "The remote service refused the request.", False),
-    ReasonCode.INVALID_TOOL_RESULT: OutcomeEntry(_F, "The tool returned a result the platform could not accept.", False),
+    ReasonCode.INVALID_TOOL_RESULT: OutcomeEntry(
+        _F, "The tool returned a result the platform could not accept.", False
+    ),
     ReasonCode.TOOL_CRASHED: OutcomeEntry(_F, "The tool stopped unexpectedly before acting.", True),
     ReasonCode.DEADLINE_EXCEEDED: OutcomeEntry(_F, "The tool did not finish before its deadline.", True),
-    ReasonCode.EFFECT_UNKNOWN: OutcomeEntry(InvocationStatus.UNCERTAIN, "The call may or may not have taken effect; it needs review.", False),
+    ReasonCode.EFFECT_UNKNOWN: OutcomeEntry(
+        InvocationStatus.UNCERTAIN, "The call may or may not have taken effect; it needs review.", False
+    ),
     ReasonCode.IN_PROGRESS: OutcomeEntry(_U, "This call is already being executed.", True),
 }
 

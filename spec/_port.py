@@ -210,18 +210,21 @@ def load_implementation(ref: str) -> Implementation:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ConfigurationError(f"implementation {ref!r}: module {module_name!r} cannot be imported ({exc})") from None
+            raise ConfigurationError(
+                f"implementation {ref!r}: module {module_name!r} cannot be imported ({exc})"
+            ) from None
         try:
             factory = getattr(module, attr)
         except AttributeError:
-            raise ConfigurationError(f"implementation {ref!r}: module {module_name!r} has no attribute {attr!r}") from None
+            raise ConfigurationError(
+                f"implementation {ref!r}: module {module_name!r} has no attribute {attr!r}"
+            ) from None
     else:
         eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
         if not eps:
             known = ", ".join(available_implementations()) or "none"
             raise ConfigurationError(
-                f"unknown implementation {ref!r}: registered names are {known}; "
-                "or give package.module:factory"
+                f"unknown implementation {ref!r}: registered names are {known}; or give package.module:factory"
             )
         factory = eps[0].load()
     # A class satisfies the protocol structurally too, so classes are always called.

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import toolproof.reports as reports
 from pydantic import ValidationError
+
+import toolproof.reports as reports
 from toolproof.reports import ResultRow, RunInfo, load_run, render_markdown, rerender, rule_verdicts, write_run
 from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog
 
@@ -468,6 +469,8 @@ def test_public_surface_is_the_list_of_re_exports() -> None:
         "render_markdown",
         "rerender",
         "rule_verdicts",
+        "selected_rules",
+        "verdict_table",
         "write_run",
     ]
     for name in reports.__all__:

@@ -27,6 +27,7 @@ def _covered(rows: list[ResultRow]) -> set[str]:
     return {r.rule_id for r in rows if r.implementation == "reference" and r.scenario}
 
 
+@pytest.mark.slow
 def test_reference_passes_every_covered_rule(everyone: tuple[RunOutcome, list[ResultRow]]) -> None:
     outcome, rows = everyone
     covered = _covered(rows)
@@ -35,6 +36,7 @@ def test_reference_passes_every_covered_rule(everyone: tuple[RunOutcome, list[Re
     assert not_passing == {}
 
 
+@pytest.mark.slow
 def test_every_scenario_fails_against_some_witness(everyone: tuple[RunOutcome, list[ResultRow]]) -> None:
     _, rows = everyone
     scenarios = {r.scenario for r in rows if r.implementation == "reference" and r.scenario}
@@ -42,6 +44,7 @@ def test_every_scenario_fails_against_some_witness(everyone: tuple[RunOutcome, l
     assert sorted(scenarios - caught) == []
 
 
+@pytest.mark.slow
 def test_every_covered_rule_has_a_witness(everyone: tuple[RunOutcome, list[ResultRow]]) -> None:
     _, rows = everyone
     broken = {rule for witness in WITNESSES.values() for rule in witness.breaks}

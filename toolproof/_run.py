@@ -55,7 +55,9 @@ def _check_writable(out_dir: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise ConfigurationError(f"--out {str(out_dir)!r} is not a writable directory ({exc.strerror or exc})") from None
+        raise ConfigurationError(
+            f"--out {str(out_dir)!r} is not a writable directory ({exc.strerror or exc})"
+        ) from None
 
 
 def new_run_id() -> str:
@@ -89,13 +91,20 @@ def run_suite(
     collector = ResultCollector(progress)
     scenarios_dir = Path(str(files("toolproof.scenarios")))
     args = [
-        "--pyargs", "toolproof.scenarios",
-        "-p", "toolproof.scenarios._plugin",
-        "-p", "no:terminal",
-        "-p", "no:cacheprovider",
-        "-c", os.devnull,
-        "--rootdir", str(scenarios_dir),
-        "-W", "ignore::DeprecationWarning",
+        "--pyargs",
+        "toolproof.scenarios",
+        "-p",
+        "toolproof.scenarios._plugin",
+        "-p",
+        "no:terminal",
+        "-p",
+        "no:cacheprovider",
+        "-c",
+        os.devnull,
+        "--rootdir",
+        str(scenarios_dir),
+        "-W",
+        "ignore::DeprecationWarning",
     ]
     for ref in refs:
         args += ["--toolproof-impl", ref]

@@ -1,0 +1,46 @@
+"""Automation: ``nox -s quick`` for the inner loop, ``tests`` for everything, ``lint``, ``conformance``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+
+nox.options.sessions = ["quick", "lint"]
+nox.options.default_venv_backend = "venv"
+PYTHON = "3.11"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole test suite, slow and PostgreSQL tests included (what .ci/run runs)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def quick(session: nox.Session) -> None:
+    """The fast loop: no real processes, no PostgreSQL, no full witness matrix."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "not slow and not postgres", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff, then mypy --strict on a regular (non-editable) install, which mypy can follow."""
+    session.install(".[test]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    config = str(ROOT / "pyproject.toml")
+    # From a scratch folder, so mypy sees the installed package and not the checkout's ./toolproof.
+    with session.chdir(session.create_tmp()):
+        session.run("mypy", "--strict", "--config-file", config, "-p", "toolproof")
+
+
+@nox.session(python=PYTHON)
+def conformance(session: nox.Session) -> None:
+    """The main job: the conformance suite against the reference, report in ./toolproof-report."""
+    session.install(".")
+    session.run("toolproof", "run", "--impl", "reference", "--out", "toolproof-report", *session.posargs)

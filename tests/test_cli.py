@@ -1,0 +1,151 @@
+"""The toolproof command: what users see, including how bad input is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolproof import __version__
+from toolproof._cli import app
+from toolproof.spec import load_catalog
+
+runner = CliRunner()
+
+
+def _toolproof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolproof", *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"toolproof {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+def test_rules_json_covers_every_decision_with_well_formed_unique_ids() -> None:
+    result = runner.invoke(app, ["rules", "--json"])
+    assert result.exit_code == 0
+    payload = json.loads(result.output)
+    ids = [rule["id"] for rule in payload["rules"]]
+    assert len(ids) == len(set(ids))
+    assert all(re.fullmatch(r"D([1-9]|1[0-8])\.[1-9][0-9]*", rule_id) for rule_id in ids)
+    assert {rule["decision"] for rule in payload["rules"]} == set(range(1, 19))
+    assert [d["number"] for d in payload["decisions"]] == list(range(1, 19))
+    assert 60 <= len(ids) <= 120
+
+
+def test_rules_can_be_filtered_by_profile() -> None:
+    result = runner.invoke(app, ["rules", "--json", "--profile", "mcp"])
+    profiles = {rule["profile"] for rule in json.loads(result.output)["rules"]}
+    assert profiles == {"mcp"}
+
+
+def test_impls_lists_the_reference_and_the_witnesses() -> None:
+    result = runner.invoke(app, ["impls"])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0] == "reference"
+    assert "toolproof.reference.witnesses:status_honouring" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", "--impl", "nonesuch"],
+            "toolproof: error: unknown implementation 'nonesuch': registered names are reference; or give package.module:factory",
+        ),
+        (
+            ["run", "--impl", "no_such_module:factory"],
+            "toolproof: error: implementation 'no_such_module:factory': module 'no_such_module' cannot be imported (No module named 'no_such_module')",
+        ),
+        (["run", "--rules", "D99"], "toolproof: error: rule selector 'D99' matches no rule in the catalog"),
+        (["run", "--rules", "D1.99"], "toolproof: error: unknown rule id 'D1.99': see `toolproof rules`"),
+        (
+            ["run", "--rules", "banana"],
+            "toolproof: error: rule selector 'banana' is neither a decision (D5) nor a rule id (D5.3)",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    result = _toolproof(*args, "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == message
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unwritable_out_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = _toolproof("run", "--out", str(blocker / "out"))
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == f"toolproof: error: --out {str(blocker / 'out')!r} is not a writable directory (Not a directory)"
+    )
+    assert blocker.read_text() == "not a folder"
+
+
+def test_report_of_a_folder_without_results_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = _toolproof("report", str(tmp_path))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("toolproof: error: ")
+
+
+def test_run_against_the_reference_writes_the_three_files(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = _toolproof("run", "--impl", "reference", "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {p.name for p in out.iterdir()} == {"results.duckdb", "summary.json", "report.md"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["implementation"] == "reference"
+    catalog = load_catalog()
+    assert list(summary["rules"]) == [rule.id for rule in catalog.rules]
+    covered_decisions = {1, 2, 3, 13}
+    for rule in catalog.rules:
+        expected = "pass" if rule.decision in covered_decisions else "not-covered"
+        assert summary["rules"][rule.id] == expected, rule.id
+    assert re.search(r"\[\s*1/\d+\] pass", result.stderr), "no progress lines on stderr"
+
+
+def test_run_against_a_witness_exits_1_and_names_the_rule(tmp_path: Path) -> None:
+    result = _toolproof(
+        "run",
+        "--impl",
+        "toolproof.reference.witnesses:narrates_remote_errors",
+        "--rules",
+        "D13",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 1
+    assert "fail: D13.4" in result.stdout
+    report = (tmp_path / "report.md").read_text()
+    assert "### witness:narrates_remote_errors: D13.4" in report
+    assert "the remote error text reached message" in report
+
+
+def test_report_rerenders_the_same_markdown(tmp_path: Path) -> None:
+    assert _toolproof("run", "--rules", "D1", "--out", str(tmp_path), "-q").returncode == 0
+    before = (tmp_path / "report.md").read_text()
+    (tmp_path / "report.md").unlink()
+    result = _toolproof("report", str(tmp_path))
+    assert result.returncode == 0
+    assert (tmp_path / "report.md").read_text() == before

@@ -1,0 +1,139 @@
+"""The spec's own invariants: one table, ordered labels, ordered steps, strict types."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from toolproof.spec import (
+    FAILURE_REASONS,
+    NON_SUCCESS_STATUSES,
+    OUTCOME_TABLE,
+    PERSIST_STEPS,
+    STEPS,
+    ConfigurationError,
+    ContentPart,
+    CrashPoint,
+    FailureKind,
+    InvocationStatus,
+    Outcome,
+    ReasonCode,
+    Step,
+    ToolFailure,
+    ToolResult,
+    TrustLabel,
+    is_valid_name,
+    load_catalog,
+    lowest_trust,
+)
+
+
+def test_trust_labels_order_by_trust_not_by_name() -> None:
+    assert sorted(TrustLabel) == [
+        TrustLabel.EXTERNAL_UNTRUSTED,
+        TrustLabel.INTERNAL,
+        TrustLabel.USER,
+        TrustLabel.OPERATOR,
+        TrustLabel.SYSTEM,
+    ]
+    assert TrustLabel.SYSTEM > TrustLabel.USER >= TrustLabel.USER
+    assert lowest_trust(TrustLabel.SYSTEM, TrustLabel.USER) is TrustLabel.USER
+    assert lowest_trust() is TrustLabel.EXTERNAL_UNTRUSTED
+
+
+def test_every_reason_code_has_exactly_one_table_row_with_a_non_success_status() -> None:
+    assert set(OUTCOME_TABLE) == set(ReasonCode)
+    assert all(entry.status in NON_SUCCESS_STATUSES for entry in OUTCOME_TABLE.values())
+    assert set(FAILURE_REASONS) == set(FailureKind)
+
+
+def test_outcome_of_takes_everything_from_the_table() -> None:
+    outcome = Outcome.of(ReasonCode.DEADLINE_EXCEEDED, "inv-1")
+    entry = OUTCOME_TABLE[ReasonCode.DEADLINE_EXCEEDED]
+    assert (outcome.status, outcome.message, outcome.retryable) == (entry.status, entry.message, entry.retryable)
+    assert set(Outcome.model_fields) == {
+        "status",
+        "reason_code",
+        "message",
+        "retryable",
+        "invocation_id",
+        "external_detail",
+    }
+
+
+def test_outcome_refuses_a_success_status() -> None:
+    with pytest.raises(ValidationError, match="is not a non-success status"):
+        Outcome(
+            status=InvocationStatus.SUCCEEDED,
+            reason_code=ReasonCode.TOOL_ERROR,
+            message="m",
+            retryable=False,
+            invocation_id="i",
+        )
+
+
+def test_tool_result_has_no_status_and_refuses_unknown_fields() -> None:
+    assert "status" not in ToolResult.model_fields
+    with pytest.raises(ValidationError):
+        ToolResult.model_validate({"ok": True, "status": "DENIED"})
+
+
+@pytest.mark.parametrize(("ok", "failure"), [(True, ToolFailure()), (False, None)])
+def test_tool_result_ok_and_failure_must_agree(ok: bool, failure: ToolFailure | None) -> None:
+    with pytest.raises(ValidationError, match="requires failure"):
+        ToolResult(ok=ok, failure=failure, content=[ContentPart(text="x")])
+
+
+def test_steps_are_fourteen_in_order_with_four_persist_points() -> None:
+    assert len(STEPS) == 14
+    assert [s.number for s in STEPS] == list(range(1, 15))
+    assert {s.number for s in PERSIST_STEPS} == {6, 7, 8, 13}
+    assert Step.EXECUTE.number == 10
+    assert Step.CLAIM.number == 8
+
+
+def test_crash_points_cover_every_boundary_and_three_inside_execute() -> None:
+    after = {p for p in CrashPoint if p.value.startswith("after_")} - {
+        CrashPoint.AFTER_WATERMARK,
+        CrashPoint.AFTER_EFFECT,
+    }
+    assert {p.value.removeprefix("after_") for p in after} == {s.value for s in STEPS[:-1] if s is not Step.EXECUTE}
+    assert {CrashPoint.BEFORE_WATERMARK, CrashPoint.AFTER_WATERMARK, CrashPoint.AFTER_EFFECT} <= set(CrashPoint)
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("files.read", True),
+        ("mcp.srv.tool_1", True),
+        ("Files.read", False),
+        ("files", False),
+        ("files.", False),
+        ("files.read-all", False),
+        ("1files.read", False),
+        ("files..read", False),
+        ("a." + "b" * 200, False),
+    ],
+)
+def test_name_grammar(name: str, valid: bool) -> None:
+    assert is_valid_name(name) is valid
+
+
+def test_catalog_rules_are_well_formed() -> None:
+    catalog = load_catalog()
+    assert all("MUST" in rule.text for rule in catalog.rules)
+    assert [d.number for d in catalog.decisions] == list(range(1, 19))
+    for decision in catalog.decisions:
+        numbers = [r.number for r in catalog.rules if r.decision == decision.number]
+        assert numbers == list(range(1, len(numbers) + 1)), f"D{decision.number} numbering has gaps"
+
+
+def test_catalog_selection_errors_name_the_selector() -> None:
+    catalog = load_catalog()
+    assert [r.id for r in catalog.select("D13.3,D2")][:2] == ["D2.1", "D2.2"]
+    with pytest.raises(
+        ConfigurationError, match=r"^rule selector 'D0' is neither a decision \(D5\) nor a rule id \(D5\.3\)$"
+    ):
+        catalog.select("D0")
+    with pytest.raises(ConfigurationError, match=r"^--rules is empty"):
+        catalog.select(" , ")

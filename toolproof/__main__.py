@@ -1,0 +1,5 @@
+"""``python -m toolproof``."""
+
+from toolproof._cli import main
+
+main()
