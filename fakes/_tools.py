@@ -224,6 +224,68 @@ def device_tool(world: World, name: str = "sensors.read", source: ToolSource = T
     return EchoTool(world, name=name, source=source, output_trust=TrustLabel.OPERATOR)
 
 
-def control_tool(world: World, name: str = "conversation.ask_user") -> FakeTool:
-    """A CONTROL tool."""
-    return FakeTool(world, name=name, kind=ToolKind.CONTROL)
+class SlowTool(FakeTool):
+    """Records ``("start", call_id)``, yields for ``pause_s``, records ``("end", call_id)``: concurrency shows in the order."""
+
+    default_name = "files.slow_read"
+
+    def __init__(self, world: World, name: str | None = None, pause_s: float = 0.02, **spec: Any) -> None:
+        super().__init__(world, name, **spec)
+        self.pause_s = pause_s
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        self.world.order.append(("start", context.identity.call_id))
+        if self.spec.consequential and self.spec.idempotency is not IdempotencyClass.IDEMPOTENT:
+            await context.mark_effect_sent()
+            self.world.leave_mark(self.spec.name, arguments, context)
+        await anyio.sleep(self.pause_s)
+        self.world.order.append(("end", context.identity.call_id))
+        return ToolResult(ok=True, content=[ContentPart(text=self.spec.name)])
+
+
+class TransientOnceTool(FakeTool):
+    """Fails TRANSIENT on its first attempt and succeeds after; records each attempt's identity."""
+
+    default_name = "weather.lookup"
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        attempts = self.world.observations.setdefault(self.spec.name, [])
+        attempts.append(context.identity)
+        if len(attempts) == 1:
+            return ToolResult(ok=False, failure=ToolFailure(kind="TRANSIENT"))
+        return ToolResult(ok=True, content=[ContentPart(text="sunny")])
+
+
+class AskUserTool(FakeTool):
+    """The control tool ``conversation.ask_user``: returns the run's answer, labelled USER."""
+
+    default_name = "conversation.ask_user"
+    default_spec: ClassVar[dict[str, Any]] = {"kind": ToolKind.CONTROL, "output_trust": TrustLabel.USER}
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        return ToolResult(ok=True, content=[ContentPart(text=str(arguments.get("answer", "")))])
+
+
+class PartsTool(FakeTool):
+    """Returns ``parts`` (``(text, label)`` pairs) as its content: for excerpt scenarios."""
+
+    default_name = "logs.dump"
+
+    def __init__(
+        self, world: World, parts: list[tuple[str, TrustLabel | None]], name: str | None = None, **spec: Any
+    ) -> None:
+        super().__init__(world, name, **spec)
+        self.parts = parts
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        return ToolResult(ok=True, content=[ContentPart(text=text, trust=label) for text, label in self.parts])
+
+
+class ForgetsWatermarkTool(WriteTool):
+    """Consequential and non-idempotent, and leaves its effect without calling mark_effect_sent."""
+
+    default_name = "tickets.create_unmarked"
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        effect = self.world.leave_mark(self.spec.name, arguments, context)
+        return ToolResult(ok=True, content=[ContentPart(text=f"effect {effect.effect_id}")])

@@ -29,9 +29,45 @@ class FileArtifactWriter:
         self._written.append(ref)
         return ref
 
+    def stream(self, name: str) -> ArtifactStream:
+        """A file artifact written chunk by chunk (for output too large to hold), hashed as it goes."""
+        self._directory.mkdir(parents=True, exist_ok=True)
+        return ArtifactStream(self, name, self._directory / name)
+
+    def _record(self, ref: ArtifactRef) -> None:
+        self._written.append(ref)
+
     def written(self) -> list[ArtifactRef]:
         """Artifacts written so far (read by the pipeline, not by tools)."""
         return list(self._written)
+
+
+class ArtifactStream:
+    """An artifact being written; ``finish`` closes it and returns its reference."""
+
+    def __init__(self, writer: FileArtifactWriter, name: str, path: Path) -> None:
+        self._writer, self._name, self._path = writer, name, path
+        self._file = path.open("wb")
+        self._digest = hashlib.sha256()
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``."""
+        self._file.write(data)
+        self._digest.update(data)
+        self._size += len(data)
+
+    def finish(self) -> ArtifactRef:
+        """Close the file and record the artifact."""
+        self._file.close()
+        ref = ArtifactRef(name=self._name, uri=self._path.as_uri(), size=self._size, sha256=self._digest.hexdigest())
+        self._writer._record(ref)
+        return ref
+
+    def discard(self) -> None:
+        """Close and delete the file: the output fitted, no artifact is needed."""
+        self._file.close()
+        self._path.unlink(missing_ok=True)
 
 
 class ScopedCredentials:

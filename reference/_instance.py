@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from toolproof.spec import (
+    Clock,
     Disposition,
     Event,
     InstanceConfig,
@@ -21,7 +22,6 @@ from toolproof.spec import (
 )
 
 from ._pipeline import Pipeline
-from ._registry import Registry
 from ._store import Store, reason_or_none
 
 
@@ -31,10 +31,23 @@ class ReferenceInstance:
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         self._store = pipeline.store
+        self._clock = pipeline.clock
 
     async def submit(self, step: StepRequest) -> list[Disposition]:
-        """Run the batch in proposal order (parallel batches: issue core rules)."""
-        return [await self._pipeline.run_call(step, call) for call in step.calls]
+        """Run the batch through the pipeline."""
+        return await self._pipeline.run_step(step)
+
+    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
+        """Answer an approval hold."""
+        return await self._pipeline.resolve_approval(invocation_id, approved)
+
+    async def resume(self, invocation_id: str, answer: str) -> Disposition:
+        """Resume a suspended control call."""
+        return await self._pipeline.resume(invocation_id, answer)
+
+    async def sweep(self) -> list[Disposition]:
+        """Expire holds and recover orphans."""
+        return await self._pipeline.sweep()
 
     async def invocations(self, run_id: str) -> list[InvocationRow]:
         """Rows of ``run_id`` read back from the store."""
@@ -105,17 +118,25 @@ class ReferenceImplementation:
         """
         return frozenset(Profile)
 
-    def open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AbstractAsyncContextManager[ReferenceInstance]:
+    def open(
+        self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock
+    ) -> AbstractAsyncContextManager[ReferenceInstance]:
         """Register ``tools`` (ConfigurationError on a bad registry) and open the store."""
-        return self._open(config, tools)
+        return self._open(config, tools, clock)
 
     @asynccontextmanager
-    async def _open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AsyncIterator[ReferenceInstance]:
-        registry = Registry(tools)
+    async def _open(
+        self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock
+    ) -> AsyncIterator[ReferenceInstance]:
+        registry = self._pipeline_class.registry_class(tools)
         store = Store.in_directory(Path(config.store_dir))
         try:
             pipeline = self._pipeline_class(
-                config=config, registry=registry, store=store, worker_id=f"worker-{uuid.uuid4().hex[:8]}"
+                config=config,
+                registry=registry,
+                store=store,
+                worker_id=f"worker-{uuid.uuid4().hex[:8]}",
+                clock=clock,
             )
             yield ReferenceInstance(pipeline)
         finally:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
@@ -35,6 +35,7 @@ class InvocationTable(SQLModel, table=True):
     tool_version: str | None = None
     attempt: int = 0
     idempotency_key: str = Field(unique=True)
+    call_hash: str = Field(default="", index=True)
     arguments_json: str
     status: str
     reason_code: str | None = None
@@ -45,6 +46,7 @@ class InvocationTable(SQLModel, table=True):
     lease_owner: str | None = None
     lease_expires_at: float | None = None
     suspended_at: float | None = None
+    hold_expires_at: float | None = None
     created_at: float
     started_at: float | None = None
     finished_at: float | None = None
@@ -119,6 +121,11 @@ class Store:
         with Session(self.engine, expire_on_commit=False) as session:
             return session.exec(select(InvocationTable).where(InvocationTable.idempotency_key == key)).first()
 
+    def get_or_none(self, invocation_id: str) -> InvocationTable | None:
+        """The invocation ``invocation_id``, if it exists."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).first()
+
     def get(self, invocation_id: str) -> InvocationTable:
         """The invocation ``invocation_id``."""
         with Session(self.engine, expire_on_commit=False) as session:
@@ -156,13 +163,67 @@ class Store:
             self._bump(session, metrics)
             return row
 
-    def mark_effect_sent(self, invocation_id: str) -> None:
+    def claim(
+        self, invocation_id: str, *, expect_status: str, expect_owner: str | None, changes: dict[str, Any]
+    ) -> InvocationTable | None:
+        """Compare-and-set the lease: apply ``changes`` only if status and owner are still as read."""
+        with self.transaction() as session:
+            stmt = (
+                update(InvocationTable)
+                .where(col(InvocationTable.invocation_id) == invocation_id)
+                .where(col(InvocationTable.status) == expect_status)
+                .where(
+                    col(InvocationTable.lease_owner).is_(None)
+                    if expect_owner is None
+                    else col(InvocationTable.lease_owner) == expect_owner
+                )
+                .values(**changes)
+            )
+            if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
+            self._emit(session, row, [EventKind.STARTED])
+            return row
+
+    def mark_effect_sent(self, invocation_id: str, now: float) -> None:
         """Commit the watermark; returns after the commit."""
         with self.transaction() as session:
             row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
             if row.effect_sent_at is None:
-                row.effect_sent_at = time.time()
+                row.effect_sent_at = now
                 session.add(row)
+
+    def identical(self, run_id: str, call_hash: str) -> list[InvocationTable]:
+        """Earlier calls of ``run_id`` with the same tool and canonical arguments."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            stmt = select(InvocationTable).where(
+                InvocationTable.run_id == run_id, InvocationTable.call_hash == call_hash
+            )
+            return list(session.exec(stmt).all())
+
+    def expired_holds(self, now: float) -> list[InvocationTable]:
+        """Approval holds past their bound."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            stmt = select(InvocationTable).where(
+                InvocationTable.status == InvocationStatus.AWAITING_APPROVAL.value,
+                col(InvocationTable.hold_expires_at) < now,
+            )
+            return list(session.exec(stmt.order_by(col(InvocationTable.seq))).all())
+
+    def orphans(self, now: float, lease_s: float) -> list[InvocationTable]:
+        """Rows a dead worker left: RUNNING past the lease, or recorded and never claimed within one.
+
+        Invariant: suspended control calls are excluded by predicate, whatever their age.
+        """
+        with Session(self.engine, expire_on_commit=False) as session:
+            running = (col(InvocationTable.status) == InvocationStatus.RUNNING.value) & (
+                col(InvocationTable.lease_expires_at) < now
+            )
+            stranded = (col(InvocationTable.status) == InvocationStatus.RECORDED.value) & (
+                col(InvocationTable.created_at) < now - lease_s
+            )
+            stmt = select(InvocationTable).where(col(InvocationTable.suspended_at).is_(None), running | stranded)
+            return list(session.exec(stmt.order_by(col(InvocationTable.seq))).all())
 
     def invocations(self, run_id: str) -> list[InvocationTable]:
         """Rows of ``run_id`` in creation order."""

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from toolproof.fakes import World
+from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
@@ -49,6 +49,7 @@ class Harness:
     def __init__(self, implementation: Implementation, directory: Path) -> None:
         self.implementation = implementation
         self.world = World()
+        self.clock = FakeClock()
         self.directory = directory
         self.log: list[str] = []
         self._opened = 0
@@ -73,14 +74,14 @@ class Harness:
     async def open(self, *tools: Tool, **config: Any) -> AsyncIterator[Session]:
         """Open an instance with ``tools`` registered; the session talks to it."""
         self._log_tools(tools)
-        async with self.implementation.open(self.config(**config), list(tools)) as instance:
+        async with self.implementation.open(self.config(**config), list(tools), self.clock) as instance:
             yield Session(self, instance)
 
     async def refused(self, *tools: Tool) -> ConfigurationError | None:
         """The ConfigurationError the implementation raised when opened with ``tools``, or None if it started."""
         self._log_tools(tools)
         try:
-            async with self.implementation.open(self.config(), list(tools)):
+            async with self.implementation.open(self.config(), list(tools), self.clock):
                 return None
         except ConfigurationError as exc:
             self.log.append(f"open refused: {exc}")
@@ -151,12 +152,14 @@ class Session:
         step_number: int | None = None,
         context: Sequence[ContextItem] | None = None,
         run_id: str | None = None,
+        tenant: str = "tenant-1",
     ) -> list[Disposition]:
         """Submit one model step; returns dispositions in proposal order."""
         if step_number is None:
             self._step += 1
             step_number = self._step
         request = StepRequest(
+            tenant=tenant,
             run_id=run_id or self.run_id,
             step_number=step_number,
             calls=list(calls),
@@ -166,7 +169,9 @@ class Session:
             f"{c.tool_name}#{c.call_id} {json.dumps(c.arguments)[:120]} provenance={c.provenance}" for c in calls
         )
         ctx = ", ".join(f"{i.id}:{i.trust.value}" for i in request.context)
-        self.harness.log.append(f"submit run={request.run_id} step={step_number} calls=[{shown}] context=[{ctx}]")
+        self.harness.log.append(
+            f"submit tenant={tenant} run={request.run_id} step={step_number} calls=[{shown}] context=[{ctx}]"
+        )
         dispositions = await self.instance.submit(request)
         for call, disposition in zip(calls, dispositions, strict=False):
             self.harness.log.append(f"  -> {call.call_id}: {describe(disposition)}")
@@ -176,11 +181,37 @@ class Session:
 
     async def call(self, tool_name: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Disposition:
         """Submit a one-call step and return its disposition."""
-        step_keys = {"step_number", "context", "run_id"}
+        step_keys = {"step_number", "context", "run_id", "tenant"}
         call_kwargs = {k: v for k, v in kwargs.items() if k not in step_keys}
         step_kwargs = {k: v for k, v in kwargs.items() if k in step_keys}
         [disposition] = await self.step([self.proposed(tool_name, arguments, **call_kwargs)], **step_kwargs)
         return disposition
+
+    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
+        """Answer an approval hold."""
+        disposition = await self.instance.resolve_approval(invocation_id, approved)
+        verb = "approve" if approved else "deny"
+        self.harness.log.append(
+            f"{verb} {invocation_id[:8]} at clock+{self.harness.clock.elapsed:.0f}s -> {describe(disposition)}"
+        )
+        return disposition
+
+    async def resume(self, invocation_id: str, answer: str) -> Disposition:
+        """Resume a suspended control call."""
+        disposition = await self.instance.resume(invocation_id, answer)
+        self.harness.log.append(f"resume {invocation_id[:8]} answer={answer!r} -> {describe(disposition)}")
+        return disposition
+
+    async def sweep(self) -> list[Disposition]:
+        """Run the implementation's maintenance sweep."""
+        decided = await self.instance.sweep()
+        self.harness.log.append(f"sweep at clock+{self.harness.clock.elapsed:.0f}s -> {[describe(d) for d in decided]}")
+        return decided
+
+    def advance(self, seconds: float) -> None:
+        """Move the injected clock."""
+        self.harness.clock.advance(seconds)
+        self.harness.log.append(f"advance clock by {seconds:.0f}s")
 
     async def rows(self, run_id: str | None = None) -> list[InvocationRow]:
         """Rows of the run."""

@@ -193,7 +193,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             raise pytest.UsageError(
                 f"scenario {item.nodeid} must be tagged @pytest.mark.rules with catalog ids (unknown: {unknown or 'no tag'})"
             )
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
+        # A hypothesis test wraps the coroutine function; anyio runs the inner one.
+        inner = getattr(getattr(item, "obj", None), "hypothesis", None)
+        function = inner.inner_test if inner is not None else getattr(item, "obj", None)
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(function):
             item.add_marker(pytest.mark.anyio)
         (keep if selected.intersection(rules) else dropped).append(item)
     if dropped:

@@ -24,13 +24,16 @@ from ._enums import (
     lowest_trust,
 )
 from ._errors import ConfigurationError, ConformanceFailure, ContractViolation, HarnessError, ToolproofError
+from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
 from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS, domain_of, is_valid_name
 from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE, OutcomeEntry, outcome_entry
 from ._port import (
     CONTEXT_MEMBERS,
+    CONTROL_ANSWER_ARGUMENT,
     ENTRY_POINT_GROUP,
     ArtifactWriter,
     Cancellation,
+    Clock,
     CredentialResolver,
     Implementation,
     Instance,
@@ -63,13 +66,18 @@ from ._types import (
 
 __all__ = [
     "CONTEXT_MEMBERS",
+    "CONTROL_ANSWER_ARGUMENT",
+    "DEFAULT_APPROVAL_TIMEOUT_S",
     "ENTRY_POINT_GROUP",
+    "EXCERPT_MARKER_SOURCE",
     "FAILURE_REASONS",
+    "LOOP_THRESHOLD",
     "MAX_NAME_LENGTH",
     "NAME_GRAMMAR",
     "NON_SUCCESS_STATUSES",
     "OUTCOME_TABLE",
     "PERSIST_STEPS",
+    "REPEATED_DENIAL_THRESHOLD",
     "RESERVED_DOMAINS",
     "RULE_ID",
     "STEPS",
@@ -79,6 +87,7 @@ __all__ = [
     "Budget",
     "Cancellation",
     "Catalog",
+    "Clock",
     "ConfigurationError",
     "ConformanceFailure",
     "ContentPart",

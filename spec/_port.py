@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._enums import Profile
 from ._errors import ConfigurationError
+from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
 from ._types import (
     ArtifactRef,
     Budget,
@@ -39,6 +40,9 @@ CONTEXT_MEMBERS: tuple[str, ...] = (
 )
 """Decision 2: exactly these, and nothing that reaches the pipeline."""
 
+CONTROL_ANSWER_ARGUMENT = "answer"
+"""The argument under which a resumed control tool receives the run's answer."""
+
 ENTRY_POINT_GROUP = "toolproof.implementations"
 """Entry-point group under which implementations register a zero-argument factory."""
 
@@ -56,6 +60,15 @@ class CredentialResolver(Protocol):
 
     async def resolve(self, scope: str) -> str | None:
         """The credential for ``scope``, or ``None`` when the tool may not have it."""
+        ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """The time an implementation judges holds and leases by; the harness injects a fake one."""
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
         ...
 
 
@@ -150,7 +163,13 @@ class InstanceConfig(BaseModel):
     max_output_bytes: int = 64 * 1024
     """Output above this is excerpted (decision 12)."""
     lease_s: float = 60.0
-    """How long a RUNNING claim is leased."""
+    """How long a claim is leased; a RUNNING or never-claimed row older than this is an orphan for the sweep."""
+    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    """How long an approval hold waits before it expires (decision 17's bound, on the injected clock)."""
+    denied_tools: list[str] = Field(default_factory=list)
+    """Tool names the policy denies outright (the minimal configurable policy)."""
+    max_attempts: int = Field(default=2, ge=1)
+    """Executions a call may get within its step when its tool reports a TRANSIENT failure."""
 
 
 @runtime_checkable
@@ -173,6 +192,29 @@ class Instance(Protocol):
         """Current counters (Metric values)."""
         ...
 
+    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
+        """Answer the approval hold of ``invocation_id``; the call continues (or is denied) through the pipeline.
+
+        A hold past its bound resolves DENIED ``approval_expired`` whatever the answer.
+        Raises ConfigurationError when the invocation is not awaiting approval.
+        """
+        ...
+
+    async def resume(self, invocation_id: str, answer: str) -> Disposition:
+        """Resume a suspended control call with the run's answer; it completes through the pipeline.
+
+        The control tool executes with its arguments plus ``answer`` (CONTROL_ANSWER_ARGUMENT).
+        Raises ConfigurationError when the invocation is not suspended.
+        """
+        ...
+
+    async def sweep(self) -> list[Disposition]:
+        """Run maintenance now: expire approval holds past their bound, pick up orphaned rows.
+
+        Suspended control calls are excluded by predicate. Returns what the sweep decided.
+        """
+        ...
+
 
 @runtime_checkable
 class Implementation(Protocol):
@@ -188,8 +230,13 @@ class Implementation(Protocol):
         """Profiles whose rules it claims; others report ``not-claimed``."""
         ...
 
-    def open(self, config: InstanceConfig, tools: Sequence[Tool]) -> AbstractAsyncContextManager[Instance]:
-        """Start an instance with ``tools`` registered; raise ConfigurationError to refuse the registry."""
+    def open(
+        self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock
+    ) -> AbstractAsyncContextManager[Instance]:
+        """Start an instance with ``tools`` registered, judging time by ``clock``.
+
+        Raises ConfigurationError to refuse the registry (e.g. a builtin in a reserved domain).
+        """
         ...
 
 

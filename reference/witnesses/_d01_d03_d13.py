@@ -1,23 +1,18 @@
-"""Witnesses: the reference with one deliberate defect each.
-
-A witness proves a scenario can fail: every rule the suite covers names at least one
-witness here, and the harness's own tests check that the suite rejects each witness on
-the rules it breaks (and that the reference passes them). Use one like any
-implementation: ``toolproof run --impl toolproof.reference.witnesses:status_honouring``.
-"""
+"""Witnesses of decisions 1, 2, 3 and 13: results, the context, the steps, the outcome shape."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from toolproof.reference._context import CancellationSignal, ExecutionContext, FileArtifactWriter, ScopedCredentials
+from toolproof.reference._pipeline import DISPOSITION, CallState, Pipeline
+from toolproof.reference._store import EventTable, dump_json
 from toolproof.spec import (
-    STEPS,
     ArtifactRef,
     Disposition,
     Envelope,
@@ -35,52 +30,12 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._context import CancellationSignal, ExecutionContext, FileArtifactWriter, ScopedCredentials
-from ._instance import ReferenceImplementation
-from ._pipeline import DISPOSITION, CallState, Pipeline
-from ._store import EventTable, dump_json
-
-
-@dataclass(frozen=True)
-class Witness:
-    """A defective implementation and the rules it breaks."""
-
-    name: str
-    """Implementation name in reports."""
-    breaks: tuple[str, ...]
-    """Rule ids the suite must reject it on."""
-    defect: str
-    """What is wrong with it, in one line."""
-    pipeline: type[Pipeline]
-    """The defective pipeline."""
-
-    def __call__(self) -> ReferenceImplementation:
-        """The implementation (so a witness is its own factory)."""
-        return ReferenceImplementation(name=f"witness:{self.name}", pipeline_class=self.pipeline)
-
-
-WITNESSES: dict[str, Witness] = {}
-
-
-def _witness(name: str, breaks: tuple[str, ...], defect: str) -> Callable[[type[Pipeline]], type[Pipeline]]:
-    def register(cls: type[Pipeline]) -> type[Pipeline]:
-        WITNESSES[name] = Witness(name, breaks, defect, cls)
-        globals()[name] = WITNESSES[name]
-        return cls
-
-    return register
-
-
-def _reorder(move: Step, after: Step) -> tuple[Step, ...]:
-    order = [s for s in STEPS if s is not move]
-    order.insert(order.index(after) + 1, move)
-    return tuple(order)
-
+from ._registry import reorder, witness
 
 # -- D1 -------------------------------------------------------------------------------------
 
 
-@_witness("status_honouring", ("D1.1",), "honours a status a result claims and drops fields it does not know")
+@witness("status_honouring", ("D1.1",), "honours a status a result claims and drops fields it does not know")
 class _StatusHonouring(Pipeline):
     @staticmethod
     def _parse_result(raw: Any) -> ToolResult | None:
@@ -92,7 +47,7 @@ class _StatusHonouring(Pipeline):
         return ToolResult.model_validate({k: v for k, v in data.items() if k in ToolResult.model_fields})
 
 
-@_witness("trusts_ok_flag", ("D1.2",), "believes ok=true over a failure, and files every failure as tool_error")
+@witness("trusts_ok_flag", ("D1.2",), "believes ok=true over a failure, and files every failure as tool_error")
 class _TrustsOkFlag(Pipeline):
     @staticmethod
     def _parse_result(raw: Any) -> ToolResult | None:
@@ -104,7 +59,7 @@ class _TrustsOkFlag(Pipeline):
         return Pipeline._parse_result(data)
 
 
-@_witness("over_strict_results", ("D1.2",), "rejects a successful result that carries no structured output")
+@witness("over_strict_results", ("D1.2",), "rejects a successful result that carries no structured output")
 class _OverStrictResults(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         await super().step_normalize(s)
@@ -112,7 +67,7 @@ class _OverStrictResults(Pipeline):
             s.finish(ReasonCode.INVALID_TOOL_RESULT)
 
 
-@_witness("trust_raising", ("D1.3",), "takes a result's own trust label, even above the registered one")
+@witness("trust_raising", ("D1.3",), "takes a result's own trust label, even above the registered one")
 class _TrustRaising(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         await super().step_normalize(s)
@@ -126,7 +81,7 @@ class _TrustRaising(Pipeline):
             s.disposition = s.disposition.model_copy(update={"content": content})
 
 
-@_witness("unvalidated_structure", ("D1.4",), "delivers structured output without checking the output schema")
+@witness("unvalidated_structure", ("D1.4",), "delivers structured output without checking the output schema")
 class _UnvalidatedStructure(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         assert s.spec is not None
@@ -135,7 +90,7 @@ class _UnvalidatedStructure(Pipeline):
         await super().step_normalize(s)
 
 
-@_witness("drops_structure", ("D1.5",), "drops structured output and names no source on delivered content")
+@witness("drops_structure", ("D1.5",), "drops structured output and names no source on delivered content")
 class _DropsStructure(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         await super().step_normalize(s)
@@ -156,7 +111,7 @@ class _LeakyContext(ExecutionContext):
         return self._registry
 
 
-@_witness("leaky_context", ("D2.1", "D2.2"), "adds a tenth member: the registry")
+@witness("leaky_context", ("D2.1", "D2.2"), "adds a tenth member: the registry")
 class _LeakyContextPipeline(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -174,7 +129,7 @@ class _StoreReachingWriter(FileArtifactWriter):
         self.store = store
 
 
-@_witness("store_reaching_artifacts", ("D2.2",), "the artifact writer exposes the store")
+@witness("store_reaching_artifacts", ("D2.2",), "the artifact writer exposes the store")
 class _StoreReachingArtifacts(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -184,7 +139,7 @@ class _StoreReachingArtifacts(Pipeline):
         s.context._artifacts = s.artifacts
 
 
-@_witness("stale_identity", ("D2.3",), "hands the tool attempt 0 whatever the attempt")
+@witness("stale_identity", ("D2.3",), "hands the tool attempt 0 whatever the attempt")
 class _StaleIdentity(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -197,7 +152,7 @@ class _DeafSignal(CancellationSignal):
         pass  # The tool watches a signal that never fires.
 
 
-@_witness("deadline_as_crash", ("D2.4",), "cancels at the deadline without setting the signal and calls it a crash")
+@witness("deadline_as_crash", ("D2.4",), "cancels at the deadline without setting the signal and calls it a crash")
 class _DeadlineAsCrash(Pipeline):
     async def step_execute(self, s: CallState) -> None:
         assert s.context is not None
@@ -207,7 +162,7 @@ class _DeadlineAsCrash(Pipeline):
             s.timed_out, s.error = False, TimeoutError("deadline")
 
 
-@_witness("all_credentials", ("D2.5",), "resolves every configured scope for every tool")
+@witness("all_credentials", ("D2.5",), "resolves every configured scope for every tool")
 class _AllCredentials(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -215,7 +170,7 @@ class _AllCredentials(Pipeline):
         s.context._credentials = ScopedCredentials(frozenset(self.config.credentials), self.config.credentials)
 
 
-@_witness("wrong_workspace", ("D2.6",), "hands tools the store directory as their workspace")
+@witness("wrong_workspace", ("D2.6",), "hands tools the store directory as their workspace")
 class _WrongWorkspace(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -229,7 +184,7 @@ class _MisdigestingWriter(FileArtifactWriter):
         return ref.model_copy(update={"sha256": hashlib.sha256(name.encode()).hexdigest()})
 
 
-@_witness("misdigests_artifacts", ("D2.6",), "reports the digest of an artifact's name instead of its bytes")
+@witness("misdigests_artifacts", ("D2.6",), "reports the digest of an artifact's name instead of its bytes")
 class _MisdigestsArtifacts(Pipeline):
     async def step_prepare(self, s: CallState) -> None:
         await super().step_prepare(s)
@@ -242,12 +197,12 @@ class _MisdigestsArtifacts(Pipeline):
 # -- D3 -------------------------------------------------------------------------------------
 
 
-@_witness("executes_before_claim", ("D3.1",), "runs step 8 (claim) after step 10 (execute)")
+@witness("executes_before_claim", ("D3.1",), "runs step 8 (claim) after step 10 (execute)")
 class _ExecutesBeforeClaim(Pipeline):
-    steps = _reorder(Step.CLAIM, after=Step.EXECUTE)
+    steps = reorder(Step.CLAIM, after=Step.EXECUTE)
 
 
-@_witness(
+@witness(
     "one_transaction", ("D3.1", "D3.2"), "holds the row back until step 13, as if one transaction spanned the call"
 )
 class _OneTransaction(Pipeline):
@@ -268,12 +223,12 @@ class _OneTransaction(Pipeline):
         s.marked = True
 
 
-@_witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
+@witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
 class _ValidatesAfterExecute(Pipeline):
-    steps = _reorder(Step.VALIDATE, after=Step.EXECUTE)
+    steps = reorder(Step.VALIDATE, after=Step.EXECUTE)
 
 
-@_witness("no_dedupe", ("D3.4",), "re-executes a replayed call whose row is already terminal")
+@witness("no_dedupe", ("D3.4",), "re-executes a replayed call whose row is already terminal")
 class _NoDedupe(Pipeline):
     async def step_claim(self, s: CallState) -> None:
         row = self.store.get(s.invocation_id)
@@ -282,7 +237,7 @@ class _NoDedupe(Pipeline):
         await super().step_claim(s)
 
 
-@_witness("retries_invalid_results", ("D3.5",), "runs the tool again when its result is rejected")
+@witness("retries_invalid_results", ("D3.5",), "runs the tool again when its result is rejected")
 class _RetriesInvalidResults(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         await super().step_normalize(s)
@@ -293,7 +248,7 @@ class _RetriesInvalidResults(Pipeline):
             await super().step_normalize(s)
 
 
-@_witness("device_shortcut", ("D3.6",), "runs device and sandbox tools directly, outside the pipeline")
+@witness("device_shortcut", ("D3.6",), "runs device and sandbox tools directly, outside the pipeline")
 class _DeviceShortcut(Pipeline):
     async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
         found = self.registry.resolve(call.tool_name)
@@ -313,10 +268,10 @@ class _DeviceShortcut(Pipeline):
         )
 
 
-@_witness("no_requested_event_on_refusal", ("D3.7",), "writes a refused call's row without its requested event")
+@witness("no_requested_event_on_refusal", ("D3.7",), "writes a refused call's row without its requested event")
 class _NoRequestedOnRefusal(Pipeline):
     async def step_complete(self, s: CallState) -> None:
-        if s.recorded or s.replayed:
+        if s.recorded or s.leave_row:
             await super().step_complete(s)
             return
         assert s.disposition is not None
@@ -326,7 +281,7 @@ class _NoRequestedOnRefusal(Pipeline):
         self.store.insert(row, [EventKind.COMPLETED])
 
 
-@_witness("double_completed", ("D3.7",), "emits tool_call.completed twice for an executed call")
+@witness("double_completed", ("D3.7",), "emits tool_call.completed twice for an executed call")
 class _DoubleCompleted(Pipeline):
     async def step_normalize(self, s: CallState) -> None:
         await super().step_normalize(s)
@@ -353,25 +308,25 @@ class _Rewrites(Pipeline):
         return disposition
 
 
-@_witness("debug_outcome", ("D13.1",), "adds a seventh field, debug, to non-success outcomes")
+@witness("debug_outcome", ("D13.1",), "adds a seventh field, debug, to non-success outcomes")
 class _DebugOutcomes(_Rewrites):
     def rewrite(self, outcome: Outcome, s: CallState) -> Outcome:
         return _DebugOutcome(**outcome.model_dump(), debug=f"while calling {s.call.tool_name}")
 
 
-@_witness("flipped_retryable", ("D13.2",), "returns retryable opposite to the table")
+@witness("flipped_retryable", ("D13.2",), "returns retryable opposite to the table")
 class _FlippedRetryable(_Rewrites):
     def rewrite(self, outcome: Outcome, s: CallState) -> Outcome:
         return outcome.model_copy(update={"retryable": not outcome.retryable})
 
 
-@_witness("chatty_messages", ("D13.3",), "appends the tool name to the table's message")
+@witness("chatty_messages", ("D13.3",), "appends the tool name to the table's message")
 class _ChattyMessages(_Rewrites):
     def rewrite(self, outcome: Outcome, s: CallState) -> Outcome:
         return outcome.model_copy(update={"message": f"{outcome.message} ({s.call.tool_name})"})
 
 
-@_witness("narrates_remote_errors", ("D13.4",), "puts the remote error string in message")
+@witness("narrates_remote_errors", ("D13.4",), "puts the remote error string in message")
 class _NarratesRemoteErrors(_Rewrites):
     def rewrite(self, outcome: Outcome, s: CallState) -> Outcome:
         if outcome.external_detail is None:
@@ -379,15 +334,15 @@ class _NarratesRemoteErrors(_Rewrites):
         return outcome.model_copy(update={"message": outcome.external_detail.text, "external_detail": None})
 
 
-@_witness("row_disagrees", ("D13.5",), "records every non-success row as FAILED tool_error")
+@witness("row_disagrees", ("D13.5",), "records every non-success row as FAILED tool_error")
 class _RowDisagrees(Pipeline):
     async def step_complete(self, s: CallState) -> None:
         await super().step_complete(s)
-        if isinstance(s.disposition, Outcome) and not s.replayed:
+        if isinstance(s.disposition, Outcome) and not s.leave_row:
             self.store.update(s.invocation_id, {"status": "FAILED", "reason_code": ReasonCode.TOOL_ERROR.value})
 
 
-@_witness("payload_in_events", ("D13.6",), "copies arguments and remote detail into event data")
+@witness("payload_in_events", ("D13.6",), "copies arguments and remote detail into event data")
 class _PayloadInEvents(Pipeline):
     async def step_complete(self, s: CallState) -> None:
         await super().step_complete(s)

@@ -1,0 +1,17 @@
+"""Witnesses: the reference with one deliberate defect each.
+
+A witness proves a scenario can fail: every rule the suite covers names at least one
+witness here, and the harness's own tests check that the suite rejects each witness on
+the rules it breaks (and that the reference passes them). Use one like any
+implementation: ``toolproof run --impl toolproof.reference.witnesses:status_honouring``.
+"""
+
+from . import _d01_d03_d13, _d04_d06, _d10_d11, _d12_d16
+from ._registry import WITNESSES, Witness
+
+# Each witness is reachable as ``toolproof.reference.witnesses:<name>``.
+globals().update(WITNESSES)
+
+_MODULES = (_d01_d03_d13, _d04_d06, _d10_d11, _d12_d16)
+
+__all__ = ["WITNESSES", "Witness", *WITNESSES]

@@ -1,0 +1,25 @@
+"""Decision 6, non-MCP part: device and sandbox output is never trusted above EXTERNAL_UNTRUSTED."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes import device_tool
+from toolproof.spec import ToolSource, TrustLabel
+
+from ._harness import Harness
+
+
+@pytest.mark.rules("D6.4")
+async def test_device_and_sandbox_output_is_external_untrusted(harness: Harness) -> None:
+    device = device_tool(harness.world, name="sensors.read", source=ToolSource.DEVICE)
+    sandbox = device_tool(harness.world, name="sandbox_tools.run", source=ToolSource.SANDBOX)
+    async with harness.open(device, sandbox) as session:
+        for tool in (device, sandbox):
+            d = harness.success("D6.4", await session.call(tool.spec.name, {"text": "reading"}), tool.spec.name)
+            labels = {e.trust for e in d.content}
+            harness.expect(
+                "D6.4",
+                labels == {TrustLabel.EXTERNAL_UNTRUSTED},
+                f"{tool.spec.source.value} tool {tool.spec.name} declaring output_trust=OPERATOR delivered {sorted(labels)}",
+            )

@@ -1,0 +1,113 @@
+"""Decision 15: a step's batch shares its step_number; parallel only when the whole batch qualifies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolproof.fakes import AskUserTool, EchoTool, SlowTool, WriteTool
+from toolproof.spec import Outcome, Success, Suspended
+
+from ._harness import Harness
+
+
+def _sequential(order: list[tuple[str, str]], call_ids: list[str]) -> bool:
+    expected = [(event, call_id) for call_id in call_ids for event in ("start", "end")]
+    return order == expected
+
+
+@pytest.mark.rules("D15.1")
+async def test_batch_members_share_the_step_and_differ_by_call_id(harness: Harness) -> None:
+    tool = WriteTool(harness.world)
+    async with harness.open(tool) as session:
+        await session.step(
+            [session.proposed(tool.spec.name, {"title": "t"}, call_id=c) for c in ("a", "b")], step_number=4
+        )
+        rows = await session.rows()
+    harness.expect(
+        "D15.1",
+        [r.step_number for r in rows] == [4, 4] and len({r.idempotency_key for r in rows}) == 2,
+        f"two identical calls of one batch left rows with steps {[r.step_number for r in rows]} and "
+        f"{len({r.idempotency_key for r in rows})} distinct key(s)",
+    )
+    harness.expect("D15.1", len(harness.world.effects) == 2, f"{len(harness.world.effects)} of the 2 calls acted")
+
+
+@pytest.mark.rules("D15.2")
+async def test_every_call_gets_a_disposition_in_proposal_order(harness: Harness) -> None:
+    echo = EchoTool(harness.world)
+    async with harness.open(echo) as session:
+        calls = [
+            session.proposed("files.echo", {"text": "a"}, call_id="first"),
+            session.proposed("files.missing", {}, call_id="second"),
+            session.proposed("files.echo", {"text": 7}, call_id="third"),
+            session.proposed("files.echo", {"text": "b"}, call_id="fourth"),
+        ]
+        dispositions = await session.step(calls)
+        by_id = {r.invocation_id: r.call_id for r in await session.rows()}
+    answered = [by_id.get(d.invocation_id) for d in dispositions]
+    harness.expect(
+        "D15.2",
+        answered == ["first", "second", "third", "fourth"],
+        f"the step answered calls {answered}; expected every call, in proposal order",
+    )
+    kinds = [type(d) for d in dispositions]
+    harness.expect("D15.2", kinds == [Success, Outcome, Outcome, Success], f"dispositions were {kinds}")
+
+
+@pytest.mark.rules("D15.3")
+@pytest.mark.parametrize(
+    "odd_one",
+    [
+        {"side_effect": "WORKSPACE_WRITE"},
+        {"idempotency": "NON_IDEMPOTENT"},
+    ],
+    ids=["not-read-only", "not-idempotent"],
+)
+async def test_batch_with_a_non_qualifying_member_never_overlaps(harness: Harness, odd_one: dict[str, Any]) -> None:
+    tools = [SlowTool(harness.world, name="files.read_a"), SlowTool(harness.world, name="files.odd", **odd_one)]
+    tools.append(SlowTool(harness.world, name="files.read_b"))
+    async with harness.open(*tools) as session:
+        await session.step([session.proposed(t.spec.name, {}, call_id=t.spec.name) for t in tools])
+    ids = [t.spec.name for t in tools]
+    harness.expect(
+        "D15.3",
+        _sequential(harness.world.order, ids),
+        f"a batch with one {odd_one} member ran as {harness.world.order}; it does not qualify for parallelism",
+    )
+
+
+@pytest.mark.rules("D15.3")
+async def test_batch_with_a_control_member_never_overlaps(harness: Harness) -> None:
+    reads = [SlowTool(harness.world, name="files.read_a"), SlowTool(harness.world, name="files.read_b")]
+    async with harness.open(*reads, AskUserTool(harness.world)) as session:
+        calls = [session.proposed(reads[0].spec.name, {}, call_id="files.read_a")]
+        calls.append(session.proposed("conversation.ask_user", {"question": "ok?"}, call_id="ask"))
+        calls.append(session.proposed(reads[1].spec.name, {}, call_id="files.read_b"))
+        dispositions = await session.step(calls)
+    harness.expect("D15.3", isinstance(dispositions[1], Suspended), f"ask_user was answered {dispositions[1]!r}")
+    harness.expect(
+        "D15.3",
+        _sequential(harness.world.order, ["files.read_a", "files.read_b"]),
+        f"a batch with a CONTROL member ran its reads as {harness.world.order}",
+    )
+
+
+@pytest.mark.rules("D15.4")
+async def test_mixed_batch_runs_sequentially_in_proposal_order(harness: Harness) -> None:
+    write: dict[str, Any] = {"side_effect": "EXTERNAL_WRITE", "idempotency": "NON_IDEMPOTENT"}
+    tools = [
+        SlowTool(harness.world, name="tickets.write_a", **write),
+        SlowTool(harness.world, name="files.read_a"),
+        SlowTool(harness.world, name="files.read_b"),
+        SlowTool(harness.world, name="tickets.write_b", **write),
+    ]
+    async with harness.open(*tools) as session:
+        await session.step([session.proposed(t.spec.name, {}, call_id=t.spec.name) for t in tools])
+    ids = [t.spec.name for t in tools]
+    harness.expect(
+        "D15.4",
+        _sequential(harness.world.order, ids),
+        f"the mixed batch {ids} ran as {harness.world.order}; expected one after another in proposal order",
+    )

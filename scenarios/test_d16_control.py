@@ -1,0 +1,89 @@
+"""Decision 16: control tools run the full pipeline and suspend through a nullable marker."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes import AskUserTool
+from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Suspended, TrustLabel
+
+from ._harness import Harness, Session
+
+ASK = "conversation.ask_user"
+
+
+async def _ask(harness: Harness, session: Session) -> Suspended:
+    d = await session.call(ASK, {"question": "Which colour?"})
+    if not isinstance(d, Suspended) or d.reason != "control":
+        harness.fail("D16.1", f"ask_user was answered {d!r}; expected a control suspension")
+    return d
+
+
+@pytest.mark.rules("D16.1")
+async def test_control_tool_runs_the_full_pipeline(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world)) as session:
+        d = await _ask(harness, session)
+        row = await session.row(d.invocation_id)
+        kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
+    harness.expect("D16.1", row is not None and bool(row.idempotency_key), f"the control call left row {row!r}")
+    want = [EventKind.REQUESTED.value, EventKind.SUSPENDED.value]
+    harness.expect("D16.1", kinds == want, f"the control call emitted {kinds}; expected {want}")
+
+
+@pytest.mark.rules("D16.1")
+async def test_policy_applies_to_control_tools(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world), denied_tools=[ASK]) as session:
+        d = harness.outcome("D16.1", await session.call(ASK, {"question": "?"}), "a denied control tool")
+    harness.expect(
+        "D16.1", d.reason_code is ReasonCode.POLICY_DENIED, f"a denied control tool got {d.reason_code.value}"
+    )
+
+
+@pytest.mark.rules("D16.2")
+async def test_suspension_is_a_marker_not_a_status(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world)) as session:
+        d = await _ask(harness, session)
+        row = await session.row(d.invocation_id)
+    harness.expect(
+        "D16.2",
+        row is not None and row.suspended and row.status in (InvocationStatus.RECORDED, InvocationStatus.RUNNING),
+        f"a suspended control call's row has suspended={row.suspended if row else None} and status "
+        f"{row.status.value if row else None}; expected the marker set on an ordinary status",
+    )
+
+
+@pytest.mark.rules("D16.3")
+async def test_sweep_leaves_suspended_calls_alone(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world), lease_s=60) as session:
+        d = await _ask(harness, session)
+        session.advance(3600)
+        await session.sweep()
+        row = await session.row(d.invocation_id)
+    harness.expect(
+        "D16.3",
+        row is not None and row.suspended and not row.status.is_terminal and not harness.world.executions,
+        f"after an hour and a sweep the suspended call is {row.status.value if row else None} "
+        f"suspended={row.suspended if row else None} with {len(harness.world.executions)} execution(s)",
+    )
+
+
+@pytest.mark.rules("D16.4")
+async def test_resumed_control_call_completes_through_the_pipeline(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world)) as session:
+        d = await _ask(harness, session)
+        done = harness.success("D16.4", await session.resume(d.invocation_id, "blue"), "the resumed control call")
+        row = await session.row(d.invocation_id)
+        kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
+    harness.expect(
+        "D16.4",
+        [(e.text, e.trust) for e in done.content] == [("blue", TrustLabel.USER)],
+        f"the resumed call delivered {done.content!r}",
+    )
+    harness.expect(
+        "D16.4",
+        row is not None and row.status is InvocationStatus.SUCCEEDED and not row.suspended,
+        f"after resuming, the row is {row.status.value if row else None} suspended={row.suspended if row else None}",
+    )
+    want = [EventKind.REQUESTED.value, EventKind.SUSPENDED.value, EventKind.STARTED.value, EventKind.COMPLETED.value]
+    harness.expect("D16.4", kinds == want, f"events {kinds}; expected {want}")
+    harness.expect("D16.4", len(harness.world.executions) == 1, f"{len(harness.world.executions)} executions")
