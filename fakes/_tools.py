@@ -13,6 +13,8 @@ import anyio
 
 from toolproof.spec import (
     ContentPart,
+    CrashMode,
+    CrashPoint,
     IdempotencyClass,
     JsonObject,
     Risk,
@@ -24,6 +26,7 @@ from toolproof.spec import (
     ToolSource,
     ToolSpec,
     TrustLabel,
+    crash_now,
 )
 
 from ._world import World
@@ -288,4 +291,43 @@ class ForgetsWatermarkTool(WriteTool):
 
     async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
         effect = self.world.leave_mark(self.spec.name, arguments, context)
+        return ToolResult(ok=True, content=[ContentPart(text=f"effect {effect.effect_id}")])
+
+
+class CrashingTool(FakeTool):
+    """Marks, acts and returns, and on its first attempt dies at ``crash_at`` if that is a point inside step 10.
+
+    CONDITIONALLY_IDEMPOTENT effects carry the key to a world that deduplicates on it.
+    """
+
+    default_name = "orders.place"
+    default_spec: ClassVar[dict[str, Any]] = {
+        "side_effect": SideEffect.EXTERNAL_WRITE,
+        "idempotency": IdempotencyClass.NON_IDEMPOTENT,
+        "input_schema": {"type": "object"},
+    }
+
+    def __init__(
+        self,
+        world: World,
+        name: str | None = None,
+        crash_at: CrashPoint | str | None = None,
+        mode: CrashMode = "raise",
+        **spec: Any,
+    ) -> None:
+        super().__init__(world, name, **spec)
+        self.crash_at = CrashPoint(crash_at) if crash_at is not None else None
+        self.mode: CrashMode = mode
+
+    def _die_at(self, point: CrashPoint, context: ToolExecutionContext) -> None:
+        if self.crash_at is point and context.identity.attempt == 1:
+            crash_now(self.mode)
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        self._die_at(CrashPoint.BEFORE_WATERMARK, context)
+        await context.mark_effect_sent()
+        self._die_at(CrashPoint.AFTER_WATERMARK, context)
+        honour = self.spec.idempotency is IdempotencyClass.CONDITIONALLY_IDEMPOTENT
+        effect = self.world.leave_mark(self.spec.name, arguments, context, honour_key=honour)
+        self._die_at(CrashPoint.AFTER_EFFECT, context)
         return ToolResult(ok=True, content=[ContentPart(text=f"effect {effect.effect_id}")])

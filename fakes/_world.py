@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from toolproof.spec import JsonObject, ToolExecutionContext
@@ -43,7 +46,12 @@ class Execution:
 
 @dataclass
 class World:
-    """Records what fake tools did; scenarios judge from it, never from the implementation's word."""
+    """Records what fake tools did; scenarios judge from it, never from the implementation's word.
+
+    With ``ledger``, every execution and effect is also appended to that file and synced
+    before the tool goes on, so a worker process killed right after an effect leaves it on
+    record for the harness (``World.read_ledger``).
+    """
 
     effects: list[Effect] = field(default_factory=list)
     """Every effect, in order."""
@@ -53,24 +61,64 @@ class World:
     """What probing tools saw, by name."""
     order: list[tuple[str, str]] = field(default_factory=list)
     """``(event, call_id)`` pairs: ``start``/``end`` of each execution, for concurrency judgements."""
+    ledger: Path | None = None
+    """File that also receives every execution and effect, for worker processes."""
+
+    def _append(self, kind: str, record: object) -> None:
+        if self.ledger is None:
+            return
+        line = json.dumps({"kind": kind, **asdict(record)}, sort_keys=True) + "\n"  # type: ignore[call-overload]
+        with self.ledger.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def executed(self, tool_name: str, arguments: Mapping[str, Any], context: ToolExecutionContext) -> None:
         """Note an entry into execute()."""
-        self.executions.append(
-            Execution(tool_name, context.identity.invocation_id, context.identity.attempt, dict(arguments))
-        )
+        execution = Execution(tool_name, context.identity.invocation_id, context.identity.attempt, dict(arguments))
+        self.executions.append(execution)
+        self._append("execution", execution)
 
-    def leave_mark(self, tool_name: str, arguments: Mapping[str, Any], context: ToolExecutionContext) -> Effect:
-        """Record an effect; a key seen before is honoured only by tools that ask for dedupe."""
+    def leave_mark(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        context: ToolExecutionContext,
+        *,
+        honour_key: bool = False,
+    ) -> Effect:
+        """Record an effect; with ``honour_key`` a key already seen is deduplicated, as an external service would."""
+        known = self.read_ledger(self.ledger)[1] if self.ledger is not None else self.effects
+        key = context.identity.idempotency_key
         effect = Effect(
-            effect_id=len(self.effects) + 1,
+            effect_id=len(known) + 1,
             tool_name=tool_name,
             invocation_id=context.identity.invocation_id,
-            idempotency_key=context.identity.idempotency_key,
+            idempotency_key=key,
             arguments=dict(arguments),
+            deduplicated=honour_key and any(e.idempotency_key == key and not e.deduplicated for e in known),
         )
         self.effects.append(effect)
+        self._append("effect", effect)
         return effect
+
+    @staticmethod
+    def read_ledger(path: Path | None) -> tuple[list[Execution], list[Effect]]:
+        """Executions and effects recorded in a ledger file, by any process."""
+        executions: list[Execution] = []
+        effects: list[Effect] = []
+        if path is None or not path.exists():
+            return executions, effects
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue  # A torn last line cannot happen (one write, synced), but an empty one can.
+            record = json.loads(line)
+            kind = record.pop("kind")
+            if kind == "execution":
+                executions.append(Execution(**record))
+            else:
+                effects.append(Effect(**record))
+        return executions, effects
 
     def effects_of(self, tool_name: str) -> list[Effect]:
         """Effects left by ``tool_name``."""

@@ -129,7 +129,7 @@ class ReferenceImplementation:
         self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock
     ) -> AsyncIterator[ReferenceInstance]:
         registry = self._pipeline_class.registry_class(tools)
-        store = Store.in_directory(Path(config.store_dir))
+        store = Store(config.store_url) if config.store_url else Store.in_directory(Path(config.store_dir))
         try:
             pipeline = self._pipeline_class(
                 config=config,

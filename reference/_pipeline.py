@@ -115,7 +115,6 @@ class Pipeline(Steps):
         self.store.update(row.invocation_id, {}, [EventKind.RECOVERED])
         if row.status == InvocationStatus.RECORDED.value:
             return await self.drive(state, Step.HOLD)
-        escaped = state.marked and state.spec is not None and state.spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
-        if escaped:
+        if self.escaped(row, state.spec):
             state.finish(ReasonCode.EFFECT_UNKNOWN)
         return await self.drive(state, Step.CLAIM)

@@ -20,6 +20,7 @@ import jsonschema
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from toolproof.spec import (
+    BOUNDARY_CRASH_POINTS,
     CONTROL_ANSWER_ARGUMENT,
     FAILURE_REASONS,
     STEPS,
@@ -48,6 +49,7 @@ from toolproof.spec import (
     ToolResult,
     ToolSpec,
     TrustLabel,
+    crash_now,
     lowest_trust,
 )
 
@@ -139,8 +141,24 @@ class Steps:
             if state.disposition is not None and step not in _FINISHING:
                 continue  # Decided: skip to excerpt (a no-op unless it succeeded), complete and publish.
             await getattr(self, f"step_{step.value}")(state)
+            self.crash_point(step, state)
         assert state.disposition is not None  # Invariant: complete always leaves a disposition.
         return state.disposition
+
+    def crash_point(self, step: Step, s: CallState) -> None:
+        """Die here if the crash plan says so (recovery profile)."""
+        plan = self.config.crash
+        if plan is None or BOUNDARY_CRASH_POINTS.get(step) is not plan.point:
+            return
+        if plan.call_id is None or plan.call_id == s.call.call_id:
+            crash_now(plan.mode)
+
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        """Recovery's one question, answered by the watermark alone: may a dead worker's call have left its mark
+        in a way a retry would repeat?"""
+        return (
+            row.effect_sent_at is not None and spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+        )
 
     def state_from_row(self, row: InvocationTable) -> CallState:
         """Rebuild a call's state from its row alone (to resume it, here or in another worker)."""
@@ -292,6 +310,11 @@ class Steps:
         ):
             s.finish(ReasonCode.IN_PROGRESS)
             s.leave_row = True  # Not ours to complete.
+            return
+        if status is InvocationStatus.RUNNING and self.escaped(row, s.spec):
+            # A dead worker's call that may have left its mark: never retried, whoever finds it.
+            s.marked = True
+            s.finish(ReasonCode.EFFECT_UNKNOWN)
             return
         claimed = self.store.claim(
             s.invocation_id,

@@ -94,7 +94,9 @@ class Store:
     """The reference store over one database URL."""
 
     def __init__(self, url: str) -> None:
-        self.engine: Engine = create_engine(url)
+        if url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+        self.engine: Engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"))
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         SQLModel.metadata.create_all(self.engine)

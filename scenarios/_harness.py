@@ -6,7 +6,7 @@ Scenarios never import an implementation; they get one through the ``harness`` f
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -46,8 +46,11 @@ def describe(disposition: Disposition) -> str:
 class Harness:
     """Opens instances of the implementation under test and keeps the reproduction."""
 
-    def __init__(self, implementation: Implementation, directory: Path) -> None:
+    def __init__(self, implementation: Implementation, directory: Path, implementation_ref: str = "") -> None:
         self.implementation = implementation
+        self.implementation_ref = implementation_ref or implementation.name
+        self.crash_cells: list[Any] = []
+        self.cleanups: list[Callable[[], None]] = []
         self.world = World()
         self.clock = FakeClock()
         self.directory = directory

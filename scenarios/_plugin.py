@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -32,6 +33,8 @@ from ._harness import Harness
 
 _SCENARIOS_DIR = Path(__file__).resolve().parent
 IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
+REFS = pytest.StashKey[dict[str, str]]()
+DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
 NOT_CLAIMED = "not-claimed"
 
@@ -59,6 +62,7 @@ class ResultCollector:
 
     def __init__(self, on_result: Callable[[ScenarioResult, int, int], None] | None = None) -> None:
         self.results: list[ScenarioResult] = []
+        self.crash_cells: list[dict[str, object]] = []
         self.collection_errors: list[str] = []
         self.total = 0
         self.done = 0
@@ -76,6 +80,8 @@ class ResultCollector:
         props = dict(report.user_properties)
         if "rules" not in props:
             return
+        for cell in props.get("crash_cells", []):  # type: ignore[attr-defined]
+            self.crash_cells.append({**cell, "implementation": props["implementation"]})
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         verdict, evidence, failed_rule = _judge(report)
         if verdict is None:
@@ -119,7 +125,8 @@ def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
         return Verdict.PASS, "", None
     failure: object = getattr(report, "toolproof_exception", None)
     if isinstance(failure, ConformanceFailure):
-        return Verdict.FAIL, str(failure), failure.rule_id
+        notes = "\n".join(getattr(failure, "__notes__", []))
+        return Verdict.FAIL, str(failure) + (f"\n{notes}" if notes else ""), failure.rule_id
     return Verdict.ERROR, report.longreprtext, None
 
 
@@ -151,6 +158,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="implementation to test: an entry-point name or package.module:factory (repeatable; default reference)",
     )
     group.addoption(
+        "--toolproof-database-url",
+        default=os.environ.get("TOOLPROOF_DATABASE_URL"),
+        metavar="URL",
+        help="PostgreSQL for the multi-worker crash scenarios (default $TOOLPROOF_DATABASE_URL; none: they do not run)",
+    )
+    group.addoption(
         "--toolproof-rules",
         default=None,
         metavar="SELECTORS",
@@ -160,9 +173,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the rule ids a scenario judges")
+    config.addinivalue_line("markers", "needs_database: runs only with --toolproof-database-url")
+    config.addinivalue_line("markers", "slow: spawns processes; excluded from the quick loop")
     refs: list[str] = config.getoption("--toolproof-impl") or ["reference"]
     try:
         config.stash[IMPLEMENTATIONS] = [load_implementation(ref) for ref in refs]
+        config.stash[REFS] = {impl.name: ref for impl, ref in zip(config.stash[IMPLEMENTATIONS], refs, strict=True)}
+        config.stash[DATABASE_URL] = config.getoption("--toolproof-database-url") or None
         selection = load_catalog().select(config.getoption("--toolproof-rules"))
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -198,7 +215,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         function = inner.inner_test if inner is not None else getattr(item, "obj", None)
         if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(function):
             item.add_marker(pytest.mark.anyio)
-        (keep if selected.intersection(rules) else dropped).append(item)
+        no_database = item.get_closest_marker("needs_database") is not None and config.stash[DATABASE_URL] is None
+        (keep if selected.intersection(rules) and not no_database else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -210,6 +228,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     impl = cast(Implementation, item.callspec.params["implementation"])
     scenario = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
+    shown = {k: v for k, v in item.callspec.params.items() if k not in ("implementation", "anyio_backend")}
+    if shown:
+        scenario += "[" + "-".join(str(getattr(v, "value", v)) for v in shown.values()) + "]"
     item.user_properties.extend([("rules", rules), ("implementation", impl.name), ("scenario", scenario)])
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
@@ -225,6 +246,9 @@ def pytest_runtest_makereport(
     report = yield
     if call.excinfo is not None:
         report.toolproof_exception = call.excinfo.value  # type: ignore[attr-defined]
+    harness = getattr(item, "funcargs", {}).get("harness")
+    if call.when == "call" and isinstance(harness, Harness) and harness.crash_cells:
+        report.user_properties.append(("crash_cells", [vars(cell) for cell in harness.crash_cells]))
     return report
 
 
@@ -242,10 +266,21 @@ def implementation(request: pytest.FixtureRequest) -> Implementation:
 
 
 @pytest.fixture
-def harness(implementation: Implementation, tmp_path: Path, anyio_backend: str) -> Harness:
+def harness(
+    request: pytest.FixtureRequest, implementation: Implementation, tmp_path: Path, anyio_backend: str
+) -> Iterator[Harness]:
     """A harness over the implementation under test, with a fresh store directory and world."""
     # Requesting anyio_backend keeps anyio's plugin from re-parametrizing (and dropping) our callspec.
-    return Harness(implementation, tmp_path)
+    harness = Harness(implementation, tmp_path, request.config.stash[REFS].get(implementation.name, ""))
+    yield harness
+    for cleanup in reversed(harness.cleanups):
+        cleanup()
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """The PostgreSQL URL for multi-worker scenarios, if one was given."""
+    return request.config.stash[DATABASE_URL]
 
 
 def profile_names() -> list[str]:

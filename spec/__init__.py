@@ -1,6 +1,7 @@
 """toolproof.spec: the single source of truth — rules, port types, outcome table, implementation port."""
 
 from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
+from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
 from ._enums import (
     NON_SUCCESS_STATUSES,
     PERSIST_STEPS,
@@ -65,6 +66,7 @@ from ._types import (
 )
 
 __all__ = [
+    "BOUNDARY_CRASH_POINTS",
     "CONTEXT_MEMBERS",
     "CONTROL_ANSWER_ARGUMENT",
     "DEFAULT_APPROVAL_TIMEOUT_S",
@@ -82,6 +84,7 @@ __all__ = [
     "RULE_ID",
     "STEPS",
     "TERMINAL_STATUSES",
+    "TOOL_CRASH_POINTS",
     "ArtifactRef",
     "ArtifactWriter",
     "Budget",
@@ -93,6 +96,8 @@ __all__ = [
     "ContentPart",
     "ContextItem",
     "ContractViolation",
+    "CrashMode",
+    "CrashPlan",
     "CrashPoint",
     "CredentialResolver",
     "Decision",
@@ -119,6 +124,7 @@ __all__ = [
     "Risk",
     "Rule",
     "SideEffect",
+    "SimulatedCrash",
     "Step",
     "StepRequest",
     "Success",
@@ -134,6 +140,7 @@ __all__ = [
     "TrustLabel",
     "Verdict",
     "available_implementations",
+    "crash_now",
     "domain_of",
     "is_valid_name",
     "load_catalog",

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._crash import CrashPlan
 from ._enums import Profile
 from ._errors import ConfigurationError
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
@@ -170,6 +171,10 @@ class InstanceConfig(BaseModel):
     """Tool names the policy denies outright (the minimal configurable policy)."""
     max_attempts: int = Field(default=2, ge=1)
     """Executions a call may get within its step when its tool reports a TRANSIENT failure."""
+    store_url: str | None = None
+    """Database URL of the store (e.g. PostgreSQL for multi-worker tests); None: the implementation's default."""
+    crash: CrashPlan | None = None
+    """Recovery profile: die at this point (a SimulatedCrash, or SIGKILL of the worker process)."""
 
 
 @runtime_checkable

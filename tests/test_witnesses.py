@@ -42,8 +42,10 @@ def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 def witness_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     runs = {}
     for name, witness in WITNESSES.items():
-        decisions = ",".join(sorted({rule.split(".")[0] for rule in witness.breaks}))
-        runs[name] = _run(f"toolproof.reference.witnesses:{name}", decisions, tmp_path_factory.mktemp(name))
+        # Only the scenarios of the rules it breaks: enough to show they fail, and affordable.
+        runs[name] = _run(
+            f"toolproof.reference.witnesses:{name}", ",".join(witness.breaks), tmp_path_factory.mktemp(name)
+        )
     return runs
 
 

@@ -113,6 +113,15 @@ def run(
         "toolproof-report"
     ),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-scenario progress lines.")] = False,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar="TOOLPROOF_DATABASE_URL",
+            help="PostgreSQL URL for the multi-worker crash scenarios (SIGKILL over PostgreSQL, lease races); "
+            "without it they do not run and the crash matrix has no PostgreSQL column.",
+        ),
+    ] = None,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
@@ -134,7 +143,9 @@ def run(
         )
 
     try:
-        outcome = run_suite(impl or [], rule_selectors, out_dir, progress=None if quiet else progress)
+        outcome = run_suite(
+            impl or [], rule_selectors, out_dir, progress=None if quiet else progress, database_url=database_url
+        )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
     except HarnessError as exc:

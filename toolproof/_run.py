@@ -71,6 +71,7 @@ def run_suite(
     out_dir: Path,
     *,
     progress: Progress | None = None,
+    database_url: str | None = None,
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
@@ -110,6 +111,8 @@ def run_suite(
         args += ["--toolproof-impl", ref]
     if rules is not None:
         args += ["--toolproof-rules", rules]
+    if database_url:
+        args += ["--toolproof-database-url", database_url]
     code = pytest.main(args, plugins=[collector])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))

@@ -228,7 +228,7 @@ class _ValidatesAfterExecute(Pipeline):
     steps = reorder(Step.VALIDATE, after=Step.EXECUTE)
 
 
-@witness("no_dedupe", ("D3.4",), "re-executes a replayed call whose row is already terminal")
+@witness("no_dedupe", ("D3.4", "D4.12"), "re-executes a replayed call whose row is already terminal")
 class _NoDedupe(Pipeline):
     async def step_claim(self, s: CallState) -> None:
         row = self.store.get(s.invocation_id)

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import Session, select
 
 from toolproof.reference._pipeline import CallState, Pipeline
 from toolproof.reference._registry import Registry
-from toolproof.spec import ConfigurationError, InvocationStatus, Metric, ReasonCode, Tool, ToolSpec
+from toolproof.reference._store import InvocationTable
+from toolproof.spec import (
+    ConfigurationError,
+    Disposition,
+    EventKind,
+    IdempotencyClass,
+    InvocationStatus,
+    Metric,
+    ReasonCode,
+    Step,
+    Tool,
+    ToolSpec,
+)
 
 from ._registry import witness
 
 # -- D4 -------------------------------------------------------------------------------------
 
 
-@witness("lazy_watermark", ("D4.1",), "remembers the watermark in memory and writes it only at step 13")
-class _LazyWatermark(Pipeline):
+@witness("watermark_after_effect", ("D4.1", "D4.6"), "remembers the watermark in memory and writes it at step 13")
+class _WatermarkAfterEffect(Pipeline):
     async def mark_effect(self, s: CallState) -> None:
         s.marked = True
 
@@ -22,6 +37,39 @@ class _LazyWatermark(Pipeline):
         if s.marked and s.recorded and not s.leave_row:
             self.store.mark_effect_sent(s.invocation_id, self.clock.now())
         await super().step_complete(s)
+
+
+@witness(
+    "uncommitted_watermark", ("D4.1", "D4.6"), "writes the watermark in a transaction it commits after the tool returns"
+)
+class _UncommittedWatermark(Pipeline):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pending: list[Session] = []
+        close = self.store.close
+
+        def close_pending_then_store() -> None:
+            for session in self._pending:
+                session.close()  # A dead worker's transaction is rolled back with its connection.
+            close()
+
+        self.store.close = close_pending_then_store  # type: ignore[method-assign]
+
+    async def mark_effect(self, s: CallState) -> None:
+        session = Session(self.store.engine)
+        row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == s.invocation_id)).one()
+        row.effect_sent_at = self.clock.now()
+        session.add(row)
+        session.flush()
+        self._pending.append(session)
+        s.marked = True
+
+    async def step_normalize(self, s: CallState) -> None:
+        while self._pending:
+            session = self._pending.pop()
+            session.commit()
+            session.close()
+        await super().step_normalize(s)
 
 
 @witness("exceptions_are_failures", ("D4.2",), "answers every exception and overrun FAILED, watermark or not")
@@ -43,6 +91,64 @@ class _NoUnmarkedFlag(Pipeline):
 class _NoUncertainMetric(Pipeline):
     def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
         return [m for m in super().metrics_for(s, status) if m != Metric.UNCERTAIN.value]
+
+
+@witness("retries_after_watermark", ("D4.6",), "retries a dead worker's NON_IDEMPOTENT call whatever its watermark")
+class _RetriesAfterWatermark(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        return False
+
+
+@witness("assume_the_worst", ("D4.7",), "marks every dead worker's NON_IDEMPOTENT call UNCERTAIN, watermark or not")
+class _AssumeTheWorst(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        return spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+
+
+@witness("orphans_fail", ("D4.3",), "fails a dead worker's unmarked call instead of retrying it")
+class _OrphansFail(Pipeline):
+    async def recover(self, row: InvocationTable) -> Disposition:
+        if row.status == InvocationStatus.RUNNING.value and row.effect_sent_at is None:
+            state = self.state_from_row(row)
+            state.finish(ReasonCode.TOOL_CRASHED)
+            return await self.drive(state, Step.CLAIM)
+        return await super().recover(row)
+
+
+@witness("retries_with_new_key", ("D4.4", "D4.5"), "hands a retried call a new idempotency key")
+class _RetriesWithNewKey(Pipeline):
+    async def step_prepare(self, s: CallState) -> None:
+        await super().step_prepare(s)
+        if s.attempt > 1:
+            assert s.context is not None
+            fresh = s.context.identity.model_copy(update={"idempotency_key": f"{s.key}-retry{s.attempt}"})
+            s.context._identity = fresh
+
+
+@witness("timestamp_inference", ("D4.8",), "presumes a RUNNING call older than a day escaped, whatever its watermark")
+class _TimestampInference(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        old = row.started_at is not None and self.clock.now() - row.started_at > 24 * 3600
+        return old or super().escaped(row, spec)
+
+
+@witness("double_claim", ("D4.9",), "claims an orphan from the snapshot it swept, without compare-and-set")
+class _DoubleClaim(Pipeline):
+    async def recover(self, row: InvocationTable) -> Disposition:
+        state = self.state_from_row(row)
+        if row.status != InvocationStatus.RUNNING.value or self.escaped(row, state.spec):
+            return await super().recover(row)
+        now = self.clock.now()
+        changes = {
+            "status": "RUNNING",
+            "attempt": row.attempt + 1,
+            "lease_owner": self.worker_id,
+            "lease_expires_at": now + self.config.lease_s,
+            "started_at": now,
+        }
+        self.store.update(row.invocation_id, changes, [EventKind.STARTED])
+        state.attempt = row.attempt + 1
+        return await self.drive(state, Step.PREPARE)
 
 
 # -- D5 -------------------------------------------------------------------------------------

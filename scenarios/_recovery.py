@@ -1,0 +1,352 @@
+"""Crash a worker at a point, let another worker recover from the store alone, judge from the ledger.
+
+One procedure for every mode: ``simulated`` runs both worker lives in this process (the
+crash is a SimulatedCrash); ``sigkill-sqlite`` and ``sigkill-postgres`` run each life in a
+forked child of the zygote (the crash is SIGKILL) over a shared SQLite file or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+import psycopg
+
+from toolproof.fakes import FakeClock, World
+from toolproof.spec import (
+    BOUNDARY_CRASH_POINTS,
+    ConformanceFailure,
+    CrashPlan,
+    CrashPoint,
+    Disposition,
+    HarnessError,
+    IdempotencyClass,
+    Implementation,
+    InstanceConfig,
+    InvocationStatus,
+    Outcome,
+    ProposedCall,
+    SimulatedCrash,
+    StepRequest,
+    Success,
+)
+
+from ._harness import USER_ITEM, Harness
+from ._worker import DISPOSITIONS, SIGKILLED, ToolRecipe, WorkerJob, Zygote, run_job
+
+Mode = Literal["simulated", "sigkill-sqlite", "sigkill-postgres"]
+Position = Literal["single", "first", "middle", "last"]
+
+BEFORE_ROW = frozenset(
+    {
+        CrashPoint.AFTER_RESOLVE,
+        CrashPoint.AFTER_VALIDATE,
+        CrashPoint.AFTER_LABEL,
+        CrashPoint.AFTER_GUARD,
+        CrashPoint.AFTER_DECIDE,
+    }
+)
+RECORDED = frozenset({CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD})
+UNMARKED = frozenset({CrashPoint.AFTER_CLAIM, CrashPoint.AFTER_PREPARE, CrashPoint.BEFORE_WATERMARK})
+MARKED_BEFORE_EFFECT = frozenset({CrashPoint.AFTER_WATERMARK})
+MARKED_AFTER_EFFECT = frozenset({CrashPoint.AFTER_EFFECT, CrashPoint.AFTER_NORMALIZE, CrashPoint.AFTER_EXCERPT})
+LEASE_S = 60.0
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What recovery must make of a crash at one point for one idempotency class."""
+
+    rule: str
+    """The rule the cell judges."""
+    status: InvocationStatus
+    """The target call's final status."""
+    effects: int
+    """Effects the world keeps (not deduplicated) for the target call."""
+    recorded: int
+    """Effects the world saw at all for the target call (retries of idempotent tools included)."""
+
+
+def expectation(point: CrashPoint, idempotency: IdempotencyClass) -> Expectation:
+    """The architecture note's recovery table, per crash point and class."""
+    non = idempotency is IdempotencyClass.NON_IDEMPOTENT
+    if point in BEFORE_ROW or point in RECORDED:
+        return Expectation("D4.8", InvocationStatus.SUCCEEDED, 1, 1)
+    if point in UNMARKED:
+        return Expectation("D4.3", InvocationStatus.SUCCEEDED, 1, 1)
+    if point is CrashPoint.AFTER_COMPLETE:
+        return Expectation("D4.12", InvocationStatus.SUCCEEDED, 1, 1)
+    escaped = point in MARKED_AFTER_EFFECT
+    if non:
+        return Expectation("D4.6", InvocationStatus.UNCERTAIN, int(escaped), int(escaped))
+    rule = "D4.4" if idempotency is IdempotencyClass.IDEMPOTENT else "D4.5"
+    if idempotency is IdempotencyClass.IDEMPOTENT:
+        return Expectation(rule, InvocationStatus.SUCCEEDED, 1 + int(escaped), 1 + int(escaped))
+    return Expectation(rule, InvocationStatus.SUCCEEDED, 1, 1 + int(escaped))
+
+
+@dataclass
+class Cell:
+    """One crash-matrix cell as the report shows it."""
+
+    mode: Mode
+    point: CrashPoint
+    idempotency: IdempotencyClass
+    position: Position
+    expected: str
+    observed: str = "not reached"
+    effects: int = 0
+    duplicates: int = 0
+    verdict: str = "error"
+    evidence: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def describe_status(d: Disposition | None) -> str:
+    """Short text of a disposition."""
+    if d is None:
+        return "no disposition"
+    if isinstance(d, Outcome):
+        return f"{d.status.value} {d.reason_code.value}"
+    return d.status if isinstance(d, Success) else f"SUSPENDED {d.reason}"
+
+
+def postgres_url(harness: Harness, base: str) -> str:
+    """A fresh schema in ``base``'s database, dropped when the scenario ends, as a URL whose connections use it."""
+    schema = f"tp_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as connection:
+            connection.execute(f'CREATE SCHEMA "{schema}"')
+    except psycopg.Error as exc:
+        raise HarnessError(f"PostgreSQL at {base} is unreachable or refused a schema: {exc}") from None
+
+    def drop() -> None:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as connection:
+            connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    harness.cleanups.append(drop)
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}options=-csearch_path%3D{schema}"
+
+
+class CrashRun:
+    """Runs the two worker lives of one cell and judges the result."""
+
+    def __init__(self, harness: Harness, mode: Mode, database_url: str | None) -> None:
+        self.harness = harness
+        self.mode = mode
+        self.ledger = harness.directory / "ledger.jsonl"
+        self.store_url = postgres_url(harness, database_url) if mode == "sigkill-postgres" and database_url else None
+
+    def _job(
+        self, tools: list[ToolRecipe], step: StepRequest, action: Literal["submit", "recover"], crash: CrashPlan | None
+    ) -> WorkerJob:
+        config = self.harness.config(lease_s=LEASE_S, store_url=self.store_url, crash=crash)
+        clock = self.harness.clock.now()
+        result = self.harness.directory / f"result-{action}-{uuid.uuid4().hex[:6]}.json"
+        return WorkerJob(
+            impl=self.harness.implementation_ref,
+            config=config,
+            tools=tools,
+            ledger=self.ledger,
+            clock=clock,
+            action=action,
+            step=step,
+            result=result,
+        )
+
+    async def life(
+        self, tools: list[ToolRecipe], step: StepRequest, action: Literal["submit", "recover"], crash: CrashPlan | None
+    ) -> tuple[bool, list[Disposition] | None]:
+        """One worker life: (died at its crash point, dispositions if it lived)."""
+        job = self._job(tools, step, action, crash)
+        if self.mode == "simulated":
+            try:
+                return False, await run_job(job)
+            except SimulatedCrash:
+                return True, None
+            except BaseExceptionGroup as group:  # A task group may wrap the crash.
+                if group.subgroup(SimulatedCrash) is None:
+                    raise
+                return True, None
+        status = Zygote.run(job)
+        if status == SIGKILLED:
+            return True, None
+        if status != 0:
+            raise HarnessError(f"worker exited with status {status} in a {action} life (see stderr)")
+        return False, DISPOSITIONS.validate_json(job.result.read_bytes())
+
+
+def batch(position: Position) -> tuple[int, int]:
+    """(batch size, index of the crashing call)."""
+    return {"single": (1, 0), "first": (3, 0), "middle": (3, 1), "last": (3, 2)}[position]
+
+
+async def crash_cell(
+    harness: Harness,
+    *,
+    mode: Mode,
+    point: CrashPoint,
+    idempotency: IdempotencyClass,
+    position: Position,
+    database_url: str | None = None,
+) -> Cell:
+    """Crash a worker at ``point`` with the target call at ``position``; recover in another worker; judge."""
+    want = expectation(point, idempotency)
+    cell = Cell(mode, point, idempotency, position, expected=f"{want.status.value}, {want.effects} effect(s)")
+    harness.crash_cells.append(cell)
+    run = CrashRun(harness, mode, database_url)
+    size, target = batch(position)
+    kill_mode = "raise" if mode == "simulated" else "sigkill"
+    names = [f"orders.place_{i}" for i in range(size)]
+    spec = {"idempotency": idempotency.value, "mode": kill_mode}
+    crashing = [
+        ToolRecipe(
+            factory="toolproof.fakes:CrashingTool",
+            kwargs={"name": n, **spec, "crash_at": point.value if i == target else None},
+        )
+        for i, n in enumerate(names)
+    ]
+    calm = [ToolRecipe(factory="toolproof.fakes:CrashingTool", kwargs={"name": n, **spec}) for n in names]
+    calls = [
+        ProposedCall(call_id=f"call-{i}", tool_name=n, arguments={"item": i}, provenance={"item": [USER_ITEM.id]})
+        for i, n in enumerate(names)
+    ]
+    step = StepRequest(run_id="run-crash", step_number=1, calls=calls, context=[USER_ITEM])
+    plan = None
+    if point in BOUNDARY_CRASH_POINTS.values():
+        plan = CrashPlan(point=point, call_id=calls[target].call_id, mode=kill_mode)
+    harness.log.append(
+        f"{mode}: batch of {size}, call-{target} ({idempotency.value}) dies at {point.value}; "
+        f"then another worker sweeps {LEASE_S:.0f}+1 s later and replays the step"
+    )
+
+    try:
+        await _crash_and_judge(harness, cell, run, want, crashing, calm, step, plan, target)
+    except ConformanceFailure as failure:
+        cell.verdict, cell.evidence = "fail", str(failure)
+        raise
+    cell.verdict = "pass"
+    return cell
+
+
+async def _crash_and_judge(
+    harness: Harness,
+    cell: Cell,
+    run: CrashRun,
+    want: Expectation,
+    crashing: list[ToolRecipe],
+    calm: list[ToolRecipe],
+    step: StepRequest,
+    plan: CrashPlan | None,
+    target: int,
+) -> None:
+    point, idempotency, calls = cell.point, cell.idempotency, step.calls
+    died, _ = await run.life(crashing, step, "submit", plan)
+    harness.expect(
+        want.rule, died, f"the worker did not die at {point.value}: the implementation ignored its crash plan"
+    )
+    harness.clock.advance(LEASE_S + 1)
+    died_again, dispositions = await run.life(calm, step, "recover", None)
+    harness.expect(want.rule, not died_again and dispositions is not None, "the recovering worker died")
+    assert dispositions is not None
+
+    _, effects = World.read_ledger(run.ledger)
+    async with harness.open(store_url=run.store_url) as reader:
+        rows = {r.call_id: r for r in await reader.rows("run-crash")}
+    mine = [e for e in effects if e.arguments == {"item": target}]
+    kept = [e for e in mine if not e.deduplicated]
+    outcome = dispositions[target]
+    cell.observed = describe_status(outcome)
+    cell.effects = len(kept)
+    cell.duplicates = max(0, len(kept) - 1) if idempotency is IdempotencyClass.NON_IDEMPOTENT else 0
+    harness.log.append(
+        f"  recovered: {[describe_status(d) for d in dispositions]}; target effects {len(mine)} ({len(kept)} kept)"
+    )
+
+    row = rows.get(calls[target].call_id)
+    marked = row is not None and row.effect_sent_at is not None
+    if outcome.status is InvocationStatus.UNCERTAIN:
+        harness.expect("D4.7", marked, "a call was resolved UNCERTAIN although its watermark is unset")
+    harness.expect(
+        want.rule,
+        outcome.status is want.status,
+        f"after a crash at {point.value} a {idempotency.value} call ended {cell.observed}; expected {want.status.value}",
+    )
+    harness.expect(
+        want.rule,
+        (len(kept), len(mine)) == (want.effects, want.recorded),
+        f"the world kept {len(kept)} of {len(mine)} effect(s) of the crashed call; expected {want.effects} of {want.recorded}",
+    )
+    harness.expect(
+        want.rule, len({e.idempotency_key for e in mine}) <= 1, "a retry of the crashed call carried a different key"
+    )
+    for i, d in enumerate(dispositions):
+        if i == target:
+            continue
+        others = [e for e in effects if e.arguments == {"item": i} and not e.deduplicated]
+        harness.expect(
+            want.rule,
+            isinstance(d, Success) and len(others) == 1,
+            f"batch member call-{i} ended {describe_status(d)} with {len(others)} effect(s); expected SUCCEEDED, 1",
+        )
+
+
+def _race(implementation: Implementation, config: InstanceConfig, tool: ToolRecipe, world: World, now: float) -> None:
+    """Two workers, each in its own thread, event loop and connections, sweep at the same instant."""
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    async def sweep() -> None:
+        async with implementation.open(config, [tool.build(world)], FakeClock(now)) as instance:
+            barrier.wait(timeout=30)
+            await instance.sweep()
+
+    def worker() -> None:
+        try:
+            anyio.run(sweep)
+        except BaseException as exc:  # Reported to the scenario, which fails the race as a harness error.
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise HarnessError(f"a racing worker failed: {errors[0]!r}")
+
+
+async def lease_race(harness: Harness, store_url: str | None, races: int) -> list[int]:
+    """Orphan one NON_IDEMPOTENT call per race (a crash after its claim), then let two workers, in two
+    threads with their own connections, sweep at the same instant. Returns the executions of each race."""
+    world = World()
+    tool = ToolRecipe(factory="toolproof.fakes:CrashingTool", kwargs={"name": "orders.place"})
+    counts: list[int] = []
+    for race in range(races):
+        run_id = f"race-{race}"
+        call = ProposedCall(
+            call_id="call-0", tool_name="orders.place", arguments={"race": race}, provenance={"race": [USER_ITEM.id]}
+        )
+        step = StepRequest(run_id=run_id, step_number=1, calls=[call], context=[USER_ITEM])
+        crash = CrashPlan(point=CrashPoint.AFTER_CLAIM, mode="raise")
+        config = harness.config(lease_s=LEASE_S, store_url=store_url, crash=crash)
+        try:
+            async with harness.implementation.open(config, [tool.build(world)], harness.clock) as instance:
+                await instance.submit(step)
+        except SimulatedCrash:
+            pass
+        except BaseExceptionGroup as group:
+            if group.subgroup(SimulatedCrash) is None:
+                raise
+        calm = harness.config(lease_s=LEASE_S, store_url=store_url)
+        race_clock = harness.clock.now() + LEASE_S + 1
+        await anyio.to_thread.run_sync(_race, harness.implementation, calm, tool, world, race_clock)
+        counts.append(sum(1 for e in world.effects if e.arguments == {"race": race}))
+    harness.log.append(
+        f"{races} races of two sweeping workers over one expired lease: executions per race {sorted(set(counts))}"
+    )
+    return counts
