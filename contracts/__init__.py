@@ -1,1 +1,35 @@
-"""toolproof.contracts."""
+"""toolproof.contracts: the tool-author contract suite (``check_tool``), its CLI behaviour and pytest fixture."""
+
+from ._arguments import arguments_strategy
+from ._check import DEFAULT_SETTINGS, assert_conforms, check_tool, load_tool
+from ._cli import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, load_factory, run_check_tool
+from ._context import ContractContext
+from ._execute import GRACE_S, NORMAL_DEADLINE_S, PROBE_DEADLINE_S
+from ._findings import CONTRACT_RULES, PROVISIONAL_RULES, ContractReport, ContractRule, Finding, rule_text
+from ._transport import IDEMPOTENCY_HEADER, REMOTE_ERROR_TEXT, SAFE_METHODS
+
+__all__ = [
+    "CONTRACT_RULES",
+    "DEFAULT_SETTINGS",
+    "EXIT_BAD_INPUT",
+    "EXIT_CONFORMS",
+    "EXIT_FINDINGS",
+    "GRACE_S",
+    "IDEMPOTENCY_HEADER",
+    "NORMAL_DEADLINE_S",
+    "PROBE_DEADLINE_S",
+    "PROVISIONAL_RULES",
+    "REMOTE_ERROR_TEXT",
+    "SAFE_METHODS",
+    "ContractContext",
+    "ContractReport",
+    "ContractRule",
+    "Finding",
+    "arguments_strategy",
+    "assert_conforms",
+    "check_tool",
+    "load_factory",
+    "load_tool",
+    "rule_text",
+    "run_check_tool",
+]

@@ -1,0 +1,217 @@
+"""``check_tool`` and ``assert_conforms``: the tool-author contract as plain functions."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+import jsonschema
+from hypothesis import HealthCheck, Phase, Verbosity, find, given, reporting
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument, NoSuchExample, Unsatisfiable
+
+from toolproof.spec import ConfigurationError, ContractViolation, JsonObject, Tool, ToolSpec
+
+from ._arguments import arguments_strategy
+from ._execute import PROBE_DEADLINE_S, Runner
+from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
+from ._judge import judge_deadline_probe, judge_example, judge_remote_probe, repeats
+from ._transport import TransportMode
+from ._world import ContractWorld
+
+DEFAULT_SETTINGS = hypothesis.settings(
+    max_examples=20,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    verbosity=Verbosity.quiet,
+    suppress_health_check=list(HealthCheck),
+    report_multiple_bugs=False,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+)
+"""Hypothesis settings of a check: 20 examples, derandomized, no example database, quiet, no explain phase."""
+
+
+class _Violation(Exception):
+    """Raised inside hypothesis so it shrinks the arguments of one new finding."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.rule_id)
+        self.finding = finding
+
+
+def load_tool(factory: object) -> Tool:
+    """Call ``factory`` once and check that it makes a Tool.
+
+    Raises:
+        ConfigurationError: ``factory`` is not a zero-argument callable returning a Tool.
+    """
+    name = getattr(factory, "__qualname__", type(factory).__name__)
+    if isinstance(factory, Tool) and not isinstance(factory, type):
+        raise ConfigurationError(
+            f"factory={name!r} is a Tool instance, not a factory: pass its class or `lambda: tool`"
+        )
+    if not callable(factory):
+        raise ConfigurationError(f"factory={name!r} is not callable: pass a zero-argument callable that returns a Tool")
+    try:
+        tool = factory()
+    except Exception as exc:
+        raise ConfigurationError(f"factory={name!r} raised {one_line(exc)}") from None
+    if not isinstance(tool, Tool):
+        raise ConfigurationError(
+            f"factory={name!r} returned {type(tool).__name__}, which is not a Tool: "
+            "it needs a `spec` (ToolSpec) and `async def execute(arguments, context)`"
+        )
+    if not isinstance(tool.spec, ToolSpec):
+        raise ConfigurationError(
+            f"factory={name!r} made a tool whose spec is {type(tool.spec).__name__}, not a ToolSpec"
+        )
+    if not inspect.iscoroutinefunction(tool.execute):
+        raise ConfigurationError(f"factory={name!r} made a tool whose execute is not `async def`")
+    return tool
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``: an error as a one-line message shows it."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def check_tool(factory: Callable[[], Any], *, settings: hypothesis.settings | None = None) -> ContractReport:
+    """Run the tool-author contract against the tools ``factory`` makes, and report every violated rule.
+
+    The tool runs under an instrumented context and world: a fresh workspace, a loopback HTTP
+    service as ``context.target`` that records each request, a credential resolver, a
+    cancellation signal and a deadline. Arguments come from the input schema (hypothesis,
+    derandomized); a finding carries the smallest arguments that show it and their trace.
+    Findings are returned, never raised (see ``assert_conforms``).
+
+    Args:
+        factory: A zero-argument callable returning a Tool (e.g. the tool's class); it is
+            called once per example, so each example starts from a fresh tool.
+        settings: Hypothesis settings to use instead of ``DEFAULT_SETTINGS`` (e.g. more
+            examples); ``deadline`` is always None, since the contract enforces the tool's
+            own, and ``database`` is always None, so a check is the same every time.
+
+    Raises:
+        ConfigurationError: ``factory`` does not make a Tool, or its input schema admits no
+            arguments the generator can produce.
+    """
+    __tracebackhide__ = True
+    spec = load_tool(factory).spec
+    chosen = hypothesis.settings(settings or DEFAULT_SETTINGS, deadline=None, database=None, report_multiple_bugs=False)
+    try:
+        strategy, notes = arguments_strategy(spec.input_schema)
+    except jsonschema.SchemaError as exc:
+        raise ConfigurationError(
+            f"tool {spec.name!r}: input_schema is not a valid JSON Schema: {exc.message}"
+        ) from None
+    minimal = _minimal_arguments(spec, strategy, chosen)
+    world = ContractWorld()
+    try:
+        runner = Runner(factory, spec, world)
+        findings = _search(runner, strategy, chosen)
+        deadline_run = runner.run(
+            minimal,
+            mode=TransportMode.HOLD,
+            deadline_s=PROBE_DEADLINE_S,
+            stall=True,
+            label=f"deadline probe: {PROBE_DEADLINE_S}s deadline, the context and the transport stall",
+        )
+        findings += judge_deadline_probe(spec, deadline_run)
+        remote_run = runner.run(minimal, mode=TransportMode.FAIL, label="remote-failure probe: the service answers 503")
+        findings += judge_remote_probe(spec, remote_run)
+    finally:
+        world.close()
+    if spec.consequential and runner.effects_seen == 0:
+        notes.append(
+            "no example left an effect on the workspace or the transport, nor tried to leave one elsewhere, "
+            "so the watermark order and the declared side effect could not be judged"
+        )
+    if runner.deadlines_reached:
+        notes.append(f"{runner.deadlines_reached} example(s) ran into their deadline and were cancelled")
+    found = sort_findings(findings)
+    return ContractReport(
+        tool=spec.name,
+        side_effect=spec.side_effect.value,
+        idempotency=spec.idempotency.value,
+        findings=found,
+        notes=notes,
+        passed=not found,
+    )
+
+
+def assert_conforms(factory: Callable[[], Any], *, settings: hypothesis.settings | None = None) -> ContractReport:
+    """``check_tool``, raising ContractViolation (naming every finding) when the tool does not conform.
+
+    Returns:
+        The passing report.
+
+    Raises:
+        ContractViolation: with the first finding's rule ID and the whole report as its message.
+        ConfigurationError: as ``check_tool``.
+    """
+    __tracebackhide__ = True
+    report = check_tool(factory, settings=settings)
+    if not report.passed:
+        raise ContractViolation(report.findings[0].rule_id, report.render())
+    return report
+
+
+def _minimal_arguments(
+    spec: ToolSpec, strategy: st.SearchStrategy[JsonObject], chosen: hypothesis.settings
+) -> JsonObject:
+    try:
+        with reporting.with_reporter(_silent):
+            return find(strategy, lambda _: True, settings=hypothesis.settings(chosen, max_examples=1000))
+    except (NoSuchExample, Unsatisfiable, InvalidArgument) as exc:
+        reason = f" ({exc})" if isinstance(exc, InvalidArgument) else ""
+        raise ConfigurationError(
+            f"tool {spec.name!r}: the generator could not produce arguments valid under its input_schema{reason}"
+        ) from None
+
+
+def _search(runner: Runner, strategy: st.SearchStrategy[JsonObject], chosen: hypothesis.settings) -> list[Finding]:
+    """Find, and shrink, one example per violated rule: each round looks only for rules not yet found."""
+    spec = runner.spec
+    attempts = 2 if repeats(spec) else 1
+    found: dict[str, Finding] = {}
+
+    def example(arguments: JsonObject) -> None:
+        run = runner.run(arguments, attempts=attempts)
+        new = [f for f in judge_example(spec, run) if f.rule_id not in found]
+        if new:
+            raise _Violation(sort_findings(new)[0])
+
+    for _ in range(len(CONTRACT_RULES) + 1):
+        test = chosen(given(strategy)(example))
+        try:
+            with reporting.with_reporter(_silent):
+                test()
+        except _Violation as violation:
+            found[violation.finding.rule_id] = violation.finding
+        except BaseExceptionGroup as group:  # hypothesis reports a flaky failure as a group
+            inner = _first_violation(group)
+            if inner is None:
+                raise
+            found[inner.finding.rule_id] = inner.finding
+        else:
+            break
+    return list(found.values())
+
+
+def _first_violation(group: BaseExceptionGroup[BaseException]) -> _Violation | None:
+    for exc in group.exceptions:
+        if isinstance(exc, _Violation):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            inner = _first_violation(exc)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _silent(text: object) -> None:
+    """Hypothesis's own report is replaced by the contract's findings."""

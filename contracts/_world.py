@@ -1,0 +1,170 @@
+"""The instrumented world of one check: a workspace per example, the recorded transport, the gate.
+
+Effects are judged here, never from the tool's word: the transport numbers the requests
+it receives, the gate numbers writes in the workspace and refuses everything outside it
+and the target, and the workspace is snapshotted (paths and sha256) at every watermark and
+at the end, which catches a change the gate could not see.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import ipaddress
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from toolproof.spec import HarnessError
+
+from ._trace import EventKind, Trace
+from ._transport import Recorder, TransportMode
+
+Snapshot = dict[str, str]
+"""Workspace path (relative, ``/``-separated) -> sha256 of the file, or ``dir/``."""
+
+WorldState = tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, ...]]]
+"""What "the world" is for the idempotency check: the workspace and the service's state."""
+
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def snapshot(workspace: Path) -> Snapshot:
+    """Every file and directory under ``workspace`` with its content digest."""
+    found: Snapshot = {}
+    for directory, dirs, files in os.walk(workspace):
+        base = Path(directory).relative_to(workspace)
+        for name in dirs:
+            found[(base / name).as_posix() + "/"] = "dir/"
+        for name in files:
+            found[(base / name).as_posix()] = _digest(Path(directory) / name)
+    return found
+
+
+def _digest(path: Path) -> str:
+    # Never follow a link or open a FIFO: a snapshot must not block, nor read outside the workspace.
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return f"link:{os.readlink(path)}"
+        if not stat.S_ISREG(info.st_mode):
+            return f"special:{stat.S_IFMT(info.st_mode)}"
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def describe_change(before: Snapshot, after: Snapshot) -> str:
+    """What changed between two snapshots, e.g. ``created 'a.txt'; changed 'log.txt'``."""
+    parts = [f"created {p!r}" for p in sorted(after.keys() - before.keys())]
+    parts += [f"changed {p!r}" for p in sorted(after.keys() & before.keys()) if after[p] != before[p]]
+    parts += [f"removed {p!r}" for p in sorted(before.keys() - after.keys())]
+    return "; ".join(parts) or "nothing"
+
+
+class ExampleWorld:
+    """The world one example runs in; it is also the gate's watch while the tool executes."""
+
+    def __init__(self, root: Path, workspace: Path, recorder: Recorder, trace: Trace) -> None:
+        self.root = root
+        self.workspace = workspace
+        self.recorder = recorder
+        self.trace = trace
+        self.outside: list[str] = []
+        """Operations the gate refused, as the report shows them."""
+        self._last = snapshot(workspace)
+        self._writes_since_checkpoint = 0
+
+    # -- the gate's watch ------------------------------------------------------------------
+
+    def file_write(self, op: str, path: str) -> None:
+        """A write: inside the workspace it is an effect; elsewhere it is refused."""
+        if _under(path, str(self.workspace)):
+            self._writes_since_checkpoint += 1
+            self.trace.add(EventKind.WORKSPACE, f"{op} {self.show(path)!r} in the workspace", effect=True)
+            return
+        if path == os.devnull or "__pycache__" in Path(path).parts:
+            return  # the interpreter caching bytecode is not the tool's effect
+        self._refuse(f"{op} {self.show(path)!r} outside the workspace")
+
+    def connect(self, op: str, host: str, port: int | None) -> None:
+        """A connect: only the recorded transport is reachable."""
+        if op == "name lookup" and _is_address(host):
+            return  # a literal address needs no lookup: its connect is judged
+        if host in _LOOPBACK_NAMES and port in (None, 0, self.recorder.port):
+            if op == "connect" and host == "127.0.0.1":
+                self.recorder.note_connect()
+            return
+        where = host if port is None else f"{host}:{port}"
+        self._refuse(f"{op} {where}, which is not context.target")
+
+    def process(self, op: str, what: str) -> None:
+        """A process start: its effects could not be observed, so it is refused."""
+        self._refuse(f"{op} {Path(what).name!r}")
+
+    def _refuse(self, text: str) -> None:
+        self.outside.append(text)
+        self.trace.add(EventKind.OUTSIDE, f"{text}: refused")
+        raise PermissionError(errno.EACCES, f"toolproof contract check refused: {text}")
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def checkpoint(self) -> Snapshot:
+        """Snapshot the workspace; a change the gate did not see becomes an effect event now."""
+        current = snapshot(self.workspace)
+        if current != self._last and self._writes_since_checkpoint == 0:
+            change = describe_change(self._last, current)
+            self.trace.add(EventKind.WORKSPACE, f"workspace changed unseen by the gate: {change}", effect=True)
+        self._last, self._writes_since_checkpoint = current, 0
+        return current
+
+    def state(self) -> WorldState:
+        """The world as the idempotency check compares it."""
+        return tuple(sorted(snapshot(self.workspace).items())), self.recorder.state()
+
+    def show(self, path: str) -> str:
+        """A path as the report shows it: relative to the workspace when it is near, never machine-specific."""
+        if _under(path, str(self.root)):
+            return os.path.relpath(path, self.workspace)
+        home = os.path.expanduser("~")
+        return "~" + path[len(home) :] if _under(path, home) else path
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+class ContractWorld:
+    """Owns the temporary root and the recorded transport of one check."""
+
+    def __init__(self) -> None:
+        self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="toolproof-contract-")))
+        self.recorder = Recorder()
+        self._examples = 0
+
+    def example(self, mode: TransportMode = TransportMode.ANSWER, hold_s: float = 1.0) -> ExampleWorld:
+        """A fresh workspace and trace; the transport starts recording onto it."""
+        self._examples += 1
+        workspace = self.root / f"example-{self._examples}" / "workspace"
+        try:
+            workspace.mkdir(parents=True)
+        except OSError as exc:
+            raise HarnessError(f"cannot create the example workspace {workspace}: {exc}") from exc
+        trace = Trace()
+        self.recorder.begin(trace, mode, hold_s)
+        return ExampleWorld(self.root, workspace, self.recorder, trace)
+
+    def close(self) -> None:
+        """Stop the transport and remove every workspace."""
+        self.recorder.close()
+        shutil.rmtree(self.root, ignore_errors=True)

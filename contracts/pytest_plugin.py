@@ -1,0 +1,36 @@
+"""The contract suite as a pytest fixture.
+
+Enable it in a ``conftest.py`` with one line::
+
+    pytest_plugins = ["toolproof.contracts.pytest_plugin"]
+
+and check a tool in one line::
+
+    def test_send_email_conforms(tool_contract):
+        tool_contract(SendEmailTool)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+import pytest
+
+from ._check import assert_conforms
+from ._findings import ContractReport
+
+ToolContract = Callable[..., ContractReport]
+"""``tool_contract(factory, *, settings=None) -> ContractReport``, raising ContractViolation on findings."""
+
+
+@pytest.fixture
+def tool_contract() -> ToolContract:
+    """Check a tool factory against the tool-author contract; fails the test with every finding."""
+
+    def check(factory: Callable[[], Any], *, settings: hypothesis.settings | None = None) -> ContractReport:
+        __tracebackhide__ = True
+        return assert_conforms(factory, settings=settings)
+
+    return check

@@ -1,0 +1,135 @@
+"""``run_check_tool``: what ``toolproof check-tool module:factory [--json]`` prints and exits with."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Annotated
+
+import pytest
+import typer
+from syrupy.assertion import SnapshotAssertion
+from typer.testing import CliRunner
+
+from toolproof.contracts import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, run_check_tool
+from toolproof.fakes._authors import BAD_AUTHOR_TOOLS, GOOD_AUTHOR_TOOLS, PutsFileTool
+
+MODULE = "toolproof.fakes._authors"
+
+
+def _run(ref: str, *, as_json: bool = False) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run_check_tool(ref, as_json=as_json, out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_a_conforming_tool_exits_0_with_one_line() -> None:
+    status, out, err = _run(f"{MODULE}:SendsMessageTool")
+    assert (status, err) == (EXIT_CONFORMS, "")
+    assert out == "messages.send (EXTERNAL_WRITE, NON_IDEMPOTENT): conforms to the tool-author contract\n"
+
+
+def test_a_violating_tool_exits_1_with_one_readable_finding_per_rule() -> None:
+    status, out, err = _run(f"{MODULE}:MarksAfterPostTool")
+    assert (status, err) == (EXIT_FINDINGS, "")
+    lines = out.splitlines()
+    assert lines[0] == "messages.send_late_mark (EXTERNAL_WRITE, NON_IDEMPOTENT): 1 finding"
+    assert lines[2] == "D4.1 effect before the watermark"
+    assert lines[3].startswith("  seen: the first effect, POST /messages (no Idempotency-Key) at the transport")
+    assert lines[4].startswith("  fix:  Move `await context.mark_effect_sent()` before the first operation")
+    assert lines[5] == '  arguments: {"text": ""}'
+    assert lines[6:] == [
+        "  trace:",
+        "    attempt 1 (idempotency key 44ac9e99a8d0…439541)",
+        "      1. POST /messages (no Idempotency-Key) at the transport -> 200",
+        "      2. mark_effect_sent()",
+        "      3. returned ToolResult(ok=True)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("SendsMessageTool", r"is not module:factory \(e\.g\. mypackage\.tools:SendEmailTool\)$"),
+        ("no_such_module_xyz:Tool", r"module 'no_such_module_xyz' cannot be imported \(ModuleNotFoundError: "),
+        (f"{MODULE}:NoSuchTool", rf"'{re.escape(MODULE)}' has no attribute 'NoSuchTool'$"),
+        (f"{MODULE}:BAD_AUTHOR_TOOLS", r"factory='dict' is not callable"),
+        (f"{MODULE}:reply", r"factory='reply' raised TypeError: "),
+        (f"{MODULE}:ContentPart", r"factory='ContentPart' raised ValidationError: "),
+        (f"{MODULE}:Path", r"factory='Path' returned PosixPath, which is not a Tool: it needs a `spec`"),
+    ],
+    ids=["no-colon", "no-module", "no-attribute", "not-callable", "needs-arguments", "raises", "not-a-tool"],
+)
+def test_bad_input_exits_2_with_one_line_on_stderr(ref: str, message: str) -> None:
+    status, out, err = _run(ref)
+    assert (status, out) == (EXIT_BAD_INPUT, "")
+    assert err.startswith("toolproof check-tool: error: ")
+    assert err.count("\n") == 1
+    assert re.search(message, err.rstrip("\n")), err
+
+
+_INSTANCE = PutsFileTool()
+
+
+def test_a_tool_instance_is_accepted_as_its_own_factory() -> None:
+    status, out, _ = _run(f"{__name__}:_INSTANCE")
+    assert status == EXIT_CONFORMS
+    assert out.startswith("notes.put (WORKSPACE_WRITE, IDEMPOTENT): conforms")
+
+
+@pytest.mark.parametrize("tool", [*GOOD_AUTHOR_TOOLS[:2], *BAD_AUTHOR_TOOLS], ids=lambda t: t.__name__)
+def test_json_output_is_stable(tool: type, snapshot: SnapshotAssertion) -> None:
+    status, out, _ = _run(f"{MODULE}:{tool.__name__}", as_json=True)
+    payload = json.loads(out)
+    assert status == (EXIT_CONFORMS if payload["passed"] else EXIT_FINDINGS)
+    assert list(payload) == sorted(payload)
+    assert "/tmp" not in out
+    assert "toolproof-contract-" not in out
+    assert not re.search(r"0x[0-9a-f]{6,}", out)
+    assert "127.0.0.1" not in out  # the transport's port changes from run to run
+    assert out == snapshot
+
+
+def _wired_app() -> typer.Typer:
+    """The command exactly as toolproof/_cli.py should wire it (see the report to the lead)."""
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """toolproof."""
+
+    @app.command("check-tool")
+    def check_tool_command(
+        ref: Annotated[
+            str,
+            typer.Argument(
+                metavar="MODULE:FACTORY",
+                help="A zero-argument callable that returns a Tool, e.g. mypackage.tools:SendEmailTool.",
+            ),
+        ],
+        as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
+    ) -> None:
+        """Check one tool against the tool-author contract (watermark before effect, and the other tool-side rules).
+
+        Exit status: 0 when the tool conforms; 1 with one finding per violated rule; 2 for bad input.
+        """
+        from toolproof.contracts import run_check_tool
+
+        raise typer.Exit(run_check_tool(ref, as_json=as_json))
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ([f"{MODULE}:PutsFileTool"], EXIT_CONFORMS),
+        ([f"{MODULE}:RaisesTrustTool", "--json"], EXIT_FINDINGS),
+        (["nonsense"], EXIT_BAD_INPUT),
+    ],
+    ids=["conforms", "json-findings", "bad-input"],
+)
+def test_the_typer_wiring_passes_the_exit_status_through(args: list[str], code: int) -> None:
+    result = CliRunner().invoke(_wired_app(), ["check-tool", *args])
+    assert result.exit_code == code
