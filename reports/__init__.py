@@ -1,14 +1,22 @@
-"""toolproof.reports: the results store (``results.duckdb``) and its renderers (``summary.json``, ``report.md``)."""
+"""toolproof.reports: the results store (``results.duckdb``) and its renderers (``summary.json``, ``report.md``,
+``report.html``, ``junit.xml``)."""
 
+from ._crash import CrashCell
 from ._files import rerender, write_run
+from ._html import render_html
+from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import ResultRow, RunInfo, rule_verdicts, selected_rules, verdict_table
-from ._store import load_run
+from ._store import load_crash_cells, load_run
 
 __all__ = [
+    "CrashCell",
     "ResultRow",
     "RunInfo",
+    "load_crash_cells",
     "load_run",
+    "render_html",
+    "render_junit",
     "render_markdown",
     "rerender",
     "rule_verdicts",

@@ -1,4 +1,5 @@
-"""A results folder: ``results.duckdb``, ``summary.json`` and ``report.md``, written so a crash leaves no half."""
+"""A results folder: ``results.duckdb``, ``summary.json``, ``report.md``, ``report.html`` and ``junit.xml``,
+written so a crash leaves no half."""
 
 from __future__ import annotations
 
@@ -10,49 +11,68 @@ from pathlib import Path
 
 from toolproof.spec import ConfigurationError
 
+from ._crash import CrashCell, check_crash_cells, crash_order
+from ._html import render_html
+from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import ResultRow, RunInfo, complete_rows
-from ._store import RESULTS_FILE, insert_run, load_run
+from ._store import RESULTS_FILE, insert_run, load_everything
 from ._summary import render_summary
 
 SUMMARY_FILE = "summary.json"
 """Rule verdicts for machines."""
 REPORT_FILE = "report.md"
-"""The report for people."""
+"""The report for people, as text."""
+HTML_FILE = "report.html"
+"""The report for people, as one self-contained page."""
+JUNIT_FILE = "junit.xml"
+"""The run for CI systems."""
 
 
-def write_run(out_dir: Path, info: RunInfo, rows: Sequence[ResultRow]) -> None:
-    """Record a run in ``out_dir``: append it to ``results.duckdb``, rewrite ``summary.json`` and ``report.md``.
+def write_run(out_dir: Path, info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> None:
+    """Record a run in ``out_dir``: append it to ``results.duckdb``, rewrite ``summary.json``, ``report.md``,
+    ``report.html`` and ``junit.xml``.
 
     Every selected rule without a scenario row for an implementation gets a rule-level row
-    (``not-covered``, or ``not-claimed``), so the database holds every selected rule.
+    (``not-covered``, or ``not-claimed``), so the database holds every selected rule. ``crash_cells``
+    go to the ``crash_matrix`` table and the crash matrix of both reports.
 
     Raises:
         ConfigurationError: ``out_dir`` cannot be created or written, holds a file that is not a
             toolproof results database, or already holds ``info.run_id``; or a selected rule is unknown.
-        HarnessError: a row belongs to another run, implementation or to an unselected rule.
+        HarnessError: a row belongs to another run, implementation or to an unselected rule; or a crash
+            cell belongs to another run or implementation, names an unknown crash point or class, or repeats.
     """
     completed = complete_rows(info, rows)
+    check_crash_cells(info, crash_cells)
+    cells = sorted(crash_cells, key=crash_order(info))
     # Render before touching the disk: a rendering error must not leave a recorded run without its report.
-    summary = render_summary(info, completed)
-    report = render_markdown(info, completed)
+    rendered = _render(info, completed, cells)
     _make_folder(out_dir)
-    insert_run(out_dir / RESULTS_FILE, info, completed)
-    _write_text(out_dir, SUMMARY_FILE, summary)
-    _write_text(out_dir, REPORT_FILE, report)
+    insert_run(out_dir / RESULTS_FILE, info, completed, cells)
+    for name, text in rendered.items():
+        _write_text(out_dir, name, text)
 
 
 def rerender(out_dir: Path, run_id: str | None = None) -> None:
-    """Rewrite ``summary.json`` and ``report.md`` in ``out_dir`` from a stored run (the latest when None).
+    """Rewrite ``summary.json``, ``report.md``, ``report.html`` and ``junit.xml`` in ``out_dir`` from a stored run
+    (the latest when None).
 
     Raises:
         ConfigurationError: as ``load_run``, or the files cannot be written.
     """
-    info, rows = load_run(out_dir, run_id)
-    summary = render_summary(info, rows)
-    report = render_markdown(info, rows)
-    _write_text(out_dir, SUMMARY_FILE, summary)
-    _write_text(out_dir, REPORT_FILE, report)
+    info, rows, cells = load_everything(out_dir, run_id)
+    for name, text in _render(info, rows, cells).items():
+        _write_text(out_dir, name, text)
+
+
+def _render(info: RunInfo, rows: Sequence[ResultRow], cells: Sequence[CrashCell]) -> dict[str, str]:
+    return {
+        SUMMARY_FILE: render_summary(info, rows),
+        REPORT_FILE: render_markdown(info, rows, cells),
+        HTML_FILE: render_html(info, rows, cells),
+        JUNIT_FILE: render_junit(info, rows),
+    }
 
 
 def _make_folder(out_dir: Path) -> None:

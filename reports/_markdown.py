@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import Rule, Verdict, load_catalog
 
+from ._crash import CrashCell, CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._evidence import evidence_facts, printable
 from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
@@ -15,12 +17,14 @@ _COUNTED: tuple[Verdict, ...] = tuple(Verdict)
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 
 
-def render_markdown(info: RunInfo, rows: Sequence[ResultRow]) -> str:
+def render_markdown(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> str:
     """The text of ``report.md``.
 
     Title and verdict counts, a per-decision summary table, one section per decision listing each
     selected rule (ID, profile, catalog text, verdict per implementation, scenarios, interpretation),
-    then every failing or erroring row with its evidence. Rule text comes only from the catalog.
+    the crash matrix per implementation and mode, then every failing or erroring row and crash cell
+    with its evidence. Rule text comes only from the catalog. Characters XML cannot carry (a terminal
+    escape among them) are shown as Python escapes such as ``\\x1b``.
 
     Raises:
         ConfigurationError: a selected rule ID is not in the catalog.
@@ -37,8 +41,10 @@ def render_markdown(info: RunInfo, rows: Sequence[ResultRow]) -> str:
         lines += ["", f"## D{number}. {titles[number]}", ""]
         for rule in (r for r in rules if r.decision == number):
             lines += _rule_entry(info, table, rule, ordered)
-    lines += _failures(ordered, {rule.id for rule in rules})
-    return "\n".join(lines) + "\n"
+    lines += _crash_matrix(crash_tables(info, crash_cells))
+    lines += _failures(ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
+    # Evidence may quote a hostile tool: a raw escape character must not reach a terminal that cats the file.
+    return printable("\n".join(lines) + "\n")
 
 
 def _title(info: RunInfo, table: dict[str, dict[str, Verdict]], rule_count: int) -> list[str]:
@@ -90,23 +96,76 @@ def _rule_entry(
     return lines
 
 
-def _failures(rows: Sequence[ResultRow], selected: set[str]) -> list[str]:
+def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequence[CrashCell]) -> list[str]:
     failing = [row for row in rows if row.verdict in _FAILING and row.rule_id in selected]
+    crashed = unlisted_failures(crash_cells, failing)
     lines = ["", "## Failures", ""]
-    if not failing:
+    if not failing and not crashed:
         return [*lines, "No failures."]
     for row in failing:
         lines += [
             f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} ({row.verdict.value})",
             "",
         ]
-        if row.evidence:
-            fence = "`" * max(3, _longest_backtick_run(row.evidence) + 1)
-            lines += [f"{fence}text", row.evidence.rstrip("\n"), fence, ""]
-        else:
-            lines += ["(no evidence recorded)", ""]
-    if lines[-1] == "":
-        lines.pop()
+        lines += _evidence(row.evidence, evidence_facts(row.evidence))
+    for cell in crashed:
+        lines += [
+            f"### {cell.implementation}: crash at {cell.crash_point}, {cell.idempotency}, {cell.position}"
+            f" ({cell.mode}, {cell.verdict.value})",
+            "",
+        ]
+        facts = [
+            ("Crash point", cell.crash_point),
+            ("Expected", cell.expected),
+            ("Observed", cell.observed),
+            ("Effects", effects_text(cell)),
+        ]
+        lines += _evidence(cell.evidence, facts + [f for f in evidence_facts(cell.evidence) if f[0] != "Crash point"])
+    lines.pop()  # Invariant: every entry ends with a blank line, and the report ends with one newline.
+    return lines
+
+
+def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
+    lines = ["", "## Crash matrix", ""]
+    if not tables:
+        return [*lines, "No crash scenarios ran."]
+    lines += [
+        "Rows are crash points, columns idempotency classes. A cell is the disposition recovery reached and",
+        "the effects the world ledger recorded; **✗** marks a failing cell, with the expected disposition",
+        "when recovery reached another; — marks a combination no scenario ran.",
+    ]
+    for crash in tables:
+        lines += ["", f"### {crash.implementation}, {crash.mode}", ""]
+        lines.append(_row(["Crash point", *crash.classes]))
+        lines.append(_row(["---"] * (len(crash.classes) + 1)))
+        for point in crash.crash_points:
+            entries = [
+                "; ".join(_crash_entry(c) for c in crash.cells.get((point, k), ())) or "—" for k in crash.classes
+            ]
+            lines.append(_row([point, *entries]))
+    return lines
+
+
+def _crash_entry(cell: CrashCell) -> str:
+    where = "" if cell.position == "single" else f"{cell.position}: "
+    observed = cell.observed or "(none)"
+    if cell.verdict is Verdict.PASS:
+        text = observed
+    else:
+        expected = f" (expected {cell.expected})" if cell.differs else ""
+        text = f"**✗ {cell.verdict.value}: {observed}**{expected}"
+    return f"{where}{text}, {effects_text(cell)}"
+
+
+def _evidence(evidence: str, facts: Sequence[tuple[str, str]]) -> list[str]:
+    lines: list[str] = []
+    if facts:
+        lines += [" · ".join(f"{label}: {_code(value)}" for label, value in facts), ""]
+    if evidence:
+        fence = "`" * max(3, _longest_backtick_run(evidence) + 1)
+        lines += [f"{fence}text", evidence.rstrip("\n"), fence, ""]
+    else:
+        lines += ["(no evidence recorded)", ""]
     return lines
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from toolproof.spec import ConfigurationError
+from toolproof.spec import ConfigurationError, Verdict
 
+from ._crash import CrashCell, crash_order
 from ._results import ResultRow, RunInfo, row_order
 
 RESULTS_FILE = "results.duckdb"
@@ -34,11 +36,29 @@ _RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("toolproof_version", "VARCHAR"),
     ("profiles", "VARCHAR"),
 )
+_CRASH_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    ("implementation", "VARCHAR"),
+    ("mode", "VARCHAR"),
+    ("crash_point", "VARCHAR"),
+    ("idempotency", "VARCHAR"),
+    ("position", "VARCHAR"),
+    ("expected", "VARCHAR"),
+    ("observed", "VARCHAR"),
+    ("effects", "INTEGER"),
+    ("duplicates", "INTEGER"),
+    ("verdict", "VARCHAR"),
+    ("evidence", "VARCHAR"),
+)
 _SCHEMA = {"results": _RESULTS_COLUMNS, "runs": _RUNS_COLUMNS}
+# Tables a database written by an older toolproof may lack: created on the next write, read as empty.
+_OPTIONAL = {"crash_matrix": _CRASH_COLUMNS}
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
-def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow]) -> None:
-    """Append one run to ``db_path`` (created when missing) in a single transaction.
+def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> None:
+    """Append one run and its crash cells to ``db_path`` (created when missing) in a single transaction.
 
     Raises:
         ConfigurationError: the file is not a toolproof results database, cannot be written,
@@ -48,10 +68,9 @@ def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow]) -> None:
     # Closing without commit rolls the transaction back, so an error anywhere below leaves no trace of the run.
     try:
         connection.begin()
-        if _tables(connection) & set(_SCHEMA):
+        if _tables(connection) & set(_SCHEMA | _OPTIONAL):
             _check_schema(connection, db_path)
-        else:
-            _create_schema(connection)
+        _create_missing(connection)
         if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", [info.run_id]).fetchone():
             raise ConfigurationError(
                 f"run_id={info.run_id!r} is already recorded in {str(db_path)!r}: give the run another id"
@@ -76,6 +95,12 @@ def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow]) -> None:
                     for r in rows
                 ],
             )
+        if crash_cells:
+            names = ", ".join(name for name, _ in _CRASH_COLUMNS)
+            connection.executemany(
+                f"INSERT INTO crash_matrix ({names}) VALUES ({', '.join('?' * len(_CRASH_COLUMNS))})",
+                [[_crash_value(cell, name) for name, _ in _CRASH_COLUMNS] for cell in crash_cells],
+            )
         connection.commit()
     except duckdb.IOException as exc:
         raise ConfigurationError(
@@ -95,6 +120,26 @@ def load_run(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[Re
         ConfigurationError: the folder, the database or the run is missing, or the file is not a
             toolproof results database.
     """
+    info, rows, _ = load_everything(out_dir, run_id)
+    return info, rows
+
+
+def load_crash_cells(out_dir: Path, run_id: str | None = None) -> list[CrashCell]:
+    """The crash cells of one run in ``out_dir``: ``run_id``, or the latest by ``started_at`` when None.
+
+    A database written before the crash matrix existed holds none, and gives ``[]``.
+
+    Returns:
+        The cells, implementations in the run's order, then mode, crash point, class and position.
+
+    Raises:
+        ConfigurationError: as ``load_run``.
+    """
+    return load_everything(out_dir, run_id)[2]
+
+
+def load_everything(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[ResultRow], list[CrashCell]]:
+    """``load_run`` and ``load_crash_cells`` of the same run, read in one connection."""
     if not out_dir.is_dir():
         raise ConfigurationError(
             f"no toolproof results at out_dir={str(out_dir)!r}: it is not a folder; give the folder a run was written to"
@@ -110,19 +155,42 @@ def load_run(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[Re
         _check_schema(connection, db_path)
         runs = _load_infos(connection, db_path)
         info = _choose(runs, run_id, db_path)
-        fetched = connection.execute(
-            "SELECT run_id, implementation, rule_id, scenario, verdict, duration_s, evidence"
-            " FROM results WHERE run_id = ?",
-            [info.run_id],
-        ).fetchall()
+        fetched = _select(connection, "results", _RESULTS_COLUMNS, info.run_id)
+        crash_fetched = _select(connection, "crash_matrix", _CRASH_COLUMNS, info.run_id)
     finally:
         connection.close()
-    names = [name for name, _ in _RESULTS_COLUMNS]
+    rows = _validated(ResultRow, _RESULTS_COLUMNS, fetched, db_path, f"a results row of run_id={info.run_id!r}")
+    cells = _validated(CrashCell, _CRASH_COLUMNS, crash_fetched, db_path, f"a crash cell of run_id={info.run_id!r}")
+    return info, sorted(rows, key=row_order(info)), sorted(cells, key=crash_order(info))
+
+
+def _select(
+    connection: duckdb.DuckDBPyConnection, table: str, columns: tuple[tuple[str, str], ...], run_id: str
+) -> list[tuple[object, ...]]:
+    # Table and column names are the constants above, never input. A missing optional table holds nothing.
+    if table not in _tables(connection):
+        return []
+    names = ", ".join(name for name, _ in columns)
+    return connection.execute(f"SELECT {names} FROM {table} WHERE run_id = ?", [run_id]).fetchall()
+
+
+def _validated(
+    model: type[_Model],
+    columns: tuple[tuple[str, str], ...],
+    fetched: list[tuple[object, ...]],
+    db_path: Path,
+    what: str,
+) -> list[_Model]:
+    names = [name for name, _ in columns]
     try:
-        rows = [ResultRow.model_validate(dict(zip(names, values, strict=True))) for values in fetched]
+        return [model.model_validate(dict(zip(names, values, strict=True))) for values in fetched]
     except ValidationError as exc:
-        raise _not_ours(db_path, f"a results row of run_id={info.run_id!r} is invalid ({_first_line(exc)})") from None
-    return info, sorted(rows, key=row_order(info))
+        raise _not_ours(db_path, f"{what} is invalid ({_first_line(exc)})") from None
+
+
+def _crash_value(cell: CrashCell, name: str) -> object:
+    value = getattr(cell, name)
+    return value.value if isinstance(value, Verdict) else value
 
 
 def _connect(db_path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -140,16 +208,22 @@ def _tables(connection: duckdb.DuckDBPyConnection) -> set[str]:
     return {str(name) for (name,) in found}
 
 
-def _create_schema(connection: duckdb.DuckDBPyConnection) -> None:
+def _create_missing(connection: duckdb.DuckDBPyConnection) -> None:
     # Table and column names are the constants above, never input, so formatting them in is safe.
-    for table, columns in _SCHEMA.items():
+    present = _tables(connection)
+    for table, columns in (_SCHEMA | _OPTIONAL).items():
+        if table in present:
+            continue
         spec = ", ".join(f"{name} {kind}" for name, kind in columns)
         key = ", PRIMARY KEY (run_id)" if table == "runs" else ""
         connection.execute(f"CREATE TABLE {table} ({spec}{key})")
 
 
 def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
-    for table, expected in _SCHEMA.items():
+    present = _tables(connection)
+    for table, expected in (_SCHEMA | _OPTIONAL).items():
+        if table in _OPTIONAL and table not in present:
+            continue
         found = connection.execute(
             "SELECT column_name, data_type FROM information_schema.columns"
             " WHERE table_schema = 'main' AND table_catalog = current_database() AND table_name = ?"

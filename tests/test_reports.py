@@ -135,10 +135,16 @@ def test_rule_verdicts_refuses_rows_of_two_implementations() -> None:
 # --- write_run ---------------------------------------------------------------------------------------------
 
 
-def test_write_run_writes_three_files_and_exact_columns(tmp_path: Path) -> None:
+def test_write_run_writes_five_files_and_exact_columns(tmp_path: Path) -> None:
     write_run(tmp_path / "out", info(), [row("D1.1", "test_d01.py::test_a", Verdict.PASS)])
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["report.md", "results.duckdb", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "junit.xml",
+        "report.html",
+        "report.md",
+        "results.duckdb",
+        "summary.json",
+    ]
     columns = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = '{}' ORDER BY ordinal_position"
     assert stored(out / "results.duckdb", columns.format("results")) == [
         ("run_id", "VARCHAR"),
@@ -337,14 +343,15 @@ def test_rerender_reproduces_identical_files(tmp_path: Path) -> None:
         row("D2.1", "test_d02.py::test_a", Verdict.PASS),
     ]
     write_run(tmp_path, info(), rows)
-    report = (tmp_path / "report.md").read_bytes()
-    summary = (tmp_path / "summary.json").read_bytes()
+    rendered = ["junit.xml", "report.html", "report.md", "summary.json"]
+    written = {name: (tmp_path / name).read_bytes() for name in rendered}
     (tmp_path / "report.md").unlink()
+    (tmp_path / "report.html").unlink()
     (tmp_path / "summary.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "junit.xml").write_text("<x/>", encoding="utf-8")
     rerender(tmp_path)
-    assert (tmp_path / "report.md").read_bytes() == report
-    assert (tmp_path / "summary.json").read_bytes() == summary
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md", "results.duckdb", "summary.json"]
+    assert {name: (tmp_path / name).read_bytes() for name in rendered} == written
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*rendered, "results.duckdb"])
 
 
 def test_rerender_of_an_older_run_renders_that_run(tmp_path: Path) -> None:
@@ -463,9 +470,13 @@ def test_run_info_rejects_a_start_that_is_not_iso_8601() -> None:
 
 def test_public_surface_is_the_list_of_re_exports() -> None:
     assert sorted(reports.__all__) == [
+        "CrashCell",
         "ResultRow",
         "RunInfo",
+        "load_crash_cells",
         "load_run",
+        "render_html",
+        "render_junit",
         "render_markdown",
         "rerender",
         "rule_verdicts",

@@ -1,0 +1,63 @@
+"""A failure's evidence: the facts a reviewer reproduces it from, and its text made safe to embed."""
+
+from __future__ import annotations
+
+import re
+
+from toolproof.spec import CrashPoint
+
+# Characters XML 1.0 cannot carry at all and HTML reports as parse errors: C0 controls other than
+# tab, line feed and carriage return, DEL, lone surrogates, and the two non-characters U+FFFE/U+FFFF.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+# Seeds as hypothesis and scenarios print them, most specific first: the decorator to paste beats a bare number.
+_SEEDS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"@reproduce_failure\([^)\n]*\)"),
+    re.compile(r"@seed\(\s*-?\d+\s*\)"),
+    re.compile(r"--hypothesis-seed[= ](\S+)"),
+    re.compile(r"\bseed\s*[=:]\s*(-?\w+)", re.IGNORECASE),
+)
+_CRASH_POINT = re.compile(r"\b(" + "|".join(re.escape(point.value) for point in CrashPoint) + r")\b")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character XML cannot carry shown as a Python escape (``\\x1b``), everything else verbatim."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def evidence_facts(evidence: str) -> list[tuple[str, str]]:
+    """The crash point and seed a failure's evidence names, as ``(label, value)`` pairs; absent ones are left out.
+
+    The call sequence and the rule ID are in the evidence itself (``ConformanceFailure`` text); these
+    two are picked out because a reviewer needs them to replay the failure: the crash point from a line
+    that mentions a crash, the seed from ``@reproduce_failure(...)``, ``@seed(N)``,
+    ``--hypothesis-seed=N`` or ``seed=N``.
+    """
+    facts: list[tuple[str, str]] = []
+    crash_point = next(
+        (
+            match[1]
+            for line in evidence.splitlines()
+            if "crash" in line.lower()
+            for match in _CRASH_POINT.finditer(line)
+        ),
+        None,
+    )
+    if crash_point is not None:
+        facts.append(("Crash point", crash_point))
+    for pattern in _SEEDS:
+        match = pattern.search(evidence)
+        if match:
+            facts.append(("Seed", match[1] if pattern.groups else match[0]))
+            break
+    return facts
+
+
+def headline(evidence: str) -> str:
+    """The first non-blank line of ``evidence``, printable, for a one-line message; ``""`` when there is none."""
+    return next((printable(line.strip()) for line in evidence.splitlines() if line.strip()), "")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
