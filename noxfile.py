@@ -40,7 +40,35 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def stateful(session: nox.Session) -> None:
+    """The long exploration of decision 4: 5,000 random crash/recover/approve/replay sequences."""
+    session.install(".")
+    session.env["TOOLPROOF_STATEFUL_EXAMPLES"] = session.posargs[0] if session.posargs else "5000"
+    with session.chdir(session.create_tmp()):
+        session.run(
+            "python",
+            "-m",
+            "pytest",
+            "-p",
+            "toolproof.scenarios._plugin",
+            "--pyargs",
+            "toolproof.scenarios",
+            "-c",
+            "/dev/null",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-k",
+            "random_crash_and_recovery",
+        )
+
+
+@nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
     """The main job: the conformance suite against the reference, report in ./toolproof-report."""
     session.install(".")
-    session.run("toolproof", "run", "--impl", "reference", "--out", "toolproof-report", *session.posargs)
+    # PostgreSQL runs on every machine of this project; elsewhere set TOOLPROOF_DATABASE_URL or drop the option.
+    url = session.env.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    session.run(
+        "toolproof", "run", "--impl", "reference", "--out", "toolproof-report", "--database-url", url, *session.posargs
+    )

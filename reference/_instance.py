@@ -16,6 +16,8 @@ from toolproof.spec import (
     InvocationRow,
     InvocationStatus,
     Profile,
+    ScriptRequest,
+    ScriptRun,
     StepRequest,
     Tool,
     TrustLabel,
@@ -48,6 +50,14 @@ class ReferenceInstance:
     async def sweep(self) -> list[Disposition]:
         """Expire holds and recover orphans."""
         return await self._pipeline.sweep()
+
+    async def run_script(self, request: ScriptRequest) -> ScriptRun:
+        """Run a script through the bridge."""
+        return await self._pipeline.run_script(request)
+
+    async def store_tables(self) -> list[str]:
+        """Tables of the store."""
+        return self._store.tables()
 
     async def invocations(self, run_id: str) -> list[InvocationRow]:
         """Rows of ``run_id`` read back from the store."""
@@ -112,11 +122,11 @@ class ReferenceImplementation:
 
     @property
     def profiles(self) -> frozenset[Profile]:
-        """Claimed profiles: all of them, since the reference is the reference for every rule.
+        """Claimed profiles: every pipeline profile (contract rules bind tools, not pipelines).
 
         A rule no scenario exercises yet still reads not-covered, never pass.
         """
-        return frozenset(Profile)
+        return frozenset(Profile) - {Profile.CONTRACT}
 
     def open(
         self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock

@@ -16,12 +16,15 @@ from toolproof.spec import (
     InvocationStatus,
     ProposedCall,
     ReasonCode,
+    ScriptRequest,
+    ScriptRun,
     SideEffect,
     Step,
     StepRequest,
     ToolKind,
 )
 
+from ._bridge import Bridge
 from ._steps import DISPOSITION, FULL_OUTPUT_ARTIFACT, CallState, Steps, argument_trust, call_hash, origin_trust
 from ._store import InvocationTable
 
@@ -38,6 +41,13 @@ __all__ = [
 
 class Pipeline(Steps):
     """The reference pipeline; witnesses subclass it to plant one defect."""
+
+    bridge_class: type[Bridge] = Bridge
+    """The bridge that runs scripts (witnesses replace it)."""
+
+    async def run_script(self, request: ScriptRequest) -> ScriptRun:
+        """Decision 17: run a script whose every call re-enters ``run_call``."""
+        return await self.bridge_class(self).run(request)
 
     async def run_step(self, step: StepRequest) -> list[Disposition]:
         """Decision 15: the whole batch in parallel when every member qualifies, else one by one in proposal order."""

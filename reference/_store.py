@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, update
+from sqlalchemy import event, inspect, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
@@ -122,6 +122,20 @@ class Store:
         """The invocation with ``key``, if any."""
         with Session(self.engine, expire_on_commit=False) as session:
             return session.exec(select(InvocationTable).where(InvocationTable.idempotency_key == key)).first()
+
+    def by_call(self, run_id: str, step_number: int, call_id: str) -> InvocationTable | None:
+        """The first invocation recorded for ``call_id`` in that run and step."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            stmt = select(InvocationTable).where(
+                InvocationTable.run_id == run_id,
+                InvocationTable.step_number == step_number,
+                InvocationTable.call_id == call_id,
+            )
+            return session.exec(stmt.order_by(col(InvocationTable.seq))).first()
+
+    def tables(self) -> list[str]:
+        """Table names in the store."""
+        return sorted(inspect(self.engine).get_table_names())
 
     def get_or_none(self, invocation_id: str) -> InvocationTable | None:
         """The invocation ``invocation_id``, if it exists."""

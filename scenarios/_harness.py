@@ -24,6 +24,8 @@ from toolproof.spec import (
     InvocationRow,
     Outcome,
     ProposedCall,
+    ScriptRequest,
+    ScriptRun,
     StepRequest,
     Success,
     Tool,
@@ -210,6 +212,21 @@ class Session:
         decided = await self.instance.sweep()
         self.harness.log.append(f"sweep at clock+{self.harness.clock.elapsed:.0f}s -> {[describe(d) for d in decided]}")
         return decided
+
+    async def run_script(
+        self, script: str, *, step_number: int = 1, context: Sequence[ContextItem] | None = None
+    ) -> ScriptRun:
+        """Run a bridge script (decision 17)."""
+        request = ScriptRequest(
+            run_id=self.run_id,
+            step_number=step_number,
+            script=script,
+            context=list(context) if context is not None else [USER_ITEM],
+        )
+        result = await self.instance.run_script(request)
+        shown = [describe(d) for d in result.dispositions]
+        self.harness.log.append(f"run_script {script} step={step_number} -> {result.status} {shown} {result.message}")
+        return result
 
     def advance(self, seconds: float) -> None:
         """Move the injected clock."""

@@ -177,8 +177,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: spawns processes; excluded from the quick loop")
     refs: list[str] = config.getoption("--toolproof-impl") or ["reference"]
     try:
-        config.stash[IMPLEMENTATIONS] = [load_implementation(ref) for ref in refs]
-        config.stash[REFS] = {impl.name: ref for impl, ref in zip(config.stash[IMPLEMENTATIONS], refs, strict=True)}
+        loaded = [load_implementation(ref) for ref in refs]
+        config.stash[IMPLEMENTATIONS] = loaded
+        config.stash[REFS] = {impl.name: ref for impl, ref in zip(loaded, refs, strict=True)}
         config.stash[DATABASE_URL] = config.getoption("--toolproof-database-url") or None
         selection = load_catalog().select(config.getoption("--toolproof-rules"))
     except ConfigurationError as exc:

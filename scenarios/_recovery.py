@@ -196,7 +196,8 @@ async def crash_cell(
 ) -> Cell:
     """Crash a worker at ``point`` with the target call at ``position``; recover in another worker; judge."""
     want = expectation(point, idempotency)
-    cell = Cell(mode, point, idempotency, position, expected=f"{want.status.value}, {want.effects} effect(s)")
+    expected = "UNCERTAIN effect_unknown" if want.status is InvocationStatus.UNCERTAIN else want.status.value
+    cell = Cell(mode, point, idempotency, position, expected=expected)
     harness.crash_cells.append(cell)
     run = CrashRun(harness, mode, database_url)
     size, target = batch(position)
@@ -206,11 +207,11 @@ async def crash_cell(
     crashing = [
         ToolRecipe(
             factory="toolproof.fakes:CrashingTool",
-            kwargs={"name": n, **spec, "crash_at": point.value if i == target else None},
+            options={"name": n, **spec, "crash_at": point.value if i == target else None},
         )
         for i, n in enumerate(names)
     ]
-    calm = [ToolRecipe(factory="toolproof.fakes:CrashingTool", kwargs={"name": n, **spec}) for n in names]
+    calm = [ToolRecipe(factory="toolproof.fakes:CrashingTool", options={"name": n, **spec}) for n in names]
     calls = [
         ProposedCall(call_id=f"call-{i}", tool_name=n, arguments={"item": i}, provenance={"item": [USER_ITEM.id]})
         for i, n in enumerate(names)
@@ -324,7 +325,7 @@ async def lease_race(harness: Harness, store_url: str | None, races: int) -> lis
     """Orphan one NON_IDEMPOTENT call per race (a crash after its claim), then let two workers, in two
     threads with their own connections, sweep at the same instant. Returns the executions of each race."""
     world = World()
-    tool = ToolRecipe(factory="toolproof.fakes:CrashingTool", kwargs={"name": "orders.place"})
+    tool = ToolRecipe(factory="toolproof.fakes:CrashingTool", options={"name": "orders.place"})
     counts: list[int] = []
     for race in range(races):
         run_id = f"race-{race}"

@@ -39,13 +39,13 @@ class ToolRecipe(BaseModel):
 
     factory: str
     """``package.module:Class`` of a fake taking ``world`` first."""
-    kwargs: dict[str, Any]
+    options: dict[str, Any]
     """Its other arguments (JSON)."""
 
     def build(self, world: World) -> Tool:
         """The tool, recording into ``world``."""
         module, _, name = self.factory.partition(":")
-        tool: Tool = getattr(importlib.import_module(module), name)(world, **self.kwargs)
+        tool: Tool = getattr(importlib.import_module(module), name)(world, **self.options)
         return tool
 
 

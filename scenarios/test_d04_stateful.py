@@ -28,6 +28,7 @@ from hypothesis.stateful import (
 
 from toolproof.fakes import CrashingTool, FakeClock, World
 from toolproof.spec import (
+    TOOL_CRASH_POINTS,
     ContextItem,
     CrashPlan,
     CrashPoint,
@@ -77,7 +78,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
             ]
 
         async def _life(self, step: StepRequest | None, crash: CrashPoint | None, sweep: bool) -> list[Any]:
-            boundary = crash is not None and crash.value.startswith("after_")
+            boundary = crash is not None and crash not in TOOL_CRASH_POINTS
             plan = CrashPlan(point=crash) if crash is not None and boundary else None
             tools = self._tools(None if boundary else crash)
             out: list[Any] = []

@@ -313,6 +313,9 @@ class Profile(StrEnum):
     """The MCP adapter."""
     BRIDGE = "bridge"
     """Programmatic orchestration through the bridge."""
+    CONTRACT = "contract"
+    """Tool-side rules a tool author's tool must follow; judged by ``toolproof check-tool``, never by
+    pipeline scenarios, so no pipeline claims it."""
 
 
 class Verdict(StrEnum):

@@ -23,6 +23,8 @@ from ._types import (
     Identity,
     InvocationRow,
     JsonObject,
+    ScriptRequest,
+    ScriptRun,
     StepRequest,
     ToolResult,
     ToolSpec,
@@ -211,6 +213,17 @@ class Instance(Protocol):
         The control tool executes with its arguments plus ``answer`` (CONTROL_ANSWER_ARGUMENT).
         Raises ConfigurationError when the invocation is not suspended.
         """
+        ...
+
+    async def run_script(self, request: ScriptRequest) -> ScriptRun:
+        """Bridge profile: run a script in a sandbox; each of its calls re-enters the one pipeline.
+
+        Running the same script again re-executes it from the start against recorded outcomes.
+        """
+        ...
+
+    async def store_tables(self) -> list[str]:
+        """Names of the tables in the implementation's store (decision 18)."""
         ...
 
     async def sweep(self) -> list[Disposition]:

@@ -323,3 +323,32 @@ class Event(_Frozen):
     """Reason, when non-success."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Further classification fields; never arguments or results."""
+
+
+class ScriptRequest(_Frozen):
+    """A programmatic orchestration script to run through the bridge (decision 17)."""
+
+    tenant: str = "tenant-1"
+    """Tenant id."""
+    run_id: str
+    """Run id."""
+    step_number: int = Field(ge=0)
+    """The model step that produced the script; every bridge call shares it."""
+    script: str
+    """``package.module:function``: a deterministic callable taking the bridge object."""
+    context: list[ContextItem] = Field(default_factory=list)
+    """Context items present in the request that produced the script."""
+
+
+class ScriptRun(_Frozen):
+    """What running a script produced."""
+
+    status: Literal["completed", "held", "diverged", "failed"]
+    """``held``: a call awaits approval and the sandbox was torn down; ``diverged``: a replay called
+    something other than what was recorded at an ordinal; ``failed``: the script raised."""
+    call_ids: list[str] = Field(default_factory=list)
+    """The call_id the bridge synthesized for each call, in ordinal order."""
+    dispositions: list[Disposition] = Field(default_factory=list)
+    """The disposition of each call the script made, in ordinal order."""
+    message: str = ""
+    """For diverged or failed runs: what went wrong, naming the ordinal."""

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from toolproof import __version__
 from toolproof._cli import app
 from toolproof.reports import load_run
-from toolproof.spec import load_catalog
+from toolproof.spec import Profile, load_catalog
 
 runner = CliRunner()
 
@@ -32,7 +32,7 @@ def test_version() -> None:
     assert result.output.strip() == f"toolproof {__version__}"
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"]])
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
@@ -110,11 +110,17 @@ def test_report_of_a_folder_without_results_is_one_line_and_exit_2(tmp_path: Pat
     assert result.stderr.startswith("toolproof: error: ")
 
 
-def test_run_against_the_reference_writes_the_three_files(tmp_path: Path) -> None:
+def test_run_against_the_reference_writes_the_report_files(tmp_path: Path) -> None:
     out = tmp_path / "report"
     result = _toolproof("run", "--impl", "reference", "--out", str(out))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert {p.name for p in out.iterdir()} == {"results.duckdb", "summary.json", "report.md"}
+    assert {p.name for p in out.iterdir()} == {
+        "results.duckdb",
+        "summary.json",
+        "report.md",
+        "report.html",
+        "junit.xml",
+    }
     summary = json.loads((out / "summary.json").read_text())
     assert summary["implementation"] == "reference"
     catalog = load_catalog()
@@ -124,6 +130,8 @@ def test_run_against_the_reference_writes_the_three_files(tmp_path: Path) -> Non
     assert {1, 2, 3, 13} <= {catalog.rule(rule_id).decision for rule_id in covered}
     for rule in catalog.rules:
         expected = "pass" if rule.id in covered else "not-covered"
+        if rule.profile is Profile.CONTRACT:
+            expected = "not-claimed"  # Tool-side rules: no pipeline claims them.
         assert summary["rules"][rule.id] == expected, rule.id
     assert re.search(r"\[\s*1/\d+\] pass", result.stderr), "no progress lines on stderr"
 

@@ -109,9 +109,9 @@ def run(
     rule_selectors: Annotated[
         str | None, typer.Option("--rules", help="Comma-separated decisions or rule ids, e.g. D1,D5.3. Default: all.")
     ] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for results.duckdb, summary.json, report.md.")] = Path(
-        "toolproof-report"
-    ),
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for results.duckdb, summary.json, report.md, report.html, junit.xml.")
+    ] = Path("toolproof-report"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-scenario progress lines.")] = False,
     database_url: Annotated[
         str | None,
@@ -156,7 +156,10 @@ def run(
         out.print(f"{name}: {shown}", markup=False)
         for rule_id in outcome.failed.get(name, []):
             out.print(f"  {verdicts[rule_id].value}: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
-    out.print(f"report: {outcome.out_dir / 'report.md'} (run {outcome.run_id})", markup=False)
+    out.print(
+        f"report: {outcome.out_dir / 'report.md'} and {outcome.out_dir / 'report.html'} (run {outcome.run_id})",
+        markup=False,
+    )
     raise typer.Exit(outcome.exit_code)
 
 
@@ -165,7 +168,7 @@ def report(
     directory: Annotated[Path, typer.Argument(help="A folder written by `toolproof run`.")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="Which run to render; default the latest.")] = None,
 ) -> None:
-    """Re-render summary.json and report.md from the folder's results.duckdb."""
+    """Re-render summary.json, report.md, report.html and junit.xml from the folder's results.duckdb."""
     from toolproof.reports import rerender
 
     try:
@@ -173,6 +176,26 @@ def report(
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
     out.print(f"report: {directory / 'report.md'}", markup=False)
+
+
+@app.command("check-tool")
+def check_tool_command(
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE:FACTORY",
+            help="A zero-argument callable that returns a Tool, e.g. mypackage.tools:SendEmailTool.",
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
+) -> None:
+    """Check one tool against the tool-author contract (watermark before effect, and the other tool-side rules).
+
+    Exit status: 0 when the tool conforms; 1 with one finding per violated rule; 2 for bad input.
+    """
+    from toolproof.contracts import run_check_tool
+
+    raise typer.Exit(run_check_tool(ref, as_json=as_json))
 
 
 def main() -> None:

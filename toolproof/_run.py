@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolproof.reports import ResultRow, RunInfo, selected_rules, verdict_table, write_run
+from toolproof.reports import CrashCell, ResultRow, RunInfo, selected_rules, verdict_table, write_run
 from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
 from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog, load_implementation
 
@@ -143,5 +143,22 @@ def run_suite(
         for r in collector.results
         if r.rule_id in chosen  # A scenario may also judge rules outside the selection.
     ]
-    write_run(out_dir, info, rows)
+    crash_cells = [
+        CrashCell(
+            run_id=run_id,
+            implementation=str(cell["implementation"]),
+            mode=str(cell["mode"]),
+            crash_point=str(cell["point"]),
+            idempotency=str(cell["idempotency"]),
+            position=str(cell["position"]),
+            expected=str(cell["expected"]),
+            observed=str(cell["observed"]),
+            effects=int(str(cell["effects"])),
+            duplicates=int(str(cell["duplicates"])),
+            verdict=Verdict(str(cell["verdict"])),
+            evidence=str(cell["evidence"]),
+        )
+        for cell in collector.crash_cells
+    ]
+    write_run(out_dir, info, rows, crash_cells)
     return RunOutcome(run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)))

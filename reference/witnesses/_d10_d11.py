@@ -127,7 +127,7 @@ class _LabelsIgnoredByPolicy(Pipeline):
             s.decision = Decision.ALLOW
 
 
-@witness("unbounded_holds", ("D11.6",), "never expires an approval hold")
+@witness("unbounded_holds", ("D11.6", "D17.4"), "never expires an approval hold")
 class _UnboundedHolds(Pipeline):
     async def step_hold(self, s: CallState) -> None:
         await super().step_hold(s)

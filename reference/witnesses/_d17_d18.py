@@ -1,0 +1,103 @@
+"""Witnesses of decisions 17 (the bridge) and 18 (storage)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from sqlalchemy import Column, Integer, MetaData, Table
+
+from toolproof.reference._bridge import Bridge, bridge_call_id
+from toolproof.reference._pipeline import CallState, Pipeline
+from toolproof.reference._store import dump_json
+from toolproof.spec import Envelope, ProposedCall, ScriptRequest, StepRequest, Success, TrustLabel
+
+from ._registry import witness
+
+
+class _DirectBridge(Bridge):
+    """Calls tools straight from the bridge: no row, no key, no policy."""
+
+    async def _direct(self, step: StepRequest, call: ProposedCall) -> Success:
+        found = self.pipeline.registry.resolve(call.tool_name)
+        assert found is not None
+        state = CallState(request=step, call=call)
+        state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
+        await self.pipeline.step_prepare(state)
+        assert state.context is not None
+
+        async def nowhere() -> None:
+            return None  # No row to mark: the call never entered the pipeline.
+
+        state.context._mark = nowhere
+        result = await found[1].execute(dict(call.arguments), state.context)
+        return Success(
+            invocation_id=state.invocation_id,
+            content=[
+                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text)
+                for p in result.content
+            ],
+        )
+
+
+class _BypassingPipeline(Pipeline):
+    async def run_call(self, request: StepRequest, call: ProposedCall):  # type: ignore[no-untyped-def]
+        if call.call_id.startswith("script-"):
+            bridge = _DirectBridge(self)
+            return await bridge._direct(request, call)
+        return await super().run_call(request, call)
+
+
+@witness("bridge_bypasses_pipeline", ("D17.1",), "the bridge calls tools directly instead of re-entering the pipeline")
+class _BridgeBypassesPipeline(_BypassingPipeline):
+    pass
+
+
+class _RandomIds(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        return f"script-{uuid.uuid4().hex[:16]}-{ordinal}"
+
+
+@witness("random_call_ids", ("D17.2", "D17.3"), "the bridge draws call ids from a random source")
+class _RandomCallIds(Pipeline):
+    bridge_class = _RandomIds
+
+
+class _FreshIdsOnRerun(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        # Salted with how much the run already recorded: stable within a run of the script, new on re-execution.
+        salt = len(self.pipeline.store.invocations(request.run_id)) if ordinal == 1 else self._salt
+        self._salt = salt
+        return bridge_call_id(hashlib.sha256(f"{salt}{digest}".encode()).hexdigest(), ordinal)
+
+    _salt = 0
+
+
+@witness("fresh_ids_on_rerun", ("D17.4",), "re-executes a script under new call ids, repeating completed calls")
+class _FreshIdsOnRerunPipeline(Pipeline):
+    bridge_class = _FreshIdsOnRerun
+
+
+class _Overwrites(Bridge):
+    def divergence(self, request: ScriptRequest, call: ProposedCall, ordinal: int) -> str:
+        recorded = self.pipeline.store.by_call(request.run_id, request.step_number, call.call_id)
+        if recorded is not None and recorded.arguments_json != dump_json(call.arguments):
+            self.pipeline.store.update(
+                recorded.invocation_id,
+                {"arguments_json": dump_json(call.arguments), "status": "RECORDED", "call_id": call.call_id + "-old"},
+            )
+        return ""
+
+
+@witness("overwrites_on_divergence", ("D17.5",), "lets a diverging replay overwrite and re-run the recorded call")
+class _OverwritesOnDivergence(Pipeline):
+    bridge_class = _Overwrites
+
+
+@witness("registry_snapshots", ("D18.1",), "keeps a tool_registry_snapshots table")
+class _RegistrySnapshots(Pipeline):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        metadata = MetaData()
+        Table("tool_registry_snapshots", metadata, Column("id", Integer, primary_key=True))
+        metadata.create_all(self.store.engine)
