@@ -5,13 +5,12 @@ from __future__ import annotations
 import io
 import json
 import re
-from typing import Annotated
 
 import pytest
-import typer
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
+from toolproof._cli import app
 from toolproof.contracts import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, run_check_tool
 from toolproof.fakes._authors import BAD_AUTHOR_TOOLS, GOOD_AUTHOR_TOOLS, PutsFileTool
 
@@ -91,36 +90,6 @@ def test_json_output_is_stable(tool: type, snapshot: SnapshotAssertion) -> None:
     assert out == snapshot
 
 
-def _wired_app() -> typer.Typer:
-    """The command exactly as toolproof/_cli.py should wire it (see the report to the lead)."""
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """toolproof."""
-
-    @app.command("check-tool")
-    def check_tool_command(
-        ref: Annotated[
-            str,
-            typer.Argument(
-                metavar="MODULE:FACTORY",
-                help="A zero-argument callable that returns a Tool, e.g. mypackage.tools:SendEmailTool.",
-            ),
-        ],
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
-    ) -> None:
-        """Check one tool against the tool-author contract (watermark before effect, and the other tool-side rules).
-
-        Exit status: 0 when the tool conforms; 1 with one finding per violated rule; 2 for bad input.
-        """
-        from toolproof.contracts import run_check_tool
-
-        raise typer.Exit(run_check_tool(ref, as_json=as_json))
-
-    return app
-
-
 @pytest.mark.parametrize(
     ("args", "code"),
     [
@@ -131,5 +100,5 @@ def _wired_app() -> typer.Typer:
     ids=["conforms", "json-findings", "bad-input"],
 )
 def test_the_typer_wiring_passes_the_exit_status_through(args: list[str], code: int) -> None:
-    result = CliRunner().invoke(_wired_app(), ["check-tool", *args])
+    result = CliRunner().invoke(app, ["check-tool", *args])
     assert result.exit_code == code

@@ -1,0 +1,52 @@
+"""Decision 4's CI profile: the complete crash matrix, 200 lease races on PostgreSQL, 200 state-machine examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolproof._run import run_suite
+from toolproof.reports import load_crash_cells, load_run
+from toolproof.spec import CrashPoint, IdempotencyClass, Verdict, load_catalog
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+def test_recovery_passes_with_a_complete_crash_matrix(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPROOF_RACES", "200")
+    monkeypatch.setenv("TOOLPROOF_STATEFUL_EXAMPLES", "200")
+    outcome = run_suite(["reference"], "D4", tmp_path, database_url=postgres_url)
+
+    d4 = [rule.id for rule in load_catalog().rules if rule.decision == 4 and rule.profile.value != "contract"]
+    assert {rule: outcome.verdicts["reference"][rule] for rule in d4} == dict.fromkeys(d4, Verdict.PASS)
+
+    cells = load_crash_cells(tmp_path, outcome.run_id)
+    grid = {(c.mode, c.crash_point, c.idempotency, c.position) for c in cells}
+    for mode, positions in (
+        ("simulated", ("single", "first", "middle", "last")),
+        ("sigkill-sqlite", ("single",)),
+        ("sigkill-postgres", ("single",)),
+    ):
+        for point in CrashPoint:
+            for idempotency in IdempotencyClass:
+                for position in positions:
+                    assert (mode, point.value, idempotency.value, position) in grid
+    assert len(cells) == 15 * 3 * 6
+    assert all(c.verdict is Verdict.PASS for c in cells)
+    non = [c for c in cells if c.idempotency == IdempotencyClass.NON_IDEMPOTENT.value]
+    assert sum(c.duplicates for c in non) == 0
+    uncertain_unmarked = [
+        c
+        for c in cells
+        if c.observed.startswith("UNCERTAIN")
+        and c.crash_point not in ("after_watermark", "after_effect", "after_normalize", "after_excerpt")
+    ]
+    assert uncertain_unmarked == []
+
+    _, rows = load_run(tmp_path, outcome.run_id)
+    races = [r for r in rows if "racing" in r.scenario]
+    assert {r.scenario.split("[")[-1] for r in races} == {"sqlite]", "postgres]"}
+    assert all(r.verdict is Verdict.PASS for r in races)
