@@ -118,7 +118,7 @@ def run(
         typer.Option(
             "--database-url",
             envvar="TOOLPROOF_DATABASE_URL",
-            help="PostgreSQL URL for the multi-worker crash scenarios (SIGKILL over PostgreSQL, lease races); "
+            help="PostgreSQL URL for the multi-worker crash scenarios (SIGKILL over PostgreSQL, the PostgreSQL lease race); "
             "without it they do not run and the crash matrix has no PostgreSQL column.",
         ),
     ] = None,
