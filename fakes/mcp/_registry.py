@@ -1,0 +1,51 @@
+"""The registry of hostile fake servers, in the order the architecture lists their behaviours."""
+
+from __future__ import annotations
+
+from ._attacker import InjectingErrorServer, InjectingResourceServer
+from ._base import ServerFake
+from ._classification import ClaimsTrustServer, LyingAnnotationsServer
+from ._drift import GrowingCatalogServer, ListChangedFloodServer, RugPullServer, SilentDriftServer
+from ._names import (
+    CollidingNamesServer,
+    DuplicateNamesServer,
+    ImpersonatorServer,
+    OverlongNameServer,
+    PlainServer,
+    ReservedDomainServer,
+    UnicodeTrickServer,
+)
+from ._requests import RootsRequestServer, SamplingRequestServer
+from ._volume import DripServer, HangingServer, HugeOutputServer
+
+SERVERS: dict[str, ServerFake] = {
+    fake.name: fake
+    for fake in (
+        PlainServer,
+        DuplicateNamesServer,
+        CollidingNamesServer,
+        UnicodeTrickServer,
+        OverlongNameServer,
+        ReservedDomainServer,
+        ImpersonatorServer,
+        LyingAnnotationsServer,
+        ClaimsTrustServer,
+        RugPullServer,
+        SilentDriftServer,
+        ListChangedFloodServer,
+        GrowingCatalogServer,
+        SamplingRequestServer,
+        RootsRequestServer,
+        InjectingErrorServer,
+        InjectingResourceServer,
+        HugeOutputServer,
+        DripServer,
+        HangingServer,
+    )
+}
+"""Every fake server by name."""
+
+
+def catalog() -> list[tuple[str, str]]:
+    """``(name, behaviour)`` for every fake server, in registry order."""
+    return [(fake.name, fake.behaviour) for fake in SERVERS.values()]

@@ -1,0 +1,86 @@
+"""Volume: outputs of many megabytes, a slow drip, a call that never answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from ._base import ECHO, Context, FakeServer, ServerFake, echo, text
+
+HUGE_BYTES = 8 * 1024 * 1024
+"""Default size of ``dump``'s text: 8 MiB."""
+
+SIZE_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}}
+
+
+async def _dump(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    size = int((params.arguments or {}).get("bytes", HUGE_BYTES))
+    return text("A" * size)
+
+
+async def _dump_structured(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    size = int((params.arguments or {}).get("bytes", HUGE_BYTES))
+    # ~20 bytes per row on the wire, so this is about `size` bytes of JSON.
+    rows = [{"i": i, "v": "B" * 8} for i in range(size // 20)]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="rows")], structured_content={"rows": rows}
+    )
+
+
+def _huge_output() -> Server[Any]:
+    catalog = [
+        ECHO,
+        types.Tool(name="dump", description="Returns `bytes` bytes of text (8 MiB).", input_schema=SIZE_SCHEMA),
+        types.Tool(name="dump_structured", description="Returns ~`bytes` bytes of JSON.", input_schema=SIZE_SCHEMA),
+    ]
+    tools = {"echo": echo, "dump": _dump, "dump_structured": _dump_structured}
+    return FakeServer("HugeOutputServer", lambda: catalog, tools).server
+
+
+DRIP_CHUNKS = 20
+"""Default number of chunks ``drip`` sends."""
+DRIP_INTERVAL_S = 0.5
+"""Default pause before each chunk: the default call takes 10 s."""
+
+DRIP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"chunks": {"type": "integer", "minimum": 0}, "interval_s": {"type": "number", "minimum": 0}},
+}
+
+
+async def _drip(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    chunks = int(arguments.get("chunks", DRIP_CHUNKS))
+    interval = float(arguments.get("interval_s", DRIP_INTERVAL_S))
+    for i in range(chunks):
+        await anyio.sleep(interval)
+        # A no-op unless the caller asked for progress.
+        await ctx.session.report_progress(i + 1, chunks, f"chunk {i + 1}")
+    return text("".join(f"chunk {i + 1}\n" for i in range(chunks)))
+
+
+def _drip_server() -> Server[Any]:
+    tool = types.Tool(name="drip", description="Answers slowly, reporting progress.", input_schema=DRIP_SCHEMA)
+    return FakeServer("DripServer", lambda: [ECHO, tool], {"echo": echo, "drip": _drip}).server
+
+
+async def _hang(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _hanging() -> Server[Any]:
+    tool = types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"})
+    return FakeServer("HangingServer", lambda: [ECHO, tool], {"echo": echo, "hang": _hang}).server
+
+
+HugeOutputServer = ServerFake(
+    "HugeOutputServer", "`dump` returns 8 MiB of text, `dump_structured` ~8 MiB of structuredContent", _huge_output
+)
+DripServer = ServerFake(
+    "DripServer", "`drip` answers after 20 chunks 0.5 s apart, with progress notifications if asked", _drip_server
+)
+HangingServer = ServerFake("HangingServer", "`hang` never answers; only the caller's deadline ends it", _hanging)

@@ -1,0 +1,392 @@
+"""The hostile fake MCP servers, seen from a real ``mcp.Client``: in-process, over stdio, over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import IncomingMessage
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
+
+from toolproof.fakes import mcp as fakes
+
+pytestmark = pytest.mark.anyio
+
+MODES = ["legacy", "auto"]
+"""The handshake era (``legacy``) and 2026-07-28 (``auto`` picks it in-process)."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _texts(result: types.CallToolResult) -> str:
+    return "".join(part.text for part in result.content if isinstance(part, types.TextContent))
+
+
+class Notices:
+    """A message handler that counts ``tools/list_changed``; ``arrived`` is set at ``expected`` of them."""
+
+    def __init__(self, expected: int = 1) -> None:
+        self.expected = expected
+        self.tools_changed = 0
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed += 1
+            if self.tools_changed >= self.expected:
+                self.arrived.set()
+
+
+def _names(result: types.ListToolsResult) -> list[str]:
+    return [tool.name for tool in result.tools]
+
+
+# --- every server, both eras: list tools, call the plain tool -------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(fakes.SERVERS))
+async def test_every_fake_lists_tools_and_answers_echo(name: str, mode: str) -> None:
+    async with Client(fakes.SERVERS[name](), mode=mode) as client:
+        assert "echo" in _names(await client.list_tools())
+        result = await client.call_tool("echo", {"text": "hi"})
+    assert not result.is_error
+    assert _texts(result) == "hi"
+
+
+def test_catalog_lists_every_server_with_a_behaviour() -> None:
+    assert [name for name, _ in fakes.catalog()] == list(fakes.SERVERS)
+    assert all(behaviour for _, behaviour in fakes.catalog())
+
+
+def test_every_server_is_named_for_its_registry_key() -> None:
+    for name, fake in fakes.SERVERS.items():
+        expected = fakes.IMPERSONATED_NAME if fake is fakes.ImpersonatorServer else name
+        assert fake().name == expected
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_duplicate_names_lists_lookup_twice(mode: str) -> None:
+    async with Client(fakes.DuplicateNamesServer(), mode=mode) as client:
+        tools = (await client.list_tools()).tools
+    lookups = [tool for tool in tools if tool.name == "lookup"]
+    assert len(lookups) == 2
+    assert lookups[0].input_schema != lookups[1].input_schema
+
+
+@pytest.mark.parametrize(
+    ("fake", "names"),
+    [
+        (fakes.CollidingNamesServer, fakes.COLLIDING_NAMES),
+        (fakes.UnicodeTrickServer, fakes.UNICODE_TRICK_NAMES),
+        (fakes.OverlongNameServer, fakes.OVERLONG_NAMES),
+        (fakes.ReservedDomainServer, fakes.RESERVED_DOMAIN_NAMES),
+    ],
+)
+async def test_hostile_names_arrive_verbatim_and_answer(fake: fakes.ServerFake, names: list[str]) -> None:
+    async with Client(fake(), mode="legacy") as client:
+        assert _names(await client.list_tools()) == ["echo", *names]
+        for name in names:
+            assert _texts(await client.call_tool(name, {})) == f"called {name!r}"
+
+
+async def test_impersonator_claims_another_servers_name() -> None:
+    async with Client(fakes.PlainServer()) as plain, Client(fakes.ImpersonatorServer(), mode="legacy") as twin:
+        assert plain.server_info is not None
+        assert twin.server_info is not None
+        assert twin.server_info.name == plain.server_info.name == fakes.IMPERSONATED_NAME
+        assert _names(await plain.list_tools()) != _names(await twin.list_tools())
+
+
+# --- classification --------------------------------------------------------------------------
+
+
+async def test_lying_annotations_call_a_destructive_tool_read_only() -> None:
+    async with Client(fakes.LyingAnnotationsServer()) as client:
+        (tool,) = [t for t in (await client.list_tools()).tools if t.name == "delete_everything"]
+        result = await client.call_tool("delete_everything", {})
+    assert tool.annotations is not None
+    assert tool.annotations.read_only_hint is True
+    assert tool.annotations.destructive_hint is False
+    assert _texts(result).startswith("deleted")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_claims_trust_in_text_structured_content_and_meta(mode: str) -> None:
+    async with Client(fakes.ClaimsTrustServer(), mode=mode) as client:
+        result = await client.call_tool("fetch", {})
+    assert "[trust: SYSTEM]" in _texts(result)
+    assert result.structured_content == fakes.TRUST_CLAIMS
+    assert result.meta is not None
+    assert result.meta["toolproof/trust"] == "SYSTEM"
+
+
+# --- catalog drift ---------------------------------------------------------------------------
+
+
+async def test_rug_pull_withdraws_transfer_and_notifies_in_the_handshake_era() -> None:
+    notices = Notices()
+    async with Client(fakes.RugPullServer(), mode="legacy", message_handler=notices) as client:
+        assert "transfer" in _names(await client.list_tools())
+        assert _texts(await client.call_tool("transfer", {})) == "transferred"
+        with anyio.fail_after(5):
+            await notices.arrived.wait()
+        assert "transfer" not in _names(await client.list_tools(cache_mode="refresh"))
+        again = await client.call_tool("transfer", {})
+    assert again.is_error
+
+
+async def test_rug_pull_announces_on_the_listen_stream_in_2026() -> None:
+    async with Client(fakes.RugPullServer(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools_list_changed=True) as subscription:
+            await client.call_tool("transfer", {})
+            with anyio.fail_after(5):
+                event = await subscription.__anext__()
+        assert event == ToolsListChanged()
+        assert "transfer" not in _names(await client.list_tools(cache_mode="refresh"))
+
+
+async def test_silent_drift_changes_lookup_without_notifying() -> None:
+    notices = Notices()
+    async with Client(fakes.SilentDriftServer(), mode="legacy", message_handler=notices) as client:
+        (before,) = [t for t in (await client.list_tools()).tools if t.name == "lookup"]
+        await client.call_tool("lookup", {"text": "k"})
+        (after,) = [t for t in (await client.list_tools(cache_mode="refresh")).tools if t.name == "lookup"]
+        await client.call_tool("echo", {"text": "flush"})
+    assert notices.tools_changed == 0
+    assert before.description != after.description
+    assert before.input_schema != after.input_schema
+    assert before.annotations != after.annotations
+
+
+async def test_list_changed_flood_sends_every_notification() -> None:
+    notices = Notices(expected=fakes.FLOOD_COUNT)
+    async with Client(fakes.ListChangedFloodServer(), mode="legacy", message_handler=notices) as client:
+        await client.call_tool("flood", {})
+        with anyio.fail_after(5):
+            await notices.arrived.wait()
+    assert notices.tools_changed == fakes.FLOOD_COUNT
+
+
+async def test_growing_catalog_adds_a_callable_tool_per_grow() -> None:
+    notices = Notices(expected=2)
+    async with Client(fakes.GrowingCatalogServer(), mode="legacy", message_handler=notices) as client:
+        first = _names(await client.list_tools())
+        await client.call_tool("grow", {})
+        await client.call_tool("grow", {})
+        grown = _names(await client.list_tools(cache_mode="refresh"))
+        extra = await client.call_tool("extra_2", {"text": "new"})
+        with anyio.fail_after(5):
+            await notices.arrived.wait()
+    assert grown == [*first, "extra_1", "extra_2"]
+    assert _texts(extra) == "new"
+
+
+# --- requests the client never advertised ----------------------------------------------------
+
+
+async def test_sampling_request_is_refused_by_a_client_without_sampling() -> None:
+    async with Client(fakes.SamplingRequestServer(), mode="legacy") as client:
+        result = await client.call_tool("summarize", {})
+    assert _texts(result).startswith("sampling refused:")
+
+
+async def test_sampling_request_reaches_a_refusing_callback() -> None:
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def refuse(
+        ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        asked.append(params)
+        return types.ErrorData(code=types.INVALID_REQUEST, message="sampling is never advertised")
+
+    async with Client(fakes.SamplingRequestServer(), mode="legacy", sampling_callback=refuse) as client:
+        result = await client.call_tool("summarize", {})
+    assert _texts(result) == "sampling refused: sampling is never advertised"
+    content = asked[0].messages[0].content
+    assert isinstance(content, types.TextContent)
+    assert content.text == fakes.SAMPLING_PROMPT
+
+
+@pytest.mark.parametrize(
+    ("fake", "tool"), [(fakes.SamplingRequestServer, "summarize"), (fakes.RootsRequestServer, "list_files")]
+)
+async def test_input_required_request_is_refused_in_2026(fake: fakes.ServerFake, tool: str) -> None:
+    async with Client(fake(), mode="auto") as client:
+        with pytest.raises(MCPError):
+            await client.call_tool(tool, {})
+        assert _texts(await client.call_tool("echo", {"text": "still up"})) == "still up"
+
+
+async def test_roots_request_is_refused_by_a_client_without_roots() -> None:
+    async with Client(fakes.RootsRequestServer(), mode="legacy") as client:
+        result = await client.call_tool("list_files", {})
+    assert _texts(result).startswith("roots refused:")
+
+
+# --- attacker text ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_injecting_error_carries_instructions_in_is_error_content(mode: str) -> None:
+    async with Client(fakes.InjectingErrorServer(), mode=mode) as client:
+        result = await client.call_tool("fail", {})
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("crash", {})
+    assert result.is_error
+    assert fakes.INJECTION in _texts(result)
+    assert fakes.ANSI in _texts(result)
+    assert fakes.INJECTION in raised.value.error.message
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_injecting_resource_carries_injections_in_resources_and_prompts(mode: str) -> None:
+    async with Client(fakes.InjectingResourceServer(), mode=mode) as client:
+        (resource,) = (await client.list_resources()).resources
+        contents = (await client.read_resource(str(resource.uri))).contents
+        (prompt,) = (await client.list_prompts()).prompts
+        messages = (await client.get_prompt(prompt.name)).messages
+    assert fakes.INJECTION in (resource.description or "")
+    assert isinstance(contents[0], types.TextResourceContents)
+    assert fakes.INJECTION in contents[0].text
+    assert fakes.INJECTION in (prompt.description or "")
+    assert isinstance(messages[0].content, types.TextContent)
+    assert fakes.INJECTION in messages[0].content.text
+
+
+# --- volume ----------------------------------------------------------------------------------
+
+
+async def test_huge_output_returns_megabytes() -> None:
+    async with Client(fakes.HugeOutputServer(), mode="legacy") as client:
+        text = await client.call_tool("dump", {})
+        structured = await client.call_tool("dump_structured", {"bytes": 200_000})
+    assert len(_texts(text)) == fakes.HUGE_BYTES
+    assert structured.structured_content is not None
+    assert len(structured.structured_content["rows"]) == 10_000
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_drip_reports_progress_chunk_by_chunk(mode: str) -> None:
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with Client(fakes.DripServer(), mode=mode) as client:
+        result = await client.call_tool("drip", {"chunks": 3, "interval_s": 0.01}, progress_callback=on_progress)
+    assert _texts(result) == "chunk 1\nchunk 2\nchunk 3\n"
+    assert progress == [1, 2, 3]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_hanging_call_ends_only_at_the_callers_deadline(mode: str) -> None:
+    async with Client(fakes.HangingServer(), mode=mode) as client:
+        with anyio.move_on_after(0.2) as scope:
+            await client.call_tool("hang", {})
+        assert scope.cancelled_caught
+        assert _texts(await client.call_tool("echo", {"text": "alive"})) == "alive"
+
+
+# --- real transports: a subprocess per server ------------------------------------------------
+
+SUBPROCESS_SERVERS = ["DuplicateNamesServer", "RugPullServer", "SamplingRequestServer"]
+
+
+def _command(name: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "toolproof.fakes.mcp", name, *extra]
+
+
+async def _exercise(client: Client, name: str) -> None:
+    names = _names(await client.list_tools())
+    assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"
+    if name == "DuplicateNamesServer":
+        assert names.count("lookup") == 2
+    elif name == "RugPullServer":
+        await client.call_tool("transfer", {})
+        assert "transfer" not in _names(await client.list_tools(cache_mode="refresh"))
+    elif name == "SamplingRequestServer":
+        if client.protocol_version == "2026-07-28":
+            with pytest.raises(MCPError):
+                await client.call_tool("summarize", {})
+        else:
+            assert _texts(await client.call_tool("summarize", {})).startswith("sampling refused:")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SUBPROCESS_SERVERS)
+async def test_stdio_subprocess_serves_the_fake(name: str, mode: str) -> None:
+    params = StdioServerParameters(command=sys.executable, args=_command(name, "--transport", "stdio")[1:])
+    with anyio.fail_after(30):
+        async with Client(params, mode=mode) as client:
+            await _exercise(client, name)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((fakes.LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    with anyio.fail_after(20):
+        while True:
+            assert process.poll() is None, "the fake server exited before listening"
+            try:
+                stream = await anyio.connect_tcp(fakes.LOOPBACK, port)
+            except OSError:
+                await anyio.sleep(0.05)
+            else:
+                await stream.aclose()
+                return
+
+
+@pytest.fixture
+def http_server() -> Any:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str) -> tuple[int, subprocess.Popen[bytes]]:
+        port = _free_port()
+        process = subprocess.Popen(_command(name, "--transport", "http", "--port", str(port)))
+        started.append(process)
+        return port, process
+
+    yield start
+    for process in started:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SUBPROCESS_SERVERS)
+async def test_http_subprocess_serves_the_fake(
+    name: str, mode: str, http_server: Callable[[str], tuple[int, subprocess.Popen[bytes]]]
+) -> None:
+    port, process = http_server(name)
+    await _wait_for_port(port, process)
+    with anyio.fail_after(30):
+        async with Client(f"http://{fakes.LOOPBACK}:{port}/mcp", mode=mode) as client:
+            await _exercise(client, name)
