@@ -32,7 +32,7 @@ def test_version() -> None:
     assert result.output.strip() == f"toolproof {__version__}"
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"], ["fake-mcp"]])
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0

@@ -198,6 +198,29 @@ def check_tool_command(
     raise typer.Exit(run_check_tool(ref, as_json=as_json))
 
 
+@app.command("fake-mcp")
+def fake_mcp(
+    name: Annotated[str | None, typer.Argument(help="A fake MCP server name (see --list).")] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio, or http (streamable HTTP on 127.0.0.1, path /mcp).")
+    ] = "stdio",
+    port: Annotated[int, typer.Option("--port", help="HTTP port on 127.0.0.1.")] = 8765,
+    list_: Annotated[bool, typer.Option("--list", help="List the hostile fake MCP servers and exit.")] = False,
+) -> None:
+    """Serve one hostile fake MCP server (a real MCP server with one hostile behaviour) to test an MCP adapter."""
+    from toolproof.fakes import mcp as fake_servers
+
+    if list_:
+        for server_name, behaviour in fake_servers.catalog():
+            out.print(f"{server_name}\t{behaviour}", markup=False, highlight=False)
+        return
+    if name is None or name not in fake_servers.SERVERS:
+        raise _die(f"unknown fake MCP server name={name!r}; run `toolproof fake-mcp --list`")
+    if transport not in ("stdio", "http"):
+        raise _die(f"unknown transport={transport!r}; use stdio or http")
+    fake_servers.serve(name, "http" if transport == "http" else "stdio", port)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
