@@ -22,9 +22,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def quick(session: nox.Session) -> None:
-    """The fast loop: no real processes, no PostgreSQL, no full witness matrix."""
+    """The fast loop: no real processes, no PostgreSQL, no browser, no full witness matrix."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not slow and not postgres", "-q", *session.posargs)
+    session.run("pytest", "-m", "not slow and not postgres and not browser", "-q", *session.posargs)
 
 
 @nox.session(python=PYTHON)
