@@ -99,12 +99,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
         def _run(self, step: StepRequest | None, crash: CrashPoint | None = None, sweep: bool = False) -> list[Any]:
             return anyio.run(self._life, step, crash, sweep)
 
-        @rule(
-            idempotency=st.sampled_from(list(IdempotencyClass)),
-            crash=st.none() | st.sampled_from(list(CrashPoint)),
-            untrusted=st.booleans(),
-        )
-        def submit(self, idempotency: IdempotencyClass, crash: CrashPoint | None, untrusted: bool) -> None:
+        def _submit(self, idempotency: IdempotencyClass, crash: CrashPoint | None, untrusted: bool) -> None:
             number = len(self.steps) + 1
             source = PAGE.id if untrusted else USER_ITEM.id
             call = ProposedCall(
@@ -120,6 +115,16 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
             for d in self._run(step, crash):
                 if isinstance(d, Suspended):
                     self.held.append(d.invocation_id)
+
+        @rule(idempotency=st.sampled_from(list(IdempotencyClass)), untrusted=st.booleans())
+        def submit(self, idempotency: IdempotencyClass, untrusted: bool) -> None:
+            self._submit(idempotency, None, untrusted)
+
+        # Crash and recovery in one rule: a worker dies at a point, another picks its work up.
+        @rule(idempotency=st.sampled_from(list(IdempotencyClass)), crash=st.sampled_from(list(CrashPoint)))
+        def crash_then_recover(self, idempotency: IdempotencyClass, crash: CrashPoint) -> None:
+            self._submit(idempotency, crash, False)
+            self.recover()
 
         @rule()
         def recover(self) -> None:
