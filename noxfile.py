@@ -72,3 +72,10 @@ def conformance(session: nox.Session) -> None:
     session.run(
         "toolproof", "run", "--impl", "reference", "--out", "toolproof-report", "--database-url", url, *session.posargs
     )
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """`toolproof bench` with the DBOS peer into ./toolproof-bench; `nox -s bench -- --quick` for the short run."""
+    session.install(".[bench]")
+    session.run("toolproof", "bench", "--out", "toolproof-bench", *session.posargs)

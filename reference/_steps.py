@@ -6,6 +6,7 @@ that is held or suspended at step 7 continues later from step 8 through ``drive`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -106,6 +107,21 @@ class CallState:
         self.disposition = Outcome.of(reason, self.invocation_id, detail)
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(schema_json: str) -> Any:
+    # What jsonschema.validate does on every call (pick the draft, check the schema, build the validator), once.
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+def conforms(instance: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether ``instance`` is valid under ``schema``; keyed by the schema's canonical JSON, so a changed schema
+    is compiled anew."""
+    return bool(_compiled(dump_json(schema)).is_valid(instance))
+
+
 def call_hash(tool_name: str, arguments: Mapping[str, Any]) -> str:
     """Digest of the tool name and the canonical arguments."""
     return hashlib.sha256(dump_json([tool_name, arguments]).encode()).hexdigest()
@@ -198,9 +214,7 @@ class Steps:
     async def step_validate(self, s: CallState) -> None:
         """2. Arguments against the input schema."""
         assert s.spec is not None
-        try:
-            jsonschema.validate(s.call.arguments, s.spec.input_schema)
-        except jsonschema.ValidationError:
+        if not conforms(s.call.arguments, s.spec.input_schema):
             s.finish(ReasonCode.INVALID_ARGUMENTS)
 
     async def step_label(self, s: CallState) -> None:
@@ -433,15 +447,12 @@ class Steps:
             remote = Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source="remote", text=detail) if detail else None
             s.finish(reason, remote)
             return
-        if result.structured is not None:
-            # A tool without an output schema may not return structure: it cannot be validated.
-            try:
-                if s.spec.output_schema is None:
-                    raise jsonschema.ValidationError("no output schema")
-                jsonschema.validate(result.structured, s.spec.output_schema)
-            except jsonschema.ValidationError:
-                s.finish(ReasonCode.INVALID_TOOL_RESULT)
-                return
+        # A tool without an output schema may not return structure: it cannot be validated.
+        if result.structured is not None and (
+            s.spec.output_schema is None or not conforms(result.structured, s.spec.output_schema)
+        ):
+            s.finish(ReasonCode.INVALID_TOOL_RESULT)
+            return
         floor = s.spec.output_trust if result.trust is None else min(s.spec.output_trust, result.trust)
         s.disposition = Success(
             invocation_id=s.invocation_id,

@@ -32,7 +32,9 @@ def test_version() -> None:
     assert result.output.strip() == f"toolproof {__version__}"
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"], ["fake-mcp"]])
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"], ["fake-mcp"], ["bench"]]
+)
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0

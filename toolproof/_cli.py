@@ -198,6 +198,20 @@ def check_tool_command(
     raise typer.Exit(run_check_tool(ref, as_json=as_json))
 
 
+@app.command()
+def bench(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for bench.json.")] = Path("toolproof-bench"),
+    quick: Annotated[bool, typer.Option("--quick", help="Fewer repetitions: under a minute.")] = False,
+) -> None:
+    """Measure what the reference costs: commit limit, throughput, DBOS, batches, catalog, excerpts, the suite.
+
+    Prints a table and writes bench.json. Exit status 0 once written: a missed target is a figure, not an error.
+    """
+    from ._bench import bench_command
+
+    raise typer.Exit(bench_command(out_dir, quick=quick))
+
+
 @app.command("fake-mcp")
 def fake_mcp(
     name: Annotated[str | None, typer.Argument(help="A fake MCP server name (see --list).")] = None,

@@ -1,0 +1,204 @@
+"""``toolproof bench``: the quick logic on tiny sizes, and the shape of bench.json. Never its timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from toolproof._bench import QUICK, run_bench
+from toolproof._bench_catalog import check_pin, definitions, pin, register
+from toolproof._bench_dbos import unavailable_reason
+from toolproof._bench_render import TARGETS, render
+from toolproof._bench_sqlite import sigkill_survival
+from toolproof._bench_stats import Figure, ratios
+
+TINY = replace(
+    QUICK,
+    repetitions=2,
+    calls=4,
+    warmup=2,
+    probe_commits=10,
+    batch_repetitions=1,
+    batch_size=3,
+    batch_wait_s=0.01,
+    catalog_tools=40,
+    catalog_repetitions=1,
+    excerpt_bytes=256 * 1024,
+    excerpt_in_subprocess=False,
+    suite_repetitions=0,
+    sigkill_acknowledged=0,
+)
+FIGURE_KEYS = {"unit", "median", "min", "max", "repetitions", "samples"}
+
+
+def _figure(node: dict[str, Any], repetitions: int) -> None:
+    assert set(node) == FIGURE_KEYS
+    assert len(node["samples"]) == node["repetitions"] == repetitions
+    assert node["min"] <= node["median"] <= node["max"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("bench")
+    return run_bench(out, TINY, mode="tiny"), out
+
+
+def test_bench_json_holds_what_run_bench_returned(tiny: tuple[dict[str, Any], Path]) -> None:
+    report, out = tiny
+    assert json.loads((out / "bench.json").read_text(encoding="utf-8")) == report
+    assert report["mode"] == "tiny"
+    assert report["sizes"]["calls"] == TINY.calls
+    assert {"cores", "cpu", "python", "sqlite", "load_before", "load_after"} <= set(report["machine"])
+    assert len(report["machine"]["load_before"]) == 3
+
+
+def test_every_figure_has_median_min_max_and_its_repetitions(tiny: tuple[dict[str, Any], Path]) -> None:
+    figures = tiny[0]["figures"]
+    _figure(figures["commit_limit"]["commits_per_s"], TINY.repetitions)
+    for workload in ("read", "write"):
+        assert set(figures["toolproof"][workload]) == {"calls_per_s", "ms_per_call", "commits_per_call", "efficiency"}
+        for node in figures["toolproof"][workload].values():
+            _figure(node, TINY.repetitions)
+    for key in ("parallel_ms", "sequential_ms", "ratio"):
+        _figure(figures["batch"][key], TINY.batch_repetitions)
+    for key in ("register_s", "pin_check_s"):
+        _figure(figures["catalog"][key], TINY.catalog_repetitions)
+    for key in ("peak_rss_mib", "rss_growth_mib", "seconds"):
+        _figure(figures["excerpt"][key], TINY.excerpt_repetitions)
+    assert "suite" not in figures  # suite_repetitions=0 skips it
+    for section in ("commit_limit", "toolproof", "dbos", "batch", "catalog", "excerpt"):
+        assert len(figures[section]["load"]) == 3
+
+
+def test_the_watermark_costs_exactly_one_counted_commit_per_call(tiny: tuple[dict[str, Any], Path]) -> None:
+    ours = tiny[0]["figures"]["toolproof"]
+    read = set(ours["read"]["commits_per_call"]["samples"])
+    write = set(ours["write"]["commits_per_call"]["samples"])
+    assert len(read) == len(write) == 1
+    assert write.pop() - read.pop() == 1
+
+
+def test_every_system_reads_back_wal_and_full(tiny: tuple[dict[str, Any], Path]) -> None:
+    settings = tiny[0]["settings"]
+    assert settings["durability_pragmas"] == {"journal_mode": "WAL", "synchronous": "FULL"}
+    assert "SIGKILL" in settings["promise"]
+    assert "power loss" in settings["promise"].lower()
+    measured = {name: values for name, values in settings["read_back"].items() if values is not None}
+    assert {"commit_limit_probe", "toolproof"} <= set(measured)
+    assert all(values == {"journal_mode": "WAL", "synchronous": "FULL"} for values in measured.values())
+
+
+def test_the_peer_is_measured_or_says_why_not(tiny: tuple[dict[str, Any], Path]) -> None:
+    report = tiny[0]
+    peer = report["figures"]["dbos"]
+    latency = next(t for t in report["targets"] if t["figure"] == "latency_ratio.read")
+    if unavailable_reason() is None:
+        assert peer["available"]
+        assert peer["reason"] is None
+        assert report["settings"]["read_back"]["dbos"] == {"journal_mode": "WAL", "synchronous": "FULL"}
+        for workload in ("read", "write"):
+            _figure(report["figures"]["latency_ratio"][workload], TINY.repetitions)
+            assert peer[workload]["commits_per_call"]["min"] > 0  # DBOS checkpoints every workflow
+        assert latency["verdict"] in {"pass", "fail"}
+    else:
+        assert not peer["available"]
+        assert "toolproof[bench]" in peer["reason"]
+        assert latency["verdict"] == "n/a"
+
+
+def test_a_disabled_peer_is_reported_unavailable_not_estimated(tmp_path: Path) -> None:
+    sizes = replace(TINY, repetitions=1, batch_repetitions=1, peer=False)
+    report = run_bench(tmp_path, sizes, mode="tiny")
+    assert report["figures"]["dbos"] == {
+        "available": False,
+        "reason": "disabled for this run",
+        "note": report["figures"]["dbos"]["note"],
+        "load": report["figures"]["dbos"]["load"],
+    }
+    assert "latency_ratio" not in report["figures"]
+    latency = next(t for t in report["targets"] if t["figure"] == "latency_ratio.read")
+    assert latency == {
+        "name": latency["name"],
+        "figure": "latency_ratio.read",
+        "comparison": "<=",
+        "bound": 1.0,
+        "verdict": "n/a",
+        "reason": "disabled for this run",
+    }
+
+
+def test_every_must_show_target_gets_a_verdict(tiny: tuple[dict[str, Any], Path]) -> None:
+    targets = tiny[0]["targets"]
+    assert [t["figure"] for t in targets] == [".".join(t.path) for t in TARGETS]
+    for target in targets:
+        assert target["verdict"] in {"pass", "fail", "n/a"}
+        if target["verdict"] != "n/a":
+            assert 0 <= target["repetitions_meeting_bound"] <= target["repetitions"]
+
+
+def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[dict[str, Any], Path]) -> None:
+    console = Console(record=True, width=220)
+    render(tiny[0], console)
+    text = console.export_text()
+    for expected in (
+        "commit limit",
+        "commits per call (counted)",
+        "batch parallel ÷ sequential",
+        "catalog registered (stand-in)",
+        "peak RSS",
+        "must-show targets",
+        "journal_mode=WAL + synchronous=FULL",
+        "stand-in until the MCP adapter lands",
+    ):
+        assert expected in text
+
+
+def test_the_catalog_stand_in_registers_every_tool_and_sees_the_list_changed() -> None:
+    base = definitions(400)
+    changed = definitions(400, revision=1)
+    assert len(changed) == len(base)
+    assert len(register(base).names) == 400
+    change = check_pin(pin(base), changed)
+    assert (change.added, change.withdrawn, change.changed) == (2, 2, 4)
+
+
+def test_a_figure_needs_samples_and_ratios_need_equal_series() -> None:
+    with pytest.raises(ValueError, match=r"^a figure needs at least one sample, got samples=\[\]$"):
+        Figure.of("ms", [])
+    with pytest.raises(ValueError, match=r"^series differ in length: 2 and 1$"):
+        ratios([1.0, 2.0], [1.0])
+
+
+@pytest.mark.slow
+def test_a_sigkilled_writer_loses_no_acknowledged_commit(tmp_path: Path) -> None:
+    result = sigkill_survival(tmp_path / "kill.sqlite3", 50)
+    assert result["acknowledged"] == 50
+    assert result["missing_after_kill"] == 0
+    assert result["killed_by_signal"] == 9
+    assert result["integrity_check"] == "ok"
+
+
+@pytest.mark.slow
+def test_quick_bench_runs_as_a_module_and_writes_bench_json(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "toolproof._bench", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "must-show targets" in completed.stdout
+    report = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
+    assert report["mode"] == "quick"
+    assert report["sizes"] == {**report["sizes"], "repetitions": QUICK.repetitions, "calls": QUICK.calls}
+    assert report["figures"]["suite"]["rules"] == "D1,D2,D3"
+    assert report["figures"]["suite"]["exit_codes"] == [0]
+    assert report["settings"]["sigkill_check"]["missing_after_kill"] == 0
+    assert report["figures"]["excerpt"]["in_subprocess"] is True
