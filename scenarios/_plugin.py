@@ -23,7 +23,6 @@ from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     Implementation,
-    Profile,
     Verdict,
     load_catalog,
     load_implementation,
@@ -91,7 +90,7 @@ class ResultCollector:
         rules: tuple[str, ...] = props["rules"]  # type: ignore[assignment]
         for rule_id in rules:
             rule_verdict, rule_evidence = verdict, evidence
-            if failed_rule is not None and rule_id != failed_rule and rule_id in rules:
+            if failed_rule is not None and rule_id != failed_rule:
                 rule_verdict = Verdict.ERROR
                 rule_evidence = f"not judged: the scenario stopped when {failed_rule} failed"
             result = ScenarioResult(
@@ -282,8 +281,3 @@ def harness(
 def database_url(request: pytest.FixtureRequest) -> str | None:
     """The PostgreSQL URL for multi-worker scenarios, if one was given."""
     return request.config.stash[DATABASE_URL]
-
-
-def profile_names() -> list[str]:
-    """All profile names (for help texts)."""
-    return [p.value for p in Profile]
