@@ -9,6 +9,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from toolproof.spec import (
+    Advertisement,
+    CatalogChange,
     Clock,
     Disposition,
     Event,
@@ -54,6 +56,16 @@ class ReferenceInstance:
     async def run_script(self, request: ScriptRequest) -> ScriptRun:
         """Run a script through the bridge."""
         return await self._pipeline.run_script(request)
+
+    async def advertise(self, run_id: str) -> Advertisement:
+        """The session pin of ``run_id`` (pinned now if the session has not started)."""
+        assert self._pipeline.mcp is not None  # Invariant: every reference instance has an adapter.
+        return await self._pipeline.mcp.advertise(run_id)
+
+    async def catalog_history(self) -> list[CatalogChange]:
+        """The catalog history of the store."""
+        assert self._pipeline.mcp is not None
+        return self._pipeline.mcp.history()
 
     async def store_tables(self) -> list[str]:
         """Tables of the store."""
@@ -141,13 +153,16 @@ class ReferenceImplementation:
         registry = self._pipeline_class.registry_class(tools)
         store = Store(config.store_url) if config.store_url else Store.in_directory(Path(config.store_dir))
         try:
-            pipeline = self._pipeline_class(
-                config=config,
-                registry=registry,
-                store=store,
-                worker_id=f"worker-{uuid.uuid4().hex[:8]}",
-                clock=clock,
-            )
-            yield ReferenceInstance(pipeline)
+            adapter = self._pipeline_class.mcp_class(config, store, clock)
+            async with adapter.running():
+                pipeline = self._pipeline_class(
+                    config=config,
+                    registry=registry,
+                    store=store,
+                    worker_id=f"worker-{uuid.uuid4().hex[:8]}",
+                    clock=clock,
+                    mcp=adapter,
+                )
+                yield ReferenceInstance(pipeline)
         finally:
             store.close()

@@ -51,6 +51,8 @@ class Pipeline(Steps):
 
     async def run_step(self, step: StepRequest) -> list[Disposition]:
         """Decision 15: the whole batch in parallel when every member qualifies, else one by one in proposal order."""
+        if self.mcp is not None:
+            await self.mcp.advertise(step.run_id)  # Submitting a step starts the run's session.
         if not self.qualifies(step):
             return [await self.run_call(step, call) for call in step.calls]
         results: list[Disposition | None] = [None] * len(step.calls)
@@ -68,7 +70,7 @@ class Pipeline(Steps):
         if len(step.calls) < 2:
             return False
         for call in step.calls:
-            found = self.registry.resolve(call.tool_name)
+            found = self.lookup(step.run_id, call.tool_name)
             if found is None:
                 return False
             spec = found[0]

@@ -51,12 +51,14 @@ from toolproof.spec import (
     ToolSpec,
     TrustLabel,
     crash_now,
+    domain_of,
     lowest_trust,
 )
 
 from ._context import CancellationSignal, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from ._excerpt import chunked, excerpt_parts
 from ._keys import idempotency_key
+from ._mcp import McpAdapter
 from ._policy import Decision, breaker, decide
 from ._registry import Registry
 from ._store import DuplicateKey, InvocationTable, Store, dump_json, reason_or_none
@@ -134,15 +136,32 @@ class Steps:
     """The order the loop runs: the spec's order (witnesses reorder it)."""
     registry_class: type[Registry] = Registry
     """How tools are admitted (witnesses loosen it)."""
+    mcp_class: type[McpAdapter] = McpAdapter
+    """The MCP adapter (witnesses plant a defect in it)."""
 
     def __init__(
-        self, *, config: InstanceConfig, registry: Registry, store: Store, worker_id: str, clock: Clock
+        self,
+        *,
+        config: InstanceConfig,
+        registry: Registry,
+        store: Store,
+        worker_id: str,
+        clock: Clock,
+        mcp: McpAdapter | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.store = store
         self.worker_id = worker_id
         self.clock = clock
+        self.mcp = mcp
+
+    def lookup(self, run_id: str, name: str) -> tuple[ToolSpec, Tool] | None:
+        """A registered builtin, or the tool ``name`` pinned in the session of ``run_id``, without asking a server."""
+        found = self.registry.resolve(name)
+        if found is None and self.mcp is not None and domain_of(name) == "mcp":
+            return self.mcp.pinned(run_id, name)
+        return found
 
     # -- the one function ---------------------------------------------------------------
 
@@ -184,7 +203,7 @@ class Steps:
         s.call_hash, s.existing, s.recorded, s.attempt = row.call_hash, row, True, row.attempt
         s.origin_trust, s.argument_trust = TrustLabel(row.origin_trust), TrustLabel(row.argument_trust)
         s.decision, s.marked = Decision(row.decision or Decision.ALLOW), row.effect_sent_at is not None
-        found = self.registry.resolve(row.tool_name)
+        found = self.lookup(row.run_id, row.tool_name)
         if found is None:
             s.finish(ReasonCode.UNKNOWN_TOOL)  # Registered when recorded, gone after a restart.
         else:
@@ -194,10 +213,17 @@ class Steps:
     # -- 1-5: logic, nothing touches the world ------------------------------------------
 
     async def step_resolve(self, s: CallState) -> None:
-        """1. Name to registered spec; unknown or ungrammatical names are denied."""
-        found = self.registry.resolve(s.call.tool_name)
+        """1. Name to registered spec; unknown or ungrammatical names are denied; MCP names resolve in the
+        session's pin, and a pinned tool its server withdrew or changed is unavailable."""
+        found: tuple[ToolSpec, Tool] | ReasonCode | None
+        if self.mcp is not None and domain_of(s.call.tool_name) == "mcp":
+            found = await self.mcp.resolve(s.request.run_id, s.call.tool_name)
+        else:
+            found = self.registry.resolve(s.call.tool_name)
         if found is None:
             s.finish(ReasonCode.UNKNOWN_TOOL)
+        elif isinstance(found, ReasonCode):
+            s.finish(found)
         else:
             s.spec, s.tool = found
         s.key = idempotency_key(

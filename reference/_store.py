@@ -1,4 +1,5 @@
-"""The reference store: ``tool_invocations``, ``tool_events`` and ``tool_metrics`` through sqlmodel.
+"""The reference store through sqlmodel: ``tool_invocations``, ``tool_events``, ``tool_metrics``, and for MCP
+``mcp_catalog_history`` and ``mcp_session_pins``.
 
 Every public method is one committed transaction (a persist step or a read).
 """
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, inspect, update
+from sqlalchemy import UniqueConstraint, event, func, inspect, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
@@ -75,6 +76,39 @@ class MetricTable(SQLModel, table=True):
 
     name: str = Field(primary_key=True)
     value: int = 0
+
+
+class CatalogHistoryTable(SQLModel, table=True):
+    """Decision 9's catalog history: every change the MCP adapter saw, in order."""
+
+    __tablename__ = "mcp_catalog_history"
+
+    seq: int | None = Field(default=None, primary_key=True)
+    server_id: str = Field(index=True)
+    kind: str
+    observed_at: float
+    remote_name: str | None = None
+    registered_name: str | None = None
+    definition_sha256: str | None = None
+
+
+class SessionPinTable(SQLModel, table=True):
+    """What a session advertised, pinned when it started (decision 9; ADR-0020's pin extended to MCP)."""
+
+    __tablename__ = "mcp_session_pins"
+    __table_args__ = (UniqueConstraint("run_id", "kind", "name"),)
+
+    seq: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(index=True)
+    kind: str
+    """``tool`` or ``skill``."""
+    name: str
+    server_id: str
+    remote_name: str | None = None
+    definition_sha256: str
+    body_json: str
+    """The pinned ToolSpec (tool) or Skill (skill), as JSON."""
+    as_of_seq: int
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -257,6 +291,40 @@ class Store:
         """All counters."""
         with Session(self.engine) as session:
             return {m.name: m.value for m in session.exec(select(MetricTable)).all()}
+
+    def record_catalog(self, changes: Sequence[CatalogHistoryTable]) -> None:
+        """Append catalog-history entries in one transaction."""
+        if changes:
+            with self.transaction() as session:
+                session.add_all(changes)
+
+    def catalog_history(self, server_id: str | None = None) -> list[CatalogHistoryTable]:
+        """Catalog-history entries (of one server, or all) in recording order."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            stmt = select(CatalogHistoryTable)
+            if server_id is not None:
+                stmt = stmt.where(CatalogHistoryTable.server_id == server_id)
+            return list(session.exec(stmt.order_by(col(CatalogHistoryTable.seq))).all())
+
+    def last_catalog_seq(self) -> int:
+        """The last catalog-history seq (0 when empty)."""
+        with Session(self.engine) as session:
+            return session.exec(select(func.max(CatalogHistoryTable.seq))).one() or 0
+
+    def pins(self, run_id: str) -> list[SessionPinTable]:
+        """The session pin of ``run_id`` (empty: the session has not started)."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            stmt = select(SessionPinTable).where(SessionPinTable.run_id == run_id)
+            return list(session.exec(stmt.order_by(col(SessionPinTable.seq))).all())
+
+    def pin(self, rows: Sequence[SessionPinTable]) -> bool:
+        """Write a session's pin in one transaction; False when another worker pinned it first."""
+        try:
+            with self.transaction() as session:
+                session.add_all(rows)
+        except IntegrityError:
+            return False
+        return True
 
     @staticmethod
     def _emit(session: Session, row: InvocationTable, events: Sequence[EventKind]) -> None:

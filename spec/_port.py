@@ -15,6 +15,7 @@ from ._crash import CrashPlan
 from ._enums import Profile
 from ._errors import ConfigurationError
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
+from ._mcp import Advertisement, CatalogChange, McpServerConfig
 from ._types import (
     ArtifactRef,
     Budget,
@@ -177,6 +178,10 @@ class InstanceConfig(BaseModel):
     """Database URL of the store (e.g. PostgreSQL for multi-worker tests); None: the implementation's default."""
     crash: CrashPlan | None = None
     """Recovery profile: die at this point (a SimulatedCrash, or SIGKILL of the worker process)."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP profile: operator and tenant servers whose tools the instance registers under mcp.{server_id}."""
+    egress_allowlist: list[str] = Field(default_factory=list)
+    """MCP profile: hosts a tenant-configured HTTP server may be on (decision 7)."""
 
 
 @runtime_checkable
@@ -224,6 +229,15 @@ class Instance(Protocol):
 
     async def store_tables(self) -> list[str]:
         """Names of the tables in the implementation's store (decision 18)."""
+        ...
+
+    async def advertise(self, run_id: str) -> Advertisement:
+        """MCP profile: start the session of ``run_id`` if it has not started (pinning its catalog), and
+        return what it advertises. Submitting a step of a run starts its session too."""
+        ...
+
+    async def catalog_history(self) -> list[CatalogChange]:
+        """MCP profile: every catalog-history entry of the store, in recording order."""
         ...
 
     async def sweep(self) -> list[Disposition]:

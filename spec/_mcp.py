@@ -1,0 +1,232 @@
+"""MCP in the port (decisions 5-9 and 18): server configuration, naming, pinning, catalog history."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._enums import IdempotencyClass, Risk, SideEffect, ToolSource, TrustLabel
+
+SERVER_ID_GRAMMAR = re.compile(r"^[a-z][a-z0-9_]*$")
+"""A server_id is one segment of the name grammar."""
+MAX_REMOTE_SEGMENT = 64
+"""Decision 5, our reading: a normalized remote name is cut to this many characters."""
+READ_RESOURCE = "read_resource"
+"""Decision 8: the last segment of each server's one synthetic resource tool."""
+UNSATISFIABLE_SCOPE = "mcp:unclassified"
+"""Decision 6: the scope an unclassified server requires; no credential of any configuration grants it."""
+MCP_PROTOCOLS = ("legacy", "2026-07-28")
+"""The protocol eras a server may be configured for: the initialize handshake, and 2026-07-28."""
+DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+"""Decision 9: what a tool's definition hash covers, by wire (camelCase) name."""
+
+
+class McpOrigin(StrEnum):
+    """Who configured a server (decision 7)."""
+
+    OPERATOR = "operator"
+    """The platform operator: stdio and HTTP allowed."""
+    TENANT = "tenant"
+    """A tenant: HTTP only, host on the egress allowlist."""
+
+
+class McpTransport(StrEnum):
+    """How the adapter reaches a server."""
+
+    MEMORY = "memory"
+    """An in-process SDK server object (the harness's fakes; Python implementations only)."""
+    STDIO = "stdio"
+    """A subprocess spoken to over stdin/stdout."""
+    HTTP = "http"
+    """Streamable HTTP at a URL."""
+
+
+class McpClassification(BaseModel):
+    """Decision 6: what the operator says a server's tools do; never what the server says."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    side_effect: SideEffect
+    risk: Risk
+    idempotency: IdempotencyClass
+    required_scopes: frozenset[str] = frozenset()
+
+
+UNCLASSIFIED = McpClassification(
+    side_effect=list(SideEffect)[-1],
+    risk=list(Risk)[-1],
+    idempotency=list(IdempotencyClass)[-1],
+    required_scopes=frozenset({UNSATISFIABLE_SCOPE}),
+)
+"""Decision 6: the last member of each ordered enum plus a scope no credential grants."""
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server as an operator or a tenant configured it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    server_id: str
+    """The server's identity and name prefix (``mcp.{server_id}.``); never taken from the server."""
+    origin: McpOrigin = McpOrigin.OPERATOR
+    transport: McpTransport
+    url: str | None = None
+    """HTTP: the streamable-HTTP endpoint."""
+    command: list[str] | None = None
+    """stdio: the command line of the server process."""
+    server: Any = Field(default=None, exclude=True, repr=False)
+    """memory: an ``mcp.server.lowlevel.Server`` in this process (not serializable)."""
+    classification: McpClassification | None = None
+    """Per-server classification; None: the most restrictive (``UNCLASSIFIED``)."""
+    protocol: Literal["legacy", "2026-07-28"] = "legacy"
+    """Which protocol era the adapter speaks to this server."""
+    call_timeout_s: float = Field(default=30.0, gt=0)
+    """Deadline of every call to this server (the deadline_s of its tools)."""
+    max_output_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    """A result larger than this fails instead of being delivered (excerpting happens below it)."""
+
+    @field_validator("server_id")
+    @classmethod
+    def _grammar(cls, value: str) -> str:
+        if not SERVER_ID_GRAMMAR.fullmatch(value):
+            raise ValueError(f"server_id {value!r} is not one segment [a-z][a-z0-9_]* (D5.5)")
+        return value
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> McpServerConfig:
+        needed = {McpTransport.HTTP: self.url, McpTransport.STDIO: self.command, McpTransport.MEMORY: self.server}
+        if needed[self.transport] is None:
+            field = {McpTransport.HTTP: "url", McpTransport.STDIO: "command", McpTransport.MEMORY: "server"}
+            raise ValueError(f"server {self.server_id!r}: transport {self.transport} needs {field[self.transport]}")
+        return self
+
+    @property
+    def effective_classification(self) -> McpClassification:
+        """The operator's classification, or the most restrictive one."""
+        return self.classification or UNCLASSIFIED
+
+
+def normalize_remote_name(remote: str) -> str:
+    """Decision 5's pinned normalization of a remote tool or prompt name to one grammar segment.
+
+    NFKC, lower case, every run of characters outside ``[a-z0-9_]`` replaced by one ``_``,
+    ``t_`` prefixed when the result does not start with a letter, cut to 64 characters.
+    """
+    folded = unicodedata.normalize("NFKC", remote).lower()
+    segment = re.sub(r"[^a-z0-9_]+", "_", folded)
+    if not segment[:1].isalpha():
+        segment = "t_" + segment
+    return segment[:MAX_REMOTE_SEGMENT]
+
+
+def mcp_tool_name(server_id: str, remote: str) -> str:
+    """``mcp.{server_id}.{normalized_remote_name}``."""
+    return f"mcp.{server_id}.{normalize_remote_name(remote)}"
+
+
+def definition_sha256(definition: Mapping[str, Any]) -> str:
+    """Decision 9: sha256 of a tool's full definition (``DEFINITION_FIELDS`` of its wire form), canonical JSON."""
+    picked = {k: definition.get(k) for k in DEFINITION_FIELDS}
+    canonical = json.dumps(picked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class CatalogChangeKind(StrEnum):
+    """What one catalog-history entry records."""
+
+    ADDED = "added"
+    """A tool appeared (or was seen for the first time) at a listing."""
+    CHANGED = "changed"
+    """A tool's definition hash differs from the last one recorded."""
+    WITHDRAWN = "withdrawn"
+    """A tool recorded before is absent from a listing."""
+    DROPPED = "dropped"
+    """A remote name was not registered: it normalizes like another (decision 5)."""
+    NOTIFIED = "notified"
+    """The server sent tools/list_changed (advertised or not)."""
+
+
+class CatalogChange(BaseModel):
+    """One entry of the catalog history (decision 9): what the adapter saw, in order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int
+    """Order of recording, increasing."""
+    server_id: str
+    kind: CatalogChangeKind
+    observed_at: float
+    """The instance clock's time of recording."""
+    remote_name: str | None = None
+    registered_name: str | None = None
+    definition_sha256: str | None = None
+
+
+class AdvertisedTool(BaseModel):
+    """One tool of a session's pinned advertisement."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    server_id: str
+    remote_name: str | None
+    """None for the synthetic read_resource tool."""
+    definition_sha256: str
+    source: ToolSource
+    side_effect: SideEffect
+    risk: Risk
+    idempotency: IdempotencyClass
+    required_scopes: frozenset[str]
+    output_trust: TrustLabel
+
+
+class Skill(BaseModel):
+    """A server prompt as the session sees it (decision 8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """``mcp.{server_id}.{normalized prompt name}``."""
+    server_id: str
+    prompt_name: str
+    description: str
+    trust: TrustLabel
+    read_only: bool
+    cacheable: bool
+    """Whether it may enter the cacheable prefix (never, for MCP prompts)."""
+
+
+class Advertisement(BaseModel):
+    """What a session advertises: pinned when it starts and never changed after (decision 9)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    as_of_seq: int
+    """The last catalog-history seq recorded when the session pinned (0: none)."""
+    tools: list[AdvertisedTool]
+    skills: list[Skill]
+
+    def names(self) -> list[str]:
+        """The advertised tool names."""
+        return [t.name for t in self.tools]
+
+
+def replay_history(history: list[CatalogChange], up_to_seq: int) -> dict[str, str]:
+    """Decision 18: the catalog (registered name -> definition hash) the history answers at ``up_to_seq``."""
+    catalog: dict[str, str] = {}
+    for change in history:
+        if change.seq > up_to_seq or change.registered_name is None:
+            continue
+        if change.kind in (CatalogChangeKind.ADDED, CatalogChangeKind.CHANGED) and change.definition_sha256:
+            catalog[change.registered_name] = change.definition_sha256
+        elif change.kind is CatalogChangeKind.WITHDRAWN:
+            catalog.pop(change.registered_name, None)
+    return catalog
