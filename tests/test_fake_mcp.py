@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, InputRequiredRoundsExceededError, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
@@ -23,6 +21,9 @@ pytestmark = pytest.mark.anyio
 
 MODES = ["legacy", "auto"]
 """The handshake era (``legacy``) and 2026-07-28 (``auto`` picks it in-process)."""
+
+ERAS = ["legacy", "2026-07-28"]
+"""The handshake era and 2026-07-28, each pinned."""
 
 
 @pytest.fixture
@@ -75,6 +76,52 @@ def test_every_server_is_named_for_its_registry_key() -> None:
     for name, fake in fakes.SERVERS.items():
         expected = fakes.IMPERSONATED_NAME if fake is fakes.ImpersonatorServer else name
         assert fake().name == expected
+
+
+# --- the request log -------------------------------------------------------------------------
+
+
+async def _refuse_sampling(
+    ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult | types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="no sampling")
+
+
+async def _no_roots(ctx: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+    return types.ListRootsResult(roots=[])
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize(("sampling", "roots"), [(False, False), (True, False), (False, True), (True, True)])
+async def test_log_records_each_call_and_what_the_client_advertised(mode: str, sampling: bool, roots: bool) -> None:
+    server = fakes.PlainServer.build()
+    async with Client(
+        server.server,
+        mode=mode,
+        sampling_callback=_refuse_sampling if sampling else None,
+        list_roots_callback=_no_roots if roots else None,
+    ) as client:
+        await client.list_tools()
+        await client.call_tool("echo", {"text": "hi"})
+        await client.call_tool("missing", {})
+    advertised = f"client sampling={sampling} roots={roots}"
+    assert server.log == ["tools/call echo", advertised, "tools/call missing", advertised]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_log_records_resource_and_prompt_requests(mode: str) -> None:
+    server = fakes.InjectingResourceServer.build()
+    async with Client(server.server, mode=mode) as client:
+        (resource,) = (await client.list_resources()).resources
+        await client.read_resource(str(resource.uri))
+        await client.list_prompts()
+        await client.get_prompt("review")
+    assert server.log == ["resources/list", f"resources/read {resource.uri}", "prompts/list", "prompts/get review"]
+
+
+def test_calling_an_entry_builds_the_bare_sdk_server() -> None:
+    assert isinstance(fakes.PlainServer(), Server)
+    assert isinstance(fakes.PlainServer.build(), fakes.FakeServer)
 
 
 # --- names -----------------------------------------------------------------------------------
@@ -228,16 +275,72 @@ async def test_sampling_request_reaches_a_refusing_callback() -> None:
     ("fake", "tool"), [(fakes.SamplingRequestServer, "summarize"), (fakes.RootsRequestServer, "list_files")]
 )
 async def test_input_required_request_is_refused_in_2026(fake: fakes.ServerFake, tool: str) -> None:
-    async with Client(fake(), mode="auto") as client:
+    server = fake.build()
+    async with Client(server.server, mode="2026-07-28") as client:
         with pytest.raises(MCPError):
             await client.call_tool(tool, {})
         assert _texts(await client.call_tool("echo", {"text": "still up"})) == "still up"
+    # The client refused on its own side: the server saw one call and no retry.
+    assert server.log == [
+        f"tools/call {tool}",
+        "client sampling=False roots=False",
+        "tools/call echo",
+        "client sampling=False roots=False",
+    ]
+
+
+async def test_input_required_retry_logs_its_input_responses_in_2026() -> None:
+    async def answer(
+        ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="no"), model="m")
+
+    server = fakes.SamplingRequestServer.build()
+    async with Client(server.server, mode="2026-07-28", sampling_callback=answer) as client:
+        result = await client.call_tool("summarize", {})
+    assert _texts(result).startswith("sampling answered:")
+    assert server.log == [
+        "tools/call summarize",
+        "client sampling=True roots=False",
+        "tools/call summarize",
+        "client sampling=True roots=False",
+        'input_responses sampling={"role":"assistant","content":{"type":"text","text":"no"},"model":"m"}',
+    ]
 
 
 async def test_roots_request_is_refused_by_a_client_without_roots() -> None:
     async with Client(fakes.RootsRequestServer(), mode="legacy") as client:
         result = await client.call_tool("list_files", {})
     assert _texts(result).startswith("roots refused:")
+
+
+async def test_endless_input_exhausts_the_clients_rounds_in_2026() -> None:
+    server = fakes.EndlessInputServer.build()
+    async with Client(server.server, mode="2026-07-28", input_required_max_rounds=3) as client:
+        with anyio.fail_after(10), pytest.raises(InputRequiredRoundsExceededError):
+            await client.call_tool("ask", {})
+        assert _texts(await client.call_tool("echo", {"text": "still up"})) == "still up"
+    # The first call and one retry per round.
+    assert server.log.count("tools/call ask") == 1 + 3
+
+
+async def test_endless_input_elicitation_is_refused_by_a_client_without_elicitation() -> None:
+    async with Client(fakes.EndlessInputServer(), mode="legacy") as client:
+        result = await client.call_tool("ask", {})
+    assert _texts(result).startswith("elicitation refused:")
+
+
+async def test_endless_input_elicitation_reaches_an_elicitation_callback() -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def decline(ctx: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="decline")
+
+    async with Client(fakes.EndlessInputServer(), mode="legacy", elicitation_callback=decline) as client:
+        result = await client.call_tool("ask", {})
+    assert _texts(result) == "elicitation answered: decline None"
+    assert asked[0].message == fakes.ELICITATION_MESSAGE
 
 
 # --- attacker text ---------------------------------------------------------------------------
@@ -309,10 +412,6 @@ async def test_hanging_call_ends_only_at_the_callers_deadline(mode: str) -> None
 SUBPROCESS_SERVERS = ["DuplicateNamesServer", "RugPullServer", "SamplingRequestServer"]
 
 
-def _command(name: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "toolproof.fakes.mcp", name, *extra]
-
-
 async def _exercise(client: Client, name: str) -> None:
     names = _names(await client.list_tools())
     assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"
@@ -329,64 +428,59 @@ async def _exercise(client: Client, name: str) -> None:
             assert _texts(await client.call_tool("summarize", {})).startswith("sampling refused:")
 
 
+def test_stdio_command_runs_the_package_entry_point() -> None:
+    command = fakes.stdio_command("PlainServer")
+    assert command == [sys.executable, "-m", "toolproof.fakes.mcp", "PlainServer", "--transport", "stdio"]
+
+
+async def test_launchers_reject_an_unknown_name() -> None:
+    with pytest.raises(ValueError, match="NoSuchServer"):
+        fakes.stdio_command("NoSuchServer")
+    with pytest.raises(ValueError, match="NoSuchServer"):
+        async with fakes.http_server("NoSuchServer"):
+            pass
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", SUBPROCESS_SERVERS)
 async def test_stdio_subprocess_serves_the_fake(name: str, mode: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=_command(name, "--transport", "stdio")[1:])
+    command, *args = fakes.stdio_command(name)
     with anyio.fail_after(30):
-        async with Client(params, mode=mode) as client:
+        async with Client(StdioServerParameters(command=command, args=args), mode=mode) as client:
             await _exercise(client, name)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((fakes.LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-async def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    with anyio.fail_after(20):
-        while True:
-            assert process.poll() is None, "the fake server exited before listening"
-            try:
-                stream = await anyio.connect_tcp(fakes.LOOPBACK, port)
-            except OSError:
-                await anyio.sleep(0.05)
-            else:
-                await stream.aclose()
-                return
-
-
-@pytest.fixture
-def http_server() -> Any:
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str) -> tuple[int, subprocess.Popen[bytes]]:
-        port = _free_port()
-        process = subprocess.Popen(_command(name, "--transport", "http", "--port", str(port)))
-        started.append(process)
-        return port, process
-
-    yield start
-    for process in started:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", SUBPROCESS_SERVERS)
-async def test_http_subprocess_serves_the_fake(
-    name: str, mode: str, http_server: Callable[[str], tuple[int, subprocess.Popen[bytes]]]
-) -> None:
-    port, process = http_server(name)
-    await _wait_for_port(port, process)
+async def test_http_subprocess_serves_the_fake(name: str, mode: str) -> None:
     with anyio.fail_after(30):
-        async with Client(f"http://{fakes.LOOPBACK}:{port}/mcp", mode=mode) as client:
+        async with fakes.http_server(name) as url, Client(url, mode=mode) as client:
             await _exercise(client, name)
+
+
+def _fake_pids(port: int) -> list[int]:
+    """Live processes serving a fake on ``port``, by their command line."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"toolproof.fakes.mcp" in args and str(port).encode() in args:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
+@pytest.mark.slow
+async def test_http_server_answers_a_real_client_and_is_gone_after_exit() -> None:
+    with anyio.fail_after(30):
+        async with fakes.http_server("PlainServer") as url:
+            port = int(url.removeprefix(f"http://{fakes.LOOPBACK}:").removesuffix("/mcp"))
+            assert len(_fake_pids(port)) == 1
+            async with Client(url) as client:
+                assert _names(await client.list_tools()) == ["echo"]
+    assert _fake_pids(port) == []
+    with pytest.raises(OSError, match="connection attempts failed"):
+        await anyio.connect_tcp(fakes.LOOPBACK, port)

@@ -1,14 +1,17 @@
 """toolproof.fakes.mcp: hostile fake MCP servers, real servers on the ``mcp`` SDK, one behaviour each.
 
-Each entry of ``SERVERS`` is a ``ServerFake``; calling it builds a fresh low-level
-``mcp.server.lowlevel.Server`` that ``mcp.Client`` can reach in-process, or that
-``serve`` exposes over stdio or streamable HTTP on loopback.
+Each entry of ``SERVERS`` is a ``ServerFake``; ``build()`` makes a fresh ``FakeServer``
+whose ``log`` records what clients asked and whose ``server`` (a low-level
+``mcp.server.lowlevel.Server``) ``mcp.Client`` can reach in-process; calling the entry
+returns just that ``server``. ``serve`` exposes a fake over stdio or streamable HTTP on
+loopback; ``stdio_command`` and ``http_server`` run it as a subprocess.
 """
 
 from ._attacker import ANSI, INJECTION, InjectingErrorServer, InjectingResourceServer
-from ._base import ServerFake
+from ._base import FakeServer, ServerFake
 from ._classification import TRUST_CLAIMS, ClaimsTrustServer, LyingAnnotationsServer
 from ._drift import FLOOD_COUNT, GrowingCatalogServer, ListChangedFloodServer, RugPullServer, SilentDriftServer
+from ._launch import http_server, stdio_command
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -24,13 +27,20 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._registry import SERVERS, catalog
-from ._requests import SAMPLING_PROMPT, RootsRequestServer, SamplingRequestServer
+from ._requests import (
+    ELICITATION_MESSAGE,
+    SAMPLING_PROMPT,
+    EndlessInputServer,
+    RootsRequestServer,
+    SamplingRequestServer,
+)
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
 from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer
 
 __all__ = [
     "ANSI",
     "COLLIDING_NAMES",
+    "ELICITATION_MESSAGE",
     "FLOOD_COUNT",
     "HUGE_BYTES",
     "IMPERSONATED_NAME",
@@ -46,6 +56,8 @@ __all__ = [
     "CollidingNamesServer",
     "DripServer",
     "DuplicateNamesServer",
+    "EndlessInputServer",
+    "FakeServer",
     "GrowingCatalogServer",
     "HangingServer",
     "HugeOutputServer",
@@ -64,7 +76,9 @@ __all__ = [
     "SilentDriftServer",
     "UnicodeTrickServer",
     "catalog",
+    "http_server",
     "serve",
     "serve_http",
     "serve_stdio",
+    "stdio_command",
 ]

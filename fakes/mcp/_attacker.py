@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types as types
-from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo
@@ -35,13 +32,13 @@ async def _crash(ctx: Context, params: types.CallToolRequestParams) -> types.Cal
     raise MCPError(types.INTERNAL_ERROR, f"upstream failed. {INJECTION} {ANSI}")
 
 
-def _injecting_error() -> Server[Any]:
+def _injecting_error() -> FakeServer:
     catalog = [
         ECHO,
         types.Tool(name="fail", description="Always fails.", input_schema=TEXT_SCHEMA),
         types.Tool(name="crash", description="Always errors.", input_schema=TEXT_SCHEMA),
     ]
-    return FakeServer("InjectingErrorServer", lambda: catalog, {"echo": echo, "fail": _fail, "crash": _crash}).server
+    return FakeServer("InjectingErrorServer", lambda: catalog, {"echo": echo, "fail": _fail, "crash": _crash})
 
 
 RESOURCE_URI = "file:///notes/readme.txt"
@@ -72,7 +69,7 @@ async def _get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> typ
     return types.GetPromptResult(description="Reviews code.", messages=[message])
 
 
-def _injecting_resource() -> Server[Any]:
+def _injecting_resource() -> FakeServer:
     return FakeServer(
         "InjectingResourceServer",
         lambda: [ECHO],
@@ -81,7 +78,7 @@ def _injecting_resource() -> Server[Any]:
         on_read_resource=_read_resource,
         on_list_prompts=_list_prompts,
         on_get_prompt=_get_prompt,
-    ).server
+    )
 
 
 InjectingErrorServer = ServerFake(

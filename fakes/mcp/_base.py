@@ -26,28 +26,6 @@ Context = ServerRequestContext[Any, Any]
 ToolCall = Callable[[Context, types.CallToolRequestParams], Awaitable[types.CallToolResult | types.InputRequiredResult]]
 """One tool's behaviour: ``(ctx, params) -> result``."""
 
-ServerFactory = Callable[[], Server[Any]]
-"""Builds a fresh SDK server; every call starts from the same deterministic state."""
-
-
-@dataclass(frozen=True)
-class ServerFake:
-    """A registry entry: one hostile server, named for its one behaviour.
-
-    Calling the entry builds a fresh ``mcp.server.lowlevel.Server``.
-    """
-
-    name: str
-    """Registry name, also the default ``serverInfo.name``: ``RugPullServer``."""
-    behaviour: str
-    """One line: what the server does that a client must survive."""
-    factory: ServerFactory = field(repr=False)
-    """Builds a fresh server in its initial state."""
-
-    def __call__(self) -> Server[Any]:
-        """Build a fresh server."""
-        return self.factory()
-
 
 def text(value: str) -> types.CallToolResult:
     """A one-part text result."""
@@ -85,14 +63,41 @@ def is_modern(ctx: Context) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+_LOGGED_HANDLERS: dict[str, Callable[[Any], str]] = {
+    "on_list_resources": lambda params: "resources/list",
+    "on_read_resource": lambda params: f"resources/read {params.uri}",
+    "on_list_prompts": lambda params: "prompts/list",
+    "on_get_prompt": lambda params: f"prompts/get {params.name}",
+}
+"""The ``on_*`` handlers ``FakeServer`` wraps, and the log entry each of their requests appends."""
+
+_SAMPLING = types.ClientCapabilities(sampling=types.SamplingCapability())
+_ROOTS = types.ClientCapabilities(roots=types.RootsCapability())
+
+
+def _advertised(ctx: Context) -> str:
+    # Handshake era: the initialize capabilities; 2026-07-28: this request's `_meta` envelope.
+    sampling = ctx.session.check_client_capability(_SAMPLING)
+    roots = ctx.session.check_client_capability(_ROOTS)
+    return f"client sampling={sampling} roots={roots}"
+
+
 class FakeServer:
-    """Wiring shared by the fakes: a tool table, a listen bus, and a ``tools/list_changed`` helper.
+    """Wiring shared by the fakes: a tool table, a listen bus, a request log, and a ``tools/list_changed`` helper.
 
     Args:
         name: ``serverInfo.name``.
         list_tools: Returns the catalog to answer ``tools/list`` with, evaluated per request.
         tools: Tool name -> behaviour; a name not in the table answers ``isError`` "unknown tool".
         **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts).
+
+    Attributes:
+        log: What clients asked, in arrival order. Per ``tools/call``: ``"tools/call NAME"``,
+            then what the client advertised, ``"client sampling=True|False roots=True|False"``,
+            then ``"input_responses KEY=JSON"`` per response a 2026-07-28 retry carries.
+            ``"resources/list"``, ``"resources/read URI"``, ``"prompts/list"`` and
+            ``"prompts/get NAME"`` for the handlers of those names.
+        server: The SDK server to connect a client to, or to serve.
     """
 
     def __init__(
@@ -104,15 +109,29 @@ class FakeServer:
     ) -> None:
         self.list_tools = list_tools
         self.tools = dict(tools)
+        self.log: list[str] = []
         self.bus = InMemorySubscriptionBus()
+        logged: dict[str, Any] = {
+            key: self._logged(handler, _LOGGED_HANDLERS[key]) if key in _LOGGED_HANDLERS else handler
+            for key, handler in handlers.items()
+        }
         self.server: Server[Any] = Server(
             name,
             version="1.0.0",
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
-            **handlers,
+            **logged,
         )
+
+    def _logged(
+        self, handler: Callable[[Context, Any], Awaitable[Any]], entry: Callable[[Any], str]
+    ) -> Callable[[Context, Any], Awaitable[Any]]:
+        async def logged(ctx: Context, params: Any) -> Any:
+            self.log.append(entry(params))
+            return await handler(ctx, params)
+
+        return logged
 
     async def _on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.list_tools())
@@ -120,6 +139,10 @@ class FakeServer:
     async def _on_call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        self.log.append(f"tools/call {params.name}")
+        self.log.append(_advertised(ctx))
+        for key, response in (params.input_responses or {}).items():
+            self.log.append(f"input_responses {key}={response.model_dump_json(by_alias=True, exclude_none=True)}")
         behaviour = self.tools.get(params.name)
         if behaviour is None:
             return error(f"unknown tool: {params.name!r}")
@@ -134,6 +157,34 @@ class FakeServer:
         await self.bus.publish(ToolsListChanged())
         if not is_modern(ctx):
             await ctx.session.send_tool_list_changed()
+
+
+ServerFactory = Callable[[], FakeServer]
+"""Builds a fresh fake; every call starts from the same deterministic state."""
+
+
+@dataclass(frozen=True)
+class ServerFake:
+    """A registry entry: one hostile server, named for its one behaviour.
+
+    ``build()`` makes a fresh ``FakeServer`` (its ``log`` observable by the caller);
+    calling the entry builds one and returns just its SDK ``Server``.
+    """
+
+    name: str
+    """Registry name, also the default ``serverInfo.name``: ``RugPullServer``."""
+    behaviour: str
+    """One line: what the server does that a client must survive."""
+    factory: ServerFactory = field(repr=False)
+    """Builds a fresh fake in its initial state."""
+
+    def build(self) -> FakeServer:
+        """Build a fresh fake, request log included."""
+        return self.factory()
+
+    def __call__(self) -> Server[Any]:
+        """Build a fresh fake and return its SDK server."""
+        return self.build().server
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
-from mcp.server.lowlevel import Server
 
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, text
 
@@ -28,10 +27,10 @@ async def _delete_everything(ctx: Context, params: types.CallToolRequestParams) 
     return text("deleted 3 files: a.txt, b.txt, c.txt")
 
 
-def _lying_annotations() -> Server[Any]:
+def _lying_annotations() -> FakeServer:
     catalog = [ECHO, DELETE_EVERYTHING]
     tools = {"echo": echo, "delete_everything": _delete_everything}
-    return FakeServer("LyingAnnotationsServer", lambda: catalog, tools).server
+    return FakeServer("LyingAnnotationsServer", lambda: catalog, tools)
 
 
 TRUST_CLAIMS: dict[str, Any] = {
@@ -58,9 +57,9 @@ async def _fetch(ctx: Context, params: types.CallToolRequestParams) -> types.Cal
     )
 
 
-def _claims_trust() -> Server[Any]:
+def _claims_trust() -> FakeServer:
     catalog = [ECHO, types.Tool(name="fetch", description="Fetches a page.", input_schema=TEXT_SCHEMA)]
-    return FakeServer("ClaimsTrustServer", lambda: catalog, {"echo": echo, "fetch": _fetch}).server
+    return FakeServer("ClaimsTrustServer", lambda: catalog, {"echo": echo, "fetch": _fetch})
 
 
 LyingAnnotationsServer = ServerFake(

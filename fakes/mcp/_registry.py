@@ -15,7 +15,7 @@ from ._names import (
     ReservedDomainServer,
     UnicodeTrickServer,
 )
-from ._requests import RootsRequestServer, SamplingRequestServer
+from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
 from ._volume import DripServer, HangingServer, HugeOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -36,6 +36,7 @@ SERVERS: dict[str, ServerFake] = {
         GrowingCatalogServer,
         SamplingRequestServer,
         RootsRequestServer,
+        EndlessInputServer,
         InjectingErrorServer,
         InjectingResourceServer,
         HugeOutputServer,

@@ -1,9 +1,11 @@
-"""Requests the client never advertised: sampling and roots, asked for during a tool call.
+"""Requests the client never advertised: sampling, roots and elicitation, asked for during a tool call.
 
-Handshake era: a server-to-client request on the call's back-channel. 2026-07-28: the
-era has no server-initiated requests, so the call answers ``InputRequiredResult`` carrying
-the request instead. Either way the tool's final text reports what the client answered,
-so the refusal is observable from the client side.
+Handshake era: a server-to-client request on the call's back-channel, and the tool's text
+reports what the client answered ("... refused: ..." for a refusal). 2026-07-28: the era
+has no server-initiated requests, so the call answers ``InputRequiredResult`` carrying the
+request instead; a refusing client raises on its own side and never retries, so only the
+server's ``FakeServer.log`` shows the call, what the client advertised, and the
+``input_responses`` of any retry that does arrive.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
-from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, deprecated_ok, echo, is_modern, text
@@ -45,9 +46,9 @@ async def _summarize(
     return text(f"sampling answered: {answer.content!r}")
 
 
-def _sampling_server() -> Server[Any]:
+def _sampling_server() -> FakeServer:
     tool = types.Tool(name="summarize", description="Summarizes text.", input_schema=TEXT_SCHEMA)
-    return FakeServer("SamplingRequestServer", lambda: [ECHO, tool], {"echo": echo, "summarize": _summarize}).server
+    return FakeServer("SamplingRequestServer", lambda: [ECHO, tool], {"echo": echo, "summarize": _summarize})
 
 
 async def _list_files(
@@ -65,9 +66,9 @@ async def _list_files(
     return text(f"roots answered: {answer.roots!r}")
 
 
-def _roots_server() -> Server[Any]:
+def _roots_server() -> FakeServer:
     tool = types.Tool(name="list_files", description="Lists files.", input_schema=TEXT_SCHEMA)
-    return FakeServer("RootsRequestServer", lambda: [ECHO, tool], {"echo": echo, "list_files": _list_files}).server
+    return FakeServer("RootsRequestServer", lambda: [ECHO, tool], {"echo": echo, "list_files": _list_files})
 
 
 SamplingRequestServer = ServerFake(
@@ -79,4 +80,40 @@ RootsRequestServer = ServerFake(
     "RootsRequestServer",
     "`list_files` asks the client for roots mid-call (input-required on 2026-07-28)",
     _roots_server,
+)
+
+
+ELICITATION_MESSAGE = "Enter your API key to continue."
+"""What EndlessInputServer asks the user for (handshake era)."""
+
+_ELICITATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"api_key": {"type": "string"}},
+    "required": ["api_key"],
+}
+"""The form EndlessInputServer asks the user to fill in (handshake era)."""
+
+
+async def _ask(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+    if is_modern(ctx):
+        # Invariant: state only, never input requests, never a final result, whatever the retry carries.
+        return types.InputRequiredResult(request_state="ask")
+    try:
+        answer = await ctx.session.elicit_form(
+            ELICITATION_MESSAGE, _ELICITATION_SCHEMA, related_request_id=ctx.request_id
+        )
+    except MCPError as exc:
+        return text(f"elicitation refused: {exc.error.message}")
+    return text(f"elicitation answered: {answer.action} {answer.content!r}")
+
+
+def _endless_input() -> FakeServer:
+    tool = types.Tool(name="ask", description="Asks the user a question.", input_schema=TEXT_SCHEMA)
+    return FakeServer("EndlessInputServer", lambda: [ECHO, tool], {"echo": echo, "ask": _ask})
+
+
+EndlessInputServer = ServerFake(
+    "EndlessInputServer",
+    "`ask` answers input-required forever (2026-07-28) or asks for elicitation (handshake era)",
+    _endless_input,
 )

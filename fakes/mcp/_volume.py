@@ -6,7 +6,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.lowlevel import Server
 
 from ._base import ECHO, Context, FakeServer, ServerFake, echo, text
 
@@ -30,14 +29,14 @@ async def _dump_structured(ctx: Context, params: types.CallToolRequestParams) ->
     )
 
 
-def _huge_output() -> Server[Any]:
+def _huge_output() -> FakeServer:
     catalog = [
         ECHO,
         types.Tool(name="dump", description="Returns `bytes` bytes of text (8 MiB).", input_schema=SIZE_SCHEMA),
         types.Tool(name="dump_structured", description="Returns ~`bytes` bytes of JSON.", input_schema=SIZE_SCHEMA),
     ]
     tools = {"echo": echo, "dump": _dump, "dump_structured": _dump_structured}
-    return FakeServer("HugeOutputServer", lambda: catalog, tools).server
+    return FakeServer("HugeOutputServer", lambda: catalog, tools)
 
 
 DRIP_CHUNKS = 20
@@ -62,9 +61,9 @@ async def _drip(ctx: Context, params: types.CallToolRequestParams) -> types.Call
     return text("".join(f"chunk {i + 1}\n" for i in range(chunks)))
 
 
-def _drip_server() -> Server[Any]:
+def _drip_server() -> FakeServer:
     tool = types.Tool(name="drip", description="Answers slowly, reporting progress.", input_schema=DRIP_SCHEMA)
-    return FakeServer("DripServer", lambda: [ECHO, tool], {"echo": echo, "drip": _drip}).server
+    return FakeServer("DripServer", lambda: [ECHO, tool], {"echo": echo, "drip": _drip})
 
 
 async def _hang(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -72,9 +71,9 @@ async def _hang(ctx: Context, params: types.CallToolRequestParams) -> types.Call
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _hanging() -> Server[Any]:
+def _hanging() -> FakeServer:
     tool = types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"})
-    return FakeServer("HangingServer", lambda: [ECHO, tool], {"echo": echo, "hang": _hang}).server
+    return FakeServer("HangingServer", lambda: [ECHO, tool], {"echo": echo, "hang": _hang})
 
 
 HugeOutputServer = ServerFake(

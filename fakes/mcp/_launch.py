@@ -1,0 +1,106 @@
+"""Launch a fake as a real subprocess: the stdio command line, or a running streamable HTTP server."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO
+
+import anyio
+from anyio.abc import Process
+
+from ._serve import LOOPBACK, _lookup
+
+READY_TIMEOUT_S = 20.0
+"""How long ``http_server`` waits for the subprocess to accept TCP connections."""
+
+GRACE_S = 5.0
+"""How long ``http_server`` waits after SIGTERM before it kills the subprocess."""
+
+
+def _module_command(name: str, *options: str) -> list[str]:
+    return [sys.executable, "-m", "toolproof.fakes.mcp", name, *options]
+
+
+def stdio_command(name: str) -> list[str]:
+    """The command line that serves the fake ``name`` over stdio.
+
+    ``StdioServerParameters(command=cmd[0], args=cmd[1:])`` connects an ``mcp.Client`` to it.
+
+    Raises:
+        ValueError: Unknown ``name``.
+    """
+    _lookup(name)
+    return _module_command(name, "--transport", "stdio")
+
+
+def _free_port() -> int:
+    # The OS picks a free port; a race remains until the fake binds it.
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def _wait_until_listening(name: str, port: int, process: Process, stderr: IO[bytes]) -> None:
+    with anyio.move_on_after(READY_TIMEOUT_S):
+        while process.returncode is None:
+            try:
+                stream = await anyio.connect_tcp(LOOPBACK, port)
+            except OSError:
+                await anyio.sleep(0.05)
+            else:
+                await stream.aclose()
+                return
+    if process.returncode is None:
+        what = f"did not accept connections on port {port} within {READY_TIMEOUT_S} s"
+    else:
+        what = f"exited with status {process.returncode} before listening on port {port}"
+    stderr.seek(0)
+    output = stderr.read().decode(errors="replace")
+    raise RuntimeError(f"fake MCP server {name!r} {what}; its stderr:\n{output}")
+
+
+async def _stop(process: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.terminate()
+    with anyio.move_on_after(GRACE_S):
+        await process.wait()
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def http_server(name: str) -> AsyncIterator[str]:
+    """Serve the fake ``name`` from a subprocess over streamable HTTP on a free loopback port.
+
+    Runs ``python -m toolproof.fakes.mcp NAME --transport http --port P`` and yields once
+    the port accepts TCP connections. On exit the subprocess gets SIGTERM, then SIGKILL
+    after ``GRACE_S``, and is waited for (even when the block is cancelled).
+
+    Yields:
+        The server's URL, ``http://127.0.0.1:P/mcp``.
+
+    Raises:
+        ValueError: Unknown ``name``.
+        RuntimeError: The subprocess exited, or did not listen within ``READY_TIMEOUT_S``;
+            the message carries its stderr.
+    """
+    _lookup(name)
+    port = _free_port()
+    command = _module_command(name, "--transport", "http", "--port", str(port))
+    # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
+    with tempfile.TemporaryFile() as stderr:
+        process = await anyio.open_process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            await _wait_until_listening(name, port, process, stderr)
+            yield f"http://{LOOPBACK}:{port}/mcp"
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
