@@ -96,6 +96,16 @@ class Link:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one leaf exception of nested single-member groups, or None."""
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup):
+        if len(inner.exceptions) != 1:
+            return None
+        inner = inner.exceptions[0]
+    return inner
+
+
 async def _answers(method: Callable[[], Awaitable[Any]]) -> bool:
     try:
         await method()
@@ -145,8 +155,9 @@ class McpTool:
 class McpAdapter:
     """Connects the configured servers, keeps catalog history and session pins, and resolves ``mcp.*`` names.
 
-    Witnesses subclass it and override one hook: ``prefix``, ``normalize``, ``register``,
-    ``classify``, ``client_options``, ``notified`` or ``prefetch``.
+    Witnesses subclass it and override one hook (``prefix``, ``normalize``, ``register``,
+    ``definition_hash``, ``classify``, ``spec_for``, ``client_options``, ``notified``,
+    ``prefetch``, ``skills``, ``output_cap``, ``check``...).
     """
 
     def __init__(self, config: InstanceConfig, store: Store, clock: Clock) -> None:
@@ -181,18 +192,27 @@ class McpAdapter:
                 )
 
     def client_options(self, server: McpServerConfig) -> dict[str, Any]:
-        """Extra ``mcp.Client`` options: none, so sampling and roots are never advertised (decision 8)."""
+        """``mcp.Client`` options over the defaults: none, so sampling and roots are never advertised (decision 8)."""
         return {}
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpAdapter]:
-        """Connect every server for the instance's lifetime."""
-        async with AsyncExitStack() as stack:
-            group = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(group.cancel_scope.cancel)
-            for server in self.config.mcp_servers:
-                await self._connect(stack, group, server)
-            yield self
+        """Connect every server for the instance's lifetime.
+
+        The SDK's task groups wrap whatever the body raises; a single error is raised as itself.
+        """
+        try:
+            async with AsyncExitStack() as stack:
+                group = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(group.cancel_scope.cancel)
+                for server in self.config.mcp_servers:
+                    await self._connect(stack, group, server)
+                yield self
+        except BaseExceptionGroup as wrapped:
+            leaf = _single(wrapped)
+            if leaf is None:
+                raise
+            raise leaf from None
 
     async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
         target: Any
@@ -209,15 +229,14 @@ class McpAdapter:
             if isinstance(message, types.ToolListChangedNotification):
                 await self.notified(link_box[0])
 
-        client = Client(
-            target,
-            mode=server.protocol,
-            cache=None,
-            message_handler=on_message,
-            input_required_max_rounds=INPUT_REQUIRED_MAX_ROUNDS,
-            read_timeout_seconds=server.call_timeout_s,
-            **self.client_options(server),
-        )
+        options: dict[str, Any] = {
+            "mode": server.protocol,
+            "cache": None,
+            "message_handler": on_message,
+            "input_required_max_rounds": INPUT_REQUIRED_MAX_ROUNDS,
+            "read_timeout_seconds": server.call_timeout_s,
+        }
+        client = Client(target, **(options | self.client_options(server)))
         try:
             await stack.enter_async_context(client)
         except Exception as exc:
@@ -276,8 +295,12 @@ class McpAdapter:
                     continue
             chosen = group[0]
             remote = None if chosen.name == synthetic else chosen.name
-            registered[name] = RemoteTool(name, remote, definition_sha256(wire(chosen)), wire(chosen))
+            registered[name] = RemoteTool(name, remote, self.definition_hash(chosen), wire(chosen))
         return registered, dropped
+
+    def definition_hash(self, tool: types.Tool) -> str:
+        """Decision 9's hash of the tool's full definition."""
+        return definition_sha256(wire(tool))
 
     @staticmethod
     def _read_resource_definition(name: str) -> types.Tool:
@@ -397,6 +420,8 @@ class McpAdapter:
 
     async def advertise(self, run_id: str) -> Advertisement:
         """The session's pin; pinned now from the current catalogs if the session has not started."""
+        if not self.links:
+            return Advertisement(run_id=run_id, as_of_seq=0, tools=[], skills=[])  # No server: nothing to pin.
         rows = self.store.pins(run_id)
         if not rows:
             rows = await self._pin(run_id)
@@ -408,7 +433,7 @@ class McpAdapter:
         for link in self.links.values():
             await self.refresh(link)
             await self.prefetch(link)
-            skills.extend(await self._skills(link))
+            skills.extend(await self.skills(link))
         as_of = self.store.last_catalog_seq()
         for link in self.links.values():
             for entry in link.catalog.values():
@@ -450,7 +475,8 @@ class McpAdapter:
         self.store.pin([marker, *rows])  # A concurrent pin of the same run wins; both read it back.
         return self.store.pins(run_id)
 
-    async def _skills(self, link: Link) -> list[Skill]:
+    async def skills(self, link: Link) -> list[Skill]:
+        """Decision 8: the server's prompts as read-only, untrusted, never-cacheable skills."""
         if not link.prompts:
             return []
         listed = await link.client.list_prompts()
@@ -525,16 +551,21 @@ class McpAdapter:
     def from_result(self, link: Link, spec: ToolSpec, result: types.CallToolResult) -> ToolResult:
         """A remote result as a ToolResult: text only, no claimed label, structure only under a pinned schema."""
         parts = [self._text(block) for block in result.content]
-        structured = result.structured_content if spec.output_schema is not None else None
         size = sum(len(p.encode()) for p in parts)
-        if structured is not None:
-            size += len(json.dumps(structured))
-        if size > link.config.max_output_bytes:
-            detail = f"the result is {size} bytes, over this server's cap of {link.config.max_output_bytes}"
+        if result.structured_content is not None:
+            size += len(json.dumps(result.structured_content))
+        cap = self.output_cap(link)
+        if size > cap:
+            detail = f"the result is {size} bytes, over this server's cap of {cap}"
             return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=detail))
+        structured = result.structured_content if spec.output_schema is not None else None
         if result.is_error:
             return ToolResult(ok=False, failure=ToolFailure(kind="ERROR", detail="\n".join(parts)))
         return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts], structured=structured)
+
+    def output_cap(self, link: Link) -> int:
+        """Decision 8 (our D8.7): the largest result delivered from this server."""
+        return link.config.max_output_bytes
 
     def from_resource(self, link: Link, result: types.ReadResourceResult) -> ToolResult:
         """Resource contents as text parts."""
@@ -544,7 +575,7 @@ class McpAdapter:
                 parts.append(item.text)
             else:
                 parts.append(f"[binary resource {item.uri}, {item.mime_type or 'unknown type'}]")
-        if sum(len(p.encode()) for p in parts) > link.config.max_output_bytes:
+        if sum(len(p.encode()) for p in parts) > self.output_cap(link):
             return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail="resource over the cap"))
         return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts])
 

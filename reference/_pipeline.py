@@ -51,7 +51,7 @@ class Pipeline(Steps):
 
     async def run_step(self, step: StepRequest) -> list[Disposition]:
         """Decision 15: the whole batch in parallel when every member qualifies, else one by one in proposal order."""
-        if self.mcp is not None:
+        if self.mcp is not None and self.mcp.links:
             await self.mcp.advertise(step.run_id)  # Submitting a step starts the run's session.
         if not self.qualifies(step):
             return [await self.run_call(step, call) for call in step.calls]

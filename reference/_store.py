@@ -326,6 +326,12 @@ class Store:
             return False
         return True
 
+    def unpin(self, run_id: str) -> None:
+        """Forget the session pin of ``run_id`` (a witness applies catalog changes mid-session with it)."""
+        with self.transaction() as session:
+            for row in session.exec(select(SessionPinTable).where(SessionPinTable.run_id == run_id)).all():
+                session.delete(row)
+
     @staticmethod
     def _emit(session: Session, row: InvocationTable, events: Sequence[EventKind]) -> None:
         now = time.time()

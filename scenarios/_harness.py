@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
+    Advertisement,
+    CatalogChange,
     ConfigurationError,
     ConformanceFailure,
     ContextItem,
@@ -248,3 +250,16 @@ class Session:
     async def metrics(self) -> dict[str, int]:
         """Counters."""
         return await self.instance.metrics()
+
+    async def advertise(self, run_id: str | None = None) -> Advertisement:
+        """Start the run's MCP session if needed and read what it advertises."""
+        ad = await self.instance.advertise(run_id or self.run_id)
+        shown = ", ".join(f"{t.name}@{t.definition_sha256[:8]}" for t in ad.tools)
+        self.harness.log.append(f"advertise run={ad.run_id} as_of_seq={ad.as_of_seq} -> [{shown}]")
+        return ad
+
+    async def catalog_history(self) -> list[CatalogChange]:
+        """The implementation's catalog history."""
+        history = await self.instance.catalog_history()
+        self.harness.log.append(f"catalog_history -> {len(history)} entries")
+        return history

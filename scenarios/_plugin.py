@@ -23,6 +23,7 @@ from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     Implementation,
+    Profile,
     Verdict,
     load_catalog,
     load_implementation,
@@ -106,6 +107,18 @@ class ResultCollector:
             self._on_result(self.results[-1], self.done, self.total)
 
 
+def _conformance_failure(exc: object) -> ConformanceFailure | None:
+    """The ConformanceFailure ``exc`` is or carries (an implementation's task groups may wrap it)."""
+    if isinstance(exc, ConformanceFailure):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _conformance_failure(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
     """Map one report phase to a verdict; None while the scenario is still running."""
     if report.skipped:
@@ -122,8 +135,8 @@ def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
         return None, "", None
     if report.passed:
         return Verdict.PASS, "", None
-    failure: object = getattr(report, "toolproof_exception", None)
-    if isinstance(failure, ConformanceFailure):
+    failure = _conformance_failure(getattr(report, "toolproof_exception", None))
+    if failure is not None:
         notes = "\n".join(getattr(failure, "__notes__", []))
         return Verdict.FAIL, str(failure) + (f"\n{notes}" if notes else ""), failure.rule_id
     return Verdict.ERROR, report.longreprtext, None
@@ -173,6 +186,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the rule ids a scenario judges")
     config.addinivalue_line("markers", "needs_database: runs only with --toolproof-database-url")
+    config.addinivalue_line(
+        "markers", "profiles(*names): profiles a scenario needs beyond its rules' (a core rule judged through MCP)"
+    )
     config.addinivalue_line("markers", "slow: spawns processes; excluded from the quick loop")
     refs: list[str] = config.getoption("--toolproof-impl") or ["reference"]
     try:
@@ -234,6 +250,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.user_properties.extend([("rules", rules), ("implementation", impl.name), ("scenario", scenario)])
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
+    extra = item.get_closest_marker("profiles")
+    needed |= {Profile(p) for p in (extra.args if extra else ())}
     missing = sorted(p.value for p in needed - set(impl.profiles))
     if missing:
         pytest.skip(f"{NOT_CLAIMED}: {impl.name} does not claim profile {', '.join(missing)}")

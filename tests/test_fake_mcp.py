@@ -484,3 +484,14 @@ async def test_http_server_answers_a_real_client_and_is_gone_after_exit() -> Non
     assert _fake_pids(port) == []
     with pytest.raises(OSError, match="connection attempts failed"):
         await anyio.connect_tcp(fakes.LOOPBACK, port)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(fakes.SERVERS))
+async def test_every_fake_starts_over_stdio_and_http_for_a_real_client(name: str) -> None:
+    command, *args = fakes.stdio_command(name)
+    with anyio.fail_after(60):
+        async with Client(StdioServerParameters(command=command, args=args), mode="legacy") as client:
+            await _exercise(client, name)
+        async with fakes.http_server(name) as url, Client(url, mode="2026-07-28") as client:
+            await _exercise(client, name)

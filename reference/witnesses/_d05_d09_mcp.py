@@ -1,0 +1,364 @@
+"""Witnesses of the MCP decisions (5-9, and 18's MCP half): each plants one defect in the adapter."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+from mcp import Client
+
+from toolproof.reference._mcp import Link, McpAdapter, McpTool, RemoteTool, wire
+from toolproof.reference._pipeline import CallState, Pipeline
+from toolproof.reference._store import CatalogHistoryTable, Store
+from toolproof.spec import (
+    READ_RESOURCE,
+    Advertisement,
+    CatalogChangeKind,
+    Clock,
+    ConfigurationError,
+    Disposition,
+    Envelope,
+    IdempotencyClass,
+    InstanceConfig,
+    McpClassification,
+    McpServerConfig,
+    McpTransport,
+    ProposedCall,
+    ReasonCode,
+    Risk,
+    SideEffect,
+    Skill,
+    StepRequest,
+    Success,
+    ToolSpec,
+    TrustLabel,
+    definition_sha256,
+    normalize_remote_name,
+)
+
+from ._registry import witness
+
+
+def _mcp(adapter: type[McpAdapter]) -> type[Pipeline]:
+    return type(f"_{adapter.__name__}Pipeline", (Pipeline,), {"mcp_class": adapter})
+
+
+class _PrefixFromServerInfo(McpAdapter):
+    def prefix(self, server: McpServerConfig, client: Client) -> str:
+        info = client.server_info
+        return f"mcp.{normalize_remote_name(info.name if info else server.server_id)}."
+
+
+witness("server_info_prefix", ("D5.5",), "names a server's tools after its serverInfo.name")(
+    _mcp(_PrefixFromServerInfo)
+)
+
+
+class _NoNfkc(McpAdapter):
+    def normalize(self, remote: str) -> str:
+        segment = re.sub(r"[^a-z0-9_]+", "_", remote.lower())
+        return (segment if segment[:1].isalpha() else "t_" + segment)[:64]
+
+
+witness("no_nfkc", ("D5.6",), "normalizes without Unicode NFKC")(_mcp(_NoNfkc))
+
+
+class _FirstWins(McpAdapter):
+    def register(self, link: Link, tools: Sequence[types.Tool]) -> tuple[dict[str, RemoteTool], set[str]]:
+        registered, _ = super().register(link, [])
+        for tool in tools:
+            name = link.prefix + self.normalize(tool.name)
+            if name not in registered:
+                shape = wire(tool)
+                registered[name] = RemoteTool(name, tool.name, self.definition_hash(tool), shape)
+        return registered, set()
+
+
+witness("first_name_wins", ("D5.7",), "resolves normalization collisions by catalog order, first wins")(
+    _mcp(_FirstWins)
+)
+
+
+class _VerbatimNames(McpAdapter):
+    def register(self, link: Link, tools: Sequence[types.Tool]) -> tuple[dict[str, RemoteTool], set[str]]:
+        registered, dropped = super().register(link, tools)
+        for tool in tools:
+            if "." in tool.name and tool.name == tool.name.lower():
+                registered.pop(link.prefix + self.normalize(tool.name), None)
+                registered[tool.name] = RemoteTool(tool.name, tool.name, self.definition_hash(tool), wire(tool))
+        return registered, dropped
+
+
+witness("verbatim_dotted_names", ("D5.8",), "registers remote names that already look like dotted names as they are")(
+    _mcp(_VerbatimNames)
+)
+
+
+class _TrustsAnnotations(McpAdapter):
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        hints = entry.definition.get("annotations") or {}
+        if hints.get("readOnlyHint"):
+            return McpClassification(
+                side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT
+            )
+        return super().classify(link, entry)
+
+
+witness("annotations_classify", ("D6.1",), "takes side effect, risk and idempotency from the server's annotations")(
+    _mcp(_TrustsAnnotations)
+)
+
+
+class _PermissiveDefault(McpAdapter):
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        if link.config.classification is None:
+            return McpClassification(
+                side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT
+            )
+        return super().classify(link, entry)
+
+
+witness("permissive_unclassified", ("D6.2",), "treats an unclassified server as read-only and idempotent")(
+    _mcp(_PermissiveDefault)
+)
+
+
+class _TrustedOutput(McpAdapter):
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        return super().spec_for(link, entry).model_copy(update={"output_trust": TrustLabel.INTERNAL})
+
+
+witness("trusted_mcp_output", ("D6.3",), "registers MCP tools with INTERNAL output trust")(_mcp(_TrustedOutput))
+
+
+class _AcceptsTenantStdio(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        allowed = [s for s in config.mcp_servers if s.url is not None]
+        super().check(config.model_copy(update={"mcp_servers": allowed}))
+
+
+witness("tenant_stdio_accepted", ("D7.1",), "accepts a tenant MCP server over stdio or in-process")(
+    _mcp(_AcceptsTenantStdio)
+)
+
+
+class _AnyHost(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        hosts = [urlsplit(s.url).hostname or "" for s in config.mcp_servers if s.url is not None]
+        super().check(config.model_copy(update={"egress_allowlist": [*config.egress_allowlist, *hosts]}))
+
+
+witness("egress_allowlist_ignored", ("D7.2",), "accepts a tenant HTTP server on any host")(_mcp(_AnyHost))
+
+
+class _RefusesStdio(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        for server in config.mcp_servers:
+            if server.transport is McpTransport.STDIO:
+                raise ConfigurationError(f"MCP server {server.server_id!r}: stdio is not supported")
+        super().check(config)
+
+
+witness("stdio_refused", ("D7.3",), "refuses stdio servers even from the operator")(_mcp(_RefusesStdio))
+
+
+class _ToolPerResource(McpAdapter):
+    async def refresh(self, link: Link) -> None:
+        await super().refresh(link)
+        if not link.resources:
+            return
+        synthetic = link.catalog.pop(link.prefix + READ_RESOURCE, None)
+        for resource in (await link.client.list_resources()).resources:
+            name = link.prefix + self.normalize(resource.name)
+            link.catalog[name] = RemoteTool(name, None, synthetic.sha256 if synthetic else "", {})
+
+
+witness("tool_per_resource", ("D8.1",), "exposes each resource as its own tool instead of one read_resource")(
+    _mcp(_ToolPerResource)
+)
+
+
+class _Prefetches(McpAdapter):
+    async def prefetch(self, link: Link) -> None:
+        if link.resources:
+            for resource in (await link.client.list_resources()).resources:
+                await link.client.read_resource(str(resource.uri))
+
+
+witness("prefetched_resources", ("D8.2",), "reads every resource when a session starts")(_mcp(_Prefetches))
+
+
+class _CacheableSkills(McpAdapter):
+    async def skills(self, link: Link) -> list[Skill]:
+        return [s.model_copy(update={"cacheable": True}) for s in await super().skills(link)]
+
+
+witness("cacheable_skills", ("D8.3",), "lets MCP prompts into the cacheable prefix")(_mcp(_CacheableSkills))
+
+
+async def _answer_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="sure"), model="witness"
+    )
+
+
+async def _answer_roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///")])
+
+
+class _AdvertisesSampling(McpAdapter):
+    def client_options(self, server: McpServerConfig) -> dict[str, Any]:
+        return {"sampling_callback": _answer_sampling}
+
+
+witness("sampling_advertised", ("D8.4",), "advertises sampling and answers a server's sampling requests")(
+    _mcp(_AdvertisesSampling)
+)
+
+
+class _AdvertisesRoots(McpAdapter):
+    def client_options(self, server: McpServerConfig) -> dict[str, Any]:
+        return {"list_roots_callback": _answer_roots}
+
+
+witness("roots_advertised", ("D8.5",), "advertises roots and answers a server's roots requests")(_mcp(_AdvertisesRoots))
+
+
+@witness("mcp_beside_pipeline", ("D8.6",), "runs MCP calls straight through the adapter, leaving no row or event")
+class _McpBesidePipeline(Pipeline):
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        if self.mcp is None or not call.tool_name.startswith("mcp."):
+            return await super().run_call(request, call)
+        found = await self.mcp.resolve(request.run_id, call.tool_name)
+        if isinstance(found, ReasonCode):
+            return await super().run_call(request, call)
+        state = CallState(request=request, call=call)
+        state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
+        await self.step_prepare(state)
+        assert state.context is not None
+
+        async def nowhere() -> None:
+            return None  # No row to mark: the call never entered the pipeline.
+
+        state.context._mark = nowhere
+        result = await found[1].execute(dict(call.arguments), state.context)
+        return Success(
+            invocation_id=state.invocation_id,
+            content=[
+                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text)
+                for p in result.content
+            ],
+        )
+
+
+class _Unbounded(McpAdapter):
+    def client_options(self, server: McpServerConfig) -> dict[str, Any]:
+        return {"read_timeout_seconds": None, "input_required_max_rounds": 1_000_000}
+
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        return super().spec_for(link, entry).model_copy(update={"deadline_s": 3600.0})
+
+
+witness("unbounded_mcp_calls", ("D8.7",), "gives MCP calls an hour and unlimited input-required rounds")(
+    _mcp(_Unbounded)
+)
+
+
+class _NoOutputCap(McpAdapter):
+    def output_cap(self, link: Link) -> int:
+        return 1 << 40
+
+
+witness("no_mcp_output_cap", ("D8.7",), "delivers MCP results of any size")(_mcp(_NoOutputCap))
+
+
+class _SchemaOnlyHash(McpAdapter):
+    def definition_hash(self, tool: types.Tool) -> str:
+        return definition_sha256({"inputSchema": wire(tool).get("inputSchema")})
+
+
+witness("schema_only_hash", ("D9.1",), "pins a hash of the input schema alone, not the full definition")(
+    _mcp(_SchemaOnlyHash)
+)
+
+
+class _AppliesListChanged(McpAdapter):
+    def __init__(self, config: InstanceConfig, store: Store, clock: Clock) -> None:
+        super().__init__(config, store, clock)
+        self.sessions: set[str] = set()
+
+    async def advertise(self, run_id: str) -> Advertisement:
+        self.sessions.add(run_id)
+        return await super().advertise(run_id)
+
+    async def notified(self, link: Link) -> None:
+        await super().notified(link)
+        for run_id in self.sessions:
+            self.store.unpin(run_id)  # The next look re-pins from the current catalog.
+
+
+witness("list_changed_applied", ("D9.2",), "re-pins every session when a server sends tools/list_changed")(
+    _mcp(_AppliesListChanged)
+)
+
+
+class _CallsWithdrawn(McpAdapter):
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        found = await super().resolve(run_id, name)
+        if found is ReasonCode.TOOL_WITHDRAWN:
+            return self.pinned(run_id, name) or found
+        return found
+
+
+witness("withdrawn_tool_called", ("D9.3",), "still calls a pinned tool its server withdrew")(_mcp(_CallsWithdrawn))
+
+
+class _CallsChanged(McpAdapter):
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        found = await super().resolve(run_id, name)
+        if found is ReasonCode.TOOL_DEFINITION_CHANGED:
+            return self.pinned(run_id, name) or found
+        return found
+
+
+witness("changed_tool_called", ("D9.4",), "calls a tool whose definition changed under its pinned definition")(
+    _mcp(_CallsChanged)
+)
+
+
+class _ForgetsSilentChanges(McpAdapter):
+    def _record(self, changes: list[CatalogHistoryTable]) -> None:
+        super()._record([c for c in changes if c.kind != CatalogChangeKind.CHANGED.value])
+
+
+witness("silent_change_unrecorded", ("D9.5",), "records changes it is told about, not changes it lists")(
+    _mcp(_ForgetsSilentChanges)
+)
+
+
+class _PinsOnce(McpAdapter):
+    async def advertise(self, run_id: str) -> Advertisement:
+        first = getattr(self, "first_run", None)
+        if first is None:
+            self.first_run = run_id
+            return await super().advertise(run_id)
+        ad = await super().advertise(first)
+        return ad.model_copy(update={"run_id": run_id})
+
+
+witness("one_pin_per_instance", ("D9.6",), "gives every session the catalog the first session pinned")(_mcp(_PinsOnce))
+
+
+class _FirstListingUnrecorded(McpAdapter):
+    def _record(self, changes: list[CatalogHistoryTable]) -> None:
+        if getattr(self, "recorded_once", False):
+            super()._record(changes)
+        self.recorded_once = True
+
+
+witness("first_listing_unrecorded", ("D18.2",), "keeps no history of the catalog a server first listed")(
+    _mcp(_FirstListingUnrecorded)
+)

@@ -1,0 +1,61 @@
+"""Decision 7: tenant servers over HTTP to allowlisted hosts only; stdio from the operator."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes.mcp import http_server, stdio_command
+from toolproof.spec import ConfigurationError, McpOrigin, McpServerConfig, McpTransport
+
+from ._harness import Harness
+from ._mcp import READ, memory
+
+
+async def _refusal(harness: Harness, *servers: McpServerConfig, **config: object) -> ConfigurationError | None:
+    harness.log.append(f"open with {[s.model_dump(mode='json') for s in servers]} {config}")
+    try:
+        async with harness.implementation.open(harness.config(mcp_servers=list(servers), **config), [], harness.clock):
+            return None
+    except ConfigurationError as exc:
+        harness.log.append(f"open refused: {exc}")
+        return exc
+
+
+@pytest.mark.rules("D7.1")
+async def test_tenant_server_not_over_http_is_a_configuration_error(harness: Harness) -> None:
+    stdio = McpServerConfig(
+        server_id="tenant_stdio",
+        origin=McpOrigin.TENANT,
+        transport=McpTransport.STDIO,
+        command=stdio_command("PlainServer"),
+    )
+    in_process, _ = memory(harness, "tenant_mem", "PlainServer")
+    for server in (stdio, in_process.model_copy(update={"origin": McpOrigin.TENANT})):
+        error = await _refusal(harness, server)
+        harness.expect("D7.1", error is not None, f"a tenant server over {server.transport.value} was accepted")
+        harness.expect("D7.1", "D7.1" in str(error), f"the configuration error does not name D7.1: {error}")
+
+
+@pytest.mark.rules("D7.2")
+async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harness) -> None:
+    async with http_server("PlainServer") as url:
+        tenant = McpServerConfig(
+            server_id="tenant", origin=McpOrigin.TENANT, transport=McpTransport.HTTP, url=url, classification=READ
+        )
+        error = await _refusal(harness, tenant, egress_allowlist=["api.example.com"])
+        harness.expect("D7.2", error is not None, f"a tenant server at {url}, off the allowlist, was accepted")
+        harness.expect("D7.2", "D7.2" in str(error), f"the configuration error does not name D7.2: {error}")
+        async with harness.open(mcp_servers=[tenant], egress_allowlist=["127.0.0.1"]) as session:
+            harness.success("D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an allowlisted tenant call")
+
+
+@pytest.mark.rules("D7.3")
+async def test_operator_stdio_server_is_accepted(harness: Harness) -> None:
+    operator = McpServerConfig(
+        server_id="local", transport=McpTransport.STDIO, command=stdio_command("PlainServer"), classification=READ
+    )
+    error = await _refusal(harness, operator)
+    harness.expect("D7.3", error is None, f"an operator stdio server was refused: {error}")
+    async with harness.open(mcp_servers=[operator]) as session:
+        ok = harness.success("D7.3", await session.call("mcp.local.echo", {"text": "over stdio"}), "mcp.local.echo")
+        harness.expect("D7.3", [e.text for e in ok.content] == ["over stdio"], f"echo answered {ok.content}")

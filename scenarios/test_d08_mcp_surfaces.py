@@ -1,0 +1,209 @@
+"""Decision 8: resources, prompts, sampling and roots map deliberately; every call re-enters the pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from toolproof.fakes import EchoTool
+from toolproof.fakes.mcp import INJECTION, stdio_command
+from toolproof.spec import (
+    READ_RESOURCE,
+    InvocationStatus,
+    McpServerConfig,
+    McpTransport,
+    ReasonCode,
+    Success,
+    TrustLabel,
+)
+
+from ._harness import Harness, describe
+from ._mcp import ERAS, READ, memory
+
+HOLD_BOUND_S = 15.0
+"""How long a scenario lets a call run whose deadline is at most 5 s before judging it unbounded."""
+
+RESOURCE = "file:///notes/readme.txt"
+
+
+@pytest.mark.rules("D8.1")
+async def test_resources_are_reached_through_one_read_tool_per_server(harness: Harness) -> None:
+    notes, fake = memory(harness, "notes", "InjectingResourceServer")
+    plain, _ = memory(harness, "plain", "PlainServer")
+    async with harness.open(mcp_servers=[notes, plain]) as session:
+        ad = await session.advertise()
+        synthetic = [t for t in ad.tools if t.remote_name is None]
+        harness.expect(
+            "D8.1",
+            [t.name for t in synthetic] == [f"mcp.notes.{READ_RESOURCE}"],
+            f"tools not from a remote tool: {[t.name for t in synthetic]}; expected exactly mcp.notes.{READ_RESOURCE}",
+        )
+        ok = harness.success("D8.1", await session.call(f"mcp.notes.{READ_RESOURCE}", {"uri": RESOURCE}))
+        harness.expect("D8.1", any("Notes." in e.text for e in ok.content), f"the resource read answered {ok.content}")
+        rows = [r for r in await session.rows() if r.tool_name == f"mcp.notes.{READ_RESOURCE}"]
+        kinds = [e.kind for e in await session.events() if rows and e.invocation_id == rows[0].invocation_id]
+        harness.expect(
+            "D8.1",
+            len(rows) == 1 and rows[0].status is InvocationStatus.SUCCEEDED and len(kinds) >= 3,
+            f"the read left rows {[(r.tool_name, r.status.value) for r in rows]} and events {kinds}",
+        )
+        harness.expect("D8.1", fake.log.count(f"resources/read {RESOURCE}") == 1, f"server saw {fake.log}")
+
+
+@pytest.mark.rules("D8.2")
+async def test_resource_content_is_never_attached_automatically(harness: Harness) -> None:
+    notes, fake = memory(harness, "notes", "InjectingResourceServer")
+    async with harness.open(mcp_servers=[notes]) as session:
+        ad = await session.advertise()
+        harness.success("D8.2", await session.call("mcp.notes.echo", {"text": "hi"}), "mcp.notes.echo")
+        await session.advertise("run-2")
+        reads = [e for e in fake.log if e.startswith("resources/read")]
+        harness.expect("D8.2", reads == [], f"resources were read with no read_resource call: {reads}")
+        shown = ad.model_dump_json()
+        harness.expect("D8.2", "Notes." not in shown, "resource content appears in the session's advertisement")
+
+
+@pytest.mark.rules("D8.3")
+async def test_prompts_become_untrusted_read_only_uncacheable_skills(harness: Harness) -> None:
+    notes, _ = memory(harness, "notes", "InjectingResourceServer")
+    async with harness.open(mcp_servers=[notes]) as session:
+        skills = (await session.advertise()).skills
+        harness.expect("D8.3", [s.name for s in skills] == ["mcp.notes.review"], f"skills: {[s.name for s in skills]}")
+        for skill in skills:
+            harness.expect(
+                "D8.3",
+                skill.trust is TrustLabel.EXTERNAL_UNTRUSTED and skill.read_only and not skill.cacheable,
+                f"{skill.name}: trust={skill.trust.value} read_only={skill.read_only} cacheable={skill.cacheable}",
+            )
+
+
+async def _refused(harness: Harness, rule: str, fake_name: str, tool: str, protocol: str, what: str) -> None:
+    config, fake = memory(harness, "asker", fake_name, protocol=protocol)
+    async with harness.open(mcp_servers=[config]) as session:
+        d = await session.call(f"mcp.asker.{tool}", {"text": "x"})
+    advertised = [e for e in fake.log if e.startswith("client ") and f"{what}=True" in e]
+    harness.expect(rule, not advertised, f"the client advertised {what} to the server: {advertised}")
+    answered = isinstance(d, Success) and any(f"{what} answered" in e.text for e in d.content)
+    responses = [e for e in fake.log if e.startswith("input_responses") and "error" not in e.lower()]
+    harness.expect(rule, not answered and not responses, f"a {what} request was answered: {describe(d)} {fake.log}")
+
+
+@pytest.mark.rules("D8.4")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_sampling_is_never_advertised_and_refused(harness: Harness, protocol: str) -> None:
+    await _refused(harness, "D8.4", "SamplingRequestServer", "summarize", protocol, "sampling")
+
+
+@pytest.mark.rules("D8.5")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_roots_are_never_advertised_and_refused(harness: Harness, protocol: str) -> None:
+    await _refused(harness, "D8.5", "RootsRequestServer", "list_files", protocol, "roots")
+
+
+@pytest.mark.rules("D8.4")
+@pytest.mark.slow
+async def test_sampling_refused_over_stdio(harness: Harness) -> None:
+    config = McpServerConfig(
+        server_id="asker",
+        transport=McpTransport.STDIO,
+        command=stdio_command("SamplingRequestServer"),
+        classification=READ,
+    )
+    async with harness.open(mcp_servers=[config]) as session:
+        d = await session.call("mcp.asker.summarize", {"text": "x"})
+    answered = isinstance(d, Success) and any("sampling answered" in e.text for e in d.content)
+    harness.expect("D8.4", not answered, f"a sampling request over stdio was answered: {describe(d)}")
+
+
+@pytest.mark.rules("D8.6")
+async def test_mcp_call_leaves_what_a_builtin_call_leaves(harness: Harness) -> None:
+    plain, _ = memory(harness, "plain", "PlainServer")
+    async with harness.open(EchoTool(harness.world), mcp_servers=[plain]) as session:
+        for name in ("files.echo", "mcp.plain.echo"):
+            harness.success("D8.6", await session.call(name, {"text": "same"}), name)
+        rows = {r.tool_name: r for r in await session.rows()}
+        events = await session.events()
+    harness.expect("D8.6", set(rows) == {"files.echo", "mcp.plain.echo"}, f"rows were left for {sorted(rows)}")
+    builtin, remote = rows["files.echo"], rows["mcp.plain.echo"]
+
+    def kinds(invocation_id: str) -> list[str]:
+        return [e.kind for e in events if e.invocation_id == invocation_id]
+
+    harness.expect(
+        "D8.6",
+        kinds(builtin.invocation_id) == kinds(remote.invocation_id),
+        f"events differ: builtin {kinds(builtin.invocation_id)}, MCP {kinds(remote.invocation_id)}",
+    )
+    shape = {k: v is None for k, v in builtin.model_dump().items()}
+    other = {k: v is None for k, v in remote.model_dump().items()}
+    harness.expect(
+        "D8.6",
+        shape == other and (builtin.status, builtin.attempt) == (remote.status, remote.attempt),
+        f"rows differ: builtin {builtin.model_dump(mode='json')}, MCP {remote.model_dump(mode='json')}",
+    )
+
+
+@pytest.mark.rules("D8.7")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_hanging_dripping_and_endless_servers_are_bounded(harness: Harness, protocol: str) -> None:
+    hang, _ = memory(harness, "hang", "HangingServer", protocol=protocol, call_timeout_s=0.5)
+    drip, _ = memory(harness, "drip", "DripServer", protocol=protocol, call_timeout_s=0.5)
+    endless, _ = memory(harness, "endless", "EndlessInputServer", protocol=protocol, call_timeout_s=5.0)
+    calls: list[tuple[str, dict[str, Any], set[ReasonCode] | None]] = [
+        ("mcp.hang.hang", {}, {ReasonCode.DEADLINE_EXCEEDED}),
+        ("mcp.drip.drip", {"chunks": 20, "interval_s": 0.2}, {ReasonCode.DEADLINE_EXCEEDED}),
+        ("mcp.endless.ask", {"text": "x"}, None),
+    ]
+    async with harness.open(mcp_servers=[hang, drip, endless]) as session:
+        for name, arguments, reasons in calls:
+            d = None
+            with anyio.move_on_after(HOLD_BOUND_S):
+                d = await session.call(name, arguments)
+            harness.expect("D8.7", d is not None, f"{name} held the call for {HOLD_BOUND_S:.0f} s, past its deadline")
+            assert d is not None
+            if reasons is None:  # Endless input: any end will do, as long as no request was answered.
+                answered = isinstance(d, Success) and any("answered" in e.text for e in d.content)
+                harness.expect("D8.7", not answered, f"{name}'s input requests were answered: {describe(d)}")
+                continue
+            harness.expect(
+                "D8.7",
+                getattr(d, "reason_code", None) in reasons,
+                f"{name} was answered {describe(d)}; expected one of {sorted(r.value for r in reasons)}",
+            )
+
+
+@pytest.mark.rules("D8.7")
+async def test_output_over_the_server_cap_is_not_delivered(harness: Harness) -> None:
+    huge, _ = memory(harness, "huge", "HugeOutputServer", max_output_bytes=1024 * 1024)
+    async with harness.open(mcp_servers=[huge]) as session:
+        for name, size in (("mcp.huge.dump", 2 * 1024 * 1024), ("mcp.huge.dump_structured", 2 * 1024 * 1024)):
+            d = await session.call(name, {"bytes": size})
+            harness.expect(
+                "D8.7",
+                not isinstance(d, Success),
+                f"{name}'s {size}-byte result, over a 1 MiB cap, was delivered (whole or excerpted): {describe(d)}",
+            )
+        small = harness.success("D8.7", await session.call("mcp.huge.dump", {"bytes": 1000}), "a result under the cap")
+        harness.expect("D8.7", "".join(e.text for e in small.content) == "A" * 1000, "the small result was altered")
+
+
+@pytest.mark.rules("D13.4")
+@pytest.mark.profiles("mcp")
+async def test_remote_error_text_stays_in_the_external_detail(harness: Harness) -> None:
+    config, _ = memory(harness, "errs", "InjectingErrorServer")
+    async with harness.open(mcp_servers=[config]) as session:
+        for name in ("mcp.errs.fail", "mcp.errs.crash"):
+            outcome = harness.outcome("D13.4", await session.call(name, {"text": "x"}), name)
+            harness.expect(
+                "D13.4",
+                "instructions" not in outcome.message and "tool_result" not in outcome.message,
+                f"{name}'s message carries the server's text: {outcome.message!r}",
+            )
+            detail = outcome.external_detail
+            harness.expect(
+                "D13.4",
+                detail is not None and detail.trust is TrustLabel.EXTERNAL_UNTRUSTED and INJECTION[:20] in detail.text,
+                f"{name}'s remote text is not in an EXTERNAL_UNTRUSTED external_detail: {detail}",
+            )
