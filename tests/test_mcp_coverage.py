@@ -21,6 +21,6 @@ def test_every_hostile_server_is_exercised_by_a_scenario() -> None:
 
 def test_scenarios_cover_both_protocol_eras_and_real_transports() -> None:
     sources = _sources()
-    assert "parametrize(\"protocol\", ERAS)" in sources
+    assert 'parametrize("protocol", ERAS)' in sources
     assert "stdio_command(" in sources
     assert "http_server(" in sources
