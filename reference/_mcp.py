@@ -217,6 +217,10 @@ class McpAdapter:
     async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
         target: Any
         if server.transport is McpTransport.MEMORY:
+            if server.server is None:
+                raise ConfigurationError(
+                    f"MCP server {server.server_id!r}: transport memory needs an in-process server object"
+                )
             target = server.server
         elif server.transport is McpTransport.STDIO:
             assert server.command  # Invariant: McpServerConfig requires it for stdio.

@@ -2,17 +2,23 @@
 ``report.html``, ``junit.xml``)."""
 
 from ._crash import CrashCell
+from ._diff import RunDiff, VerdictChange, diff_runs
 from ._files import rerender, write_run
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import ResultRow, RunInfo, rule_verdicts, selected_rules, verdict_table
+from ._stale import StaleExpectation
 from ._store import load_crash_cells, load_run
 
 __all__ = [
     "CrashCell",
     "ResultRow",
+    "RunDiff",
     "RunInfo",
+    "StaleExpectation",
+    "VerdictChange",
+    "diff_runs",
     "load_crash_cells",
     "load_run",
     "render_html",

@@ -16,6 +16,7 @@ from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import ResultRow, RunInfo, complete_rows
+from ._stale import StaleExpectation, check_stale, stale_order
 from ._store import RESULTS_FILE, insert_run, load_everything
 from ._summary import render_summary
 
@@ -29,27 +30,37 @@ JUNIT_FILE = "junit.xml"
 """The run for CI systems."""
 
 
-def write_run(out_dir: Path, info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> None:
+def write_run(
+    out_dir: Path,
+    info: RunInfo,
+    rows: Sequence[ResultRow],
+    crash_cells: Sequence[CrashCell] = (),
+    stale: Sequence[StaleExpectation] = (),
+) -> None:
     """Record a run in ``out_dir``: append it to ``results.duckdb``, rewrite ``summary.json``, ``report.md``,
     ``report.html`` and ``junit.xml``.
 
     Every selected rule without a scenario row for an implementation gets a rule-level row
     (``not-covered``, or ``not-claimed``), so the database holds every selected rule. ``crash_cells``
-    go to the ``crash_matrix`` table and the crash matrix of both reports.
+    go to the ``crash_matrix`` table and the crash matrix of both reports; ``stale`` expectations to the
+    ``stale_expectations`` table, ``summary.json`` and both reports.
 
     Raises:
         ConfigurationError: ``out_dir`` cannot be created or written, holds a file that is not a
             toolproof results database, or already holds ``info.run_id``; or a selected rule is unknown.
         HarnessError: a row belongs to another run, implementation or to an unselected rule; or a crash
-            cell belongs to another run or implementation, names an unknown crash point or class, or repeats.
+            cell belongs to another run or implementation, names an unknown crash point or class, or repeats;
+            or a stale expectation belongs to another run or implementation.
     """
     completed = complete_rows(info, rows)
     check_crash_cells(info, crash_cells)
+    check_stale(info, stale)
     cells = sorted(crash_cells, key=crash_order(info))
+    stale_entries = sorted(stale, key=stale_order(info))
     # Render before touching the disk: a rendering error must not leave a recorded run without its report.
-    rendered = _render(info, completed, cells)
+    rendered = _render(info, completed, cells, stale_entries)
     _make_folder(out_dir)
-    insert_run(out_dir / RESULTS_FILE, info, completed, cells)
+    insert_run(out_dir / RESULTS_FILE, info, completed, cells, stale_entries)
     for name, text in rendered.items():
         _write_text(out_dir, name, text)
 
@@ -61,16 +72,18 @@ def rerender(out_dir: Path, run_id: str | None = None) -> None:
     Raises:
         ConfigurationError: as ``load_run``, or the files cannot be written.
     """
-    info, rows, cells = load_everything(out_dir, run_id)
-    for name, text in _render(info, rows, cells).items():
+    info, rows, cells, stale = load_everything(out_dir, run_id)
+    for name, text in _render(info, rows, cells, stale).items():
         _write_text(out_dir, name, text)
 
 
-def _render(info: RunInfo, rows: Sequence[ResultRow], cells: Sequence[CrashCell]) -> dict[str, str]:
+def _render(
+    info: RunInfo, rows: Sequence[ResultRow], cells: Sequence[CrashCell], stale: Sequence[StaleExpectation]
+) -> dict[str, str]:
     return {
-        SUMMARY_FILE: render_summary(info, rows),
-        REPORT_FILE: render_markdown(info, rows, cells),
-        HTML_FILE: render_html(info, rows, cells),
+        SUMMARY_FILE: render_summary(info, rows, stale),
+        REPORT_FILE: render_markdown(info, rows, cells, stale),
+        HTML_FILE: render_html(info, rows, cells, stale),
         JUNIT_FILE: render_junit(info, rows),
     }
 

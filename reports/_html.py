@@ -11,15 +11,22 @@ from ._crash import CrashCell, CrashTable, crash_order, crash_tables, effects_te
 from ._evidence import evidence_facts, printable
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
+from ._stale import StaleExpectation
 
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 _Table = dict[str, dict[str, Verdict]]
 
 
-def render_html(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> str:
+def render_html(
+    info: RunInfo,
+    rows: Sequence[ResultRow],
+    crash_cells: Sequence[CrashCell] = (),
+    stale: Sequence[StaleExpectation] = (),
+) -> str:
     """The text of ``report.html``.
 
-    Summary counts per implementation and per decision, the rule × implementation matrix, the crash
+    Summary counts per implementation and per decision, the stale expectations (when there are
+    any), the rule × implementation matrix, the crash
     matrix per implementation and mode, every rule with its text, interpretation, scenarios and
     verdicts, then every failing or erroring row and crash cell with its evidence verbatim in a
     ``<pre>`` (characters HTML cannot carry shown as escapes). Every verdict is a word and a symbol
@@ -48,6 +55,7 @@ def render_html(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[
         if cell.verdict is not Verdict.PASS and _cell_key(cell) not in cell_anchors:
             cell_anchors[_cell_key(cell)] = by_evidence[cell.implementation, cell.evidence]
     title = f"toolproof run {info.run_id}: {', '.join(info.implementations)}"
+    stale_link = f' <a href="#stale">Stale expectations ({len(stale)})</a>' if stale else ""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -62,12 +70,13 @@ def render_html(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">Started {_e(info.started_at)} with toolproof {_e(info.toolproof_version)};'
         f" {len(rules)} rules selected.</p>",
-        '<nav><a href="#summary">Summary</a> <a href="#matrix">Rule × implementation</a>'
+        f'<nav><a href="#summary">Summary</a>{stale_link} <a href="#matrix">Rule × implementation</a>'
         ' <a href="#crash-matrix">Crash matrix</a> <a href="#rules">Rules</a>'
         f' <a href="#failures">Failures ({len(failing) + len(crashed)})</a></nav>',
         "</header>",
         "<main>",
         *_summary(info, table, rules, titles),
+        *_stale(stale),
         *_filters(rules, titles),
         *_matrix(info, table, rules, titles, anchors),
         *_crash_matrix(crash_tables(info, crash_cells), cell_anchors),
@@ -114,6 +123,25 @@ def _summary(info: RunInfo, table: _Table, rules: Sequence[Rule], titles: dict[i
                 else ""
             )
             lines.append(f"<tr>{head}<td>{_e(name)}</td>{_counts(table[name][i] for i in ids)}</tr>")
+    return [*lines, "</tbody></table>", "</section>"]
+
+
+def _stale(stale: Sequence[StaleExpectation]) -> list[str]:
+    if not stale:
+        return []
+    lines = [
+        '<section id="stale">',
+        "<h2>Stale expectations</h2>",
+        '<p class="note">Entries of an expectations file this run contradicted; each fails the run until it is'
+        " removed or corrected.</p>",
+        '<table class="stale"><thead><tr><th scope="col">Implementation</th><th scope="col">File</th>'
+        '<th scope="col">Entry</th><th scope="col">Names</th><th scope="col">Problem</th></tr></thead><tbody>',
+    ]
+    for item in stale:
+        lines.append(
+            f"<tr><td>{_e(item.implementation)}</td><td><code>{_e(item.file)}</code></td><td>{item.entry}</td>"
+            f"<td>{_e(item.target)}</td><td>{_e(item.problem)}</td></tr>"
+        )
     return [*lines, "</tbody></table>", "</section>"]
 
 

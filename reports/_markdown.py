@@ -10,6 +10,7 @@ from toolproof.spec import Rule, Verdict, load_catalog
 from ._crash import CrashCell, CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
 from ._evidence import evidence_facts, printable
 from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
+from ._stale import StaleExpectation
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
 _COUNTED: tuple[Verdict, ...] = tuple(Verdict)
@@ -17,14 +18,21 @@ _COUNTED: tuple[Verdict, ...] = tuple(Verdict)
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 
 
-def render_markdown(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> str:
+def render_markdown(
+    info: RunInfo,
+    rows: Sequence[ResultRow],
+    crash_cells: Sequence[CrashCell] = (),
+    stale: Sequence[StaleExpectation] = (),
+) -> str:
     """The text of ``report.md``.
 
-    Title and verdict counts, a per-decision summary table, one section per decision listing each
-    selected rule (ID, profile, catalog text, verdict per implementation, scenarios, interpretation),
-    the crash matrix per implementation and mode, then every failing or erroring row and crash cell
-    with its evidence. Rule text comes only from the catalog. Characters XML cannot carry (a terminal
-    escape among them) are shown as Python escapes such as ``\\x1b``.
+    Title and verdict counts, a per-decision summary table, the rule × implementation matrix (with
+    several implementations), the stale expectations (when there are any), one section per decision
+    listing each selected rule (ID, profile, catalog text, verdict per implementation, scenarios,
+    interpretation), the crash matrix per implementation and mode, every failing or erroring row and
+    crash cell with its evidence, then every expected failure (``xfail``) with its evidence and reason.
+    Rule text comes only from the catalog. Characters XML cannot carry (a terminal escape among them)
+    are shown as Python escapes such as ``\\x1b``.
 
     Raises:
         ConfigurationError: a selected rule ID is not in the catalog.
@@ -36,6 +44,9 @@ def render_markdown(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Seque
     lines: list[str] = []
     lines += _title(info, table, len(rules))
     lines += _decision_summary(info, table, rules)
+    if len(info.implementations) > 1:
+        lines += _matrix(info, table, rules)
+    lines += _stale(stale)
     titles = {decision.number: decision.title for decision in catalog.decisions}
     for number in sorted({rule.decision for rule in rules}):
         lines += ["", f"## D{number}. {titles[number]}", ""]
@@ -43,6 +54,7 @@ def render_markdown(info: RunInfo, rows: Sequence[ResultRow], crash_cells: Seque
             lines += _rule_entry(info, table, rule, ordered)
     lines += _crash_matrix(crash_tables(info, crash_cells))
     lines += _failures(ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
+    lines += _expected_failures(ordered, {rule.id for rule in rules})
     # Evidence may quote a hostile tool: a raw escape character must not reach a terminal that cats the file.
     return printable("\n".join(lines) + "\n")
 
@@ -78,6 +90,38 @@ def _decision_summary(info: RunInfo, table: dict[str, dict[str, Verdict]], rules
         for name in info.implementations:
             counts = _counts(table[name][rule_id] for rule_id in ids)
             lines.append(_row([f"D{number}", titles[number], name, *counts]))
+    return lines
+
+
+def _matrix(info: RunInfo, table: dict[str, dict[str, Verdict]], rules: Sequence[Rule]) -> list[str]:
+    lines = [
+        "",
+        "## Rule × implementation",
+        "",
+        _row(["Rule", "Profile", *info.implementations]),
+        _row(["---"] * (2 + len(info.implementations))),
+    ]
+    for rule in rules:
+        lines.append(
+            _row([rule.id, rule.profile.value, *(_verdict(table[name][rule.id]) for name in info.implementations)])
+        )
+    return lines
+
+
+def _stale(stale: Sequence[StaleExpectation]) -> list[str]:
+    if not stale:
+        return []
+    lines = [
+        "",
+        "## Stale expectations",
+        "",
+        "Entries of an expectations file this run contradicted; each fails the run until it is removed or corrected.",
+        "",
+        _row(["Implementation", "File", "Entry", "Names", "Problem"]),
+        _row(["---"] * 5),
+    ]
+    for item in stale:
+        lines.append(_row([item.implementation, _code(item.file), str(item.entry), item.target, item.problem]))
     return lines
 
 
@@ -122,6 +166,18 @@ def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequen
         ]
         lines += _evidence(cell.evidence, facts + [f for f in evidence_facts(cell.evidence) if f[0] != "Crash point"])
     lines.pop()  # Invariant: every entry ends with a blank line, and the report ends with one newline.
+    return lines
+
+
+def _expected_failures(rows: Sequence[ResultRow], selected: set[str]) -> list[str]:
+    expected = [row for row in rows if row.verdict is Verdict.XFAIL and row.rule_id in selected]
+    if not expected:
+        return []
+    lines = ["", "## Expected failures", ""]
+    for row in expected:
+        lines += [f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} (xfail)", ""]
+        lines += _evidence(row.evidence, evidence_facts(row.evidence))
+    lines.pop()  # Invariant: as in _failures, the last entry's blank line goes.
     return lines
 
 

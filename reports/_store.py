@@ -14,6 +14,7 @@ from toolproof.spec import ConfigurationError, Verdict
 
 from ._crash import CrashCell, crash_order
 from ._results import ResultRow, RunInfo, row_order
+from ._stale import StaleExpectation, stale_order
 
 RESULTS_FILE = "results.duckdb"
 """Name of the database inside a results folder."""
@@ -50,15 +51,30 @@ _CRASH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("verdict", "VARCHAR"),
     ("evidence", "VARCHAR"),
 )
+_STALE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    ("implementation", "VARCHAR"),
+    ("file", "VARCHAR"),
+    ("entry", "INTEGER"),
+    ("target", "VARCHAR"),
+    ("problem", "VARCHAR"),
+)
 _SCHEMA = {"results": _RESULTS_COLUMNS, "runs": _RUNS_COLUMNS}
 # Tables a database written by an older toolproof may lack: created on the next write, read as empty.
-_OPTIONAL = {"crash_matrix": _CRASH_COLUMNS}
+_OPTIONAL = {"crash_matrix": _CRASH_COLUMNS, "stale_expectations": _STALE_COLUMNS}
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow], crash_cells: Sequence[CrashCell] = ()) -> None:
-    """Append one run and its crash cells to ``db_path`` (created when missing) in a single transaction.
+def insert_run(
+    db_path: Path,
+    info: RunInfo,
+    rows: Sequence[ResultRow],
+    crash_cells: Sequence[CrashCell] = (),
+    stale: Sequence[StaleExpectation] = (),
+) -> None:
+    """Append one run, its crash cells and its stale expectations to ``db_path`` (created when missing) in a
+    single transaction.
 
     Raises:
         ConfigurationError: the file is not a toolproof results database, cannot be written,
@@ -95,12 +111,8 @@ def insert_run(db_path: Path, info: RunInfo, rows: Sequence[ResultRow], crash_ce
                     for r in rows
                 ],
             )
-        if crash_cells:
-            names = ", ".join(name for name, _ in _CRASH_COLUMNS)
-            connection.executemany(
-                f"INSERT INTO crash_matrix ({names}) VALUES ({', '.join('?' * len(_CRASH_COLUMNS))})",
-                [[_crash_value(cell, name) for name, _ in _CRASH_COLUMNS] for cell in crash_cells],
-            )
+        _insert(connection, "crash_matrix", _CRASH_COLUMNS, crash_cells)
+        _insert(connection, "stale_expectations", _STALE_COLUMNS, stale)
         connection.commit()
     except duckdb.IOException as exc:
         raise ConfigurationError(
@@ -120,7 +132,7 @@ def load_run(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[Re
         ConfigurationError: the folder, the database or the run is missing, or the file is not a
             toolproof results database.
     """
-    info, rows, _ = load_everything(out_dir, run_id)
+    info, rows, _, _ = load_everything(out_dir, run_id)
     return info, rows
 
 
@@ -138,8 +150,10 @@ def load_crash_cells(out_dir: Path, run_id: str | None = None) -> list[CrashCell
     return load_everything(out_dir, run_id)[2]
 
 
-def load_everything(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, list[ResultRow], list[CrashCell]]:
-    """``load_run`` and ``load_crash_cells`` of the same run, read in one connection."""
+def load_everything(
+    out_dir: Path, run_id: str | None = None
+) -> tuple[RunInfo, list[ResultRow], list[CrashCell], list[StaleExpectation]]:
+    """``load_run``, ``load_crash_cells`` and the stale expectations of the same run, read in one connection."""
     if not out_dir.is_dir():
         raise ConfigurationError(
             f"no toolproof results at out_dir={str(out_dir)!r}: it is not a folder; give the folder a run was written to"
@@ -157,11 +171,36 @@ def load_everything(out_dir: Path, run_id: str | None = None) -> tuple[RunInfo, 
         info = _choose(runs, run_id, db_path)
         fetched = _select(connection, "results", _RESULTS_COLUMNS, info.run_id)
         crash_fetched = _select(connection, "crash_matrix", _CRASH_COLUMNS, info.run_id)
+        stale_fetched = _select(connection, "stale_expectations", _STALE_COLUMNS, info.run_id)
     finally:
         connection.close()
     rows = _validated(ResultRow, _RESULTS_COLUMNS, fetched, db_path, f"a results row of run_id={info.run_id!r}")
     cells = _validated(CrashCell, _CRASH_COLUMNS, crash_fetched, db_path, f"a crash cell of run_id={info.run_id!r}")
-    return info, sorted(rows, key=row_order(info)), sorted(cells, key=crash_order(info))
+    stale = _validated(
+        StaleExpectation, _STALE_COLUMNS, stale_fetched, db_path, f"a stale expectation of run_id={info.run_id!r}"
+    )
+    return (
+        info,
+        sorted(rows, key=row_order(info)),
+        sorted(cells, key=crash_order(info)),
+        sorted(stale, key=stale_order(info)),
+    )
+
+
+def _insert(
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: tuple[tuple[str, str], ...],
+    records: Sequence[BaseModel],
+) -> None:
+    # Table and column names are the constants above, never input.
+    if not records:
+        return
+    names = ", ".join(name for name, _ in columns)
+    connection.executemany(
+        f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})",
+        [[_stored_value(record, name) for name, _ in columns] for record in records],
+    )
 
 
 def _select(
@@ -188,8 +227,8 @@ def _validated(
         raise _not_ours(db_path, f"{what} is invalid ({_first_line(exc)})") from None
 
 
-def _crash_value(cell: CrashCell, name: str) -> object:
-    value = getattr(cell, name)
+def _stored_value(record: BaseModel, name: str) -> object:
+    value = getattr(record, name)
     return value.value if isinstance(value, Verdict) else value
 
 

@@ -6,13 +6,15 @@ import json
 from collections.abc import Sequence
 
 from ._results import ResultRow, RunInfo, selected_rules, verdict_table
+from ._stale import StaleExpectation
 
 
-def render_summary(info: RunInfo, rows: Sequence[ResultRow]) -> str:
+def render_summary(info: RunInfo, rows: Sequence[ResultRow], stale: Sequence[StaleExpectation] = ()) -> str:
     """The text of ``summary.json``: every selected rule's verdict, rules in catalog order.
 
     One implementation gives ``{"implementation", "run_id", "rules"}``; several give
-    ``{"run_id", "implementations": {name: {"rules": ...}}}``.
+    ``{"run_id", "implementations": {name: {"rules": ...}}}``. A run with stale expectations adds
+    ``"stale_expectations": [{"implementation", "file", "entry", "target", "problem"}, ...]``, in the order given.
 
     Raises:
         ConfigurationError: a selected rule ID is not in the catalog.
@@ -25,4 +27,7 @@ def render_summary(info: RunInfo, rows: Sequence[ResultRow]) -> str:
         document = {"implementation": name, "run_id": info.run_id, "rules": as_text[name]}
     else:
         document = {"run_id": info.run_id, "implementations": {name: {"rules": as_text[name]} for name in as_text}}
+    if stale:
+        # Only when there are some: a run without expectations files keeps its summary as it was.
+        document["stale_expectations"] = [item.model_dump(exclude={"run_id"}) for item in stale]
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

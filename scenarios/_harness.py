@@ -6,6 +6,7 @@ Scenarios never import an implementation; they get one through the ``harness`` f
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from toolproof.spec import (
     Instance,
     InstanceConfig,
     InvocationRow,
+    MeasuresExcerptMemory,
     Outcome,
     ProposedCall,
     ScriptRequest,
@@ -250,6 +252,32 @@ class Session:
     async def metrics(self) -> dict[str, int]:
         """Counters."""
         return await self.instance.metrics()
+
+    async def call_measuring_memory(self, tool_name: str) -> tuple[Disposition, int]:
+        """One call, and the peak memory the implementation allocated for it beyond the tool's own output.
+
+        In this process: tracemalloc around the call (the tool already holds its output). An
+        implementation elsewhere measures itself (MeasuresExcerptMemory), from its tools' results arriving.
+        """
+        step = StepRequest(
+            tenant="tenant-1", run_id=self.run_id, step_number=self._next_step(), calls=[self.proposed(tool_name)]
+        )
+        self.harness.log.append(f"submit run={self.run_id} step={step.step_number} calls=[{tool_name}] (memory traced)")
+        if isinstance(self.instance, MeasuresExcerptMemory):
+            [disposition], peak = await self.instance.submit_measuring_memory(step)
+        else:
+            tracemalloc.start()
+            try:
+                [disposition] = await self.instance.submit(step)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+        self.harness.log.append(f"  -> {describe(disposition)}; peak {peak / 2**20:.1f} MiB")
+        return disposition, peak
+
+    def _next_step(self) -> int:
+        self._step += 1
+        return self._step
 
     async def advertise(self, run_id: str | None = None) -> Advertisement:
         """Start the run's MCP session if needed and read what it advertises."""

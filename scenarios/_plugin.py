@@ -26,9 +26,9 @@ from toolproof.spec import (
     Profile,
     Verdict,
     load_catalog,
-    load_implementation,
 )
 
+from ._driver import load
 from ._harness import Harness
 
 _SCENARIOS_DIR = Path(__file__).resolve().parent
@@ -192,7 +192,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: spawns processes; excluded from the quick loop")
     refs: list[str] = config.getoption("--toolproof-impl") or ["reference"]
     try:
-        loaded = [load_implementation(ref) for ref in refs]
+        loaded = [load(ref) for ref in refs]
         config.stash[IMPLEMENTATIONS] = loaded
         config.stash[REFS] = {impl.name: ref for impl, ref in zip(loaded, refs, strict=True)}
         config.stash[DATABASE_URL] = config.getoption("--toolproof-database-url") or None

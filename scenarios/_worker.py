@@ -27,7 +27,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from toolproof.fakes import FakeClock, World
-from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool, load_implementation
+from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool
+
+from ._driver import load
 
 DISPOSITIONS: TypeAdapter[list[Disposition]] = TypeAdapter(list[Disposition])
 
@@ -76,7 +78,7 @@ async def run_job(job: WorkerJob) -> list[Disposition]:
     """Run ``job`` here; a crash plan may end it (SimulatedCrash, or this process's death)."""
     world = World(ledger=job.ledger)
     clock = FakeClock(job.clock)
-    implementation = load_implementation(job.impl)
+    implementation = load(job.impl)
     async with implementation.open(job.config, [r.build(world) for r in job.tools], clock) as instance:
         if job.action == "recover":
             await instance.sweep()
@@ -163,5 +165,5 @@ SIGKILLED = -signal.SIGKILL
 
 if __name__ == "__main__":
     # Import the implementation (and with it everything a child needs) once, before any fork.
-    load_implementation(sys.argv[1])
+    load(sys.argv[1])
     main()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import tracemalloc
 
 import pytest
 
@@ -111,12 +110,7 @@ async def test_excerpting_does_not_copy_the_output(harness: Harness) -> None:
     size = 8 * 1024 * 1024
     tool = PartsTool(harness.world, [("x" * size, None), ("-end", TrustLabel.EXTERNAL_UNTRUSTED)])
     async with harness.open(tool, max_output_bytes=64 * 1024) as session:
-        tracemalloc.start()
-        try:
-            d = await session.call(tool.spec.name)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        d, peak = await session.call_measuring_memory(tool.spec.name)
     harness.success("D12.6", d, "an 8 MiB output")
     harness.expect(
         "D12.6",

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ._enums import IdempotencyClass, Risk, SideEffect, ToolSource, TrustLabel
 
@@ -81,8 +82,8 @@ class McpServerConfig(BaseModel):
     """HTTP: the streamable-HTTP endpoint."""
     command: list[str] | None = None
     """stdio: the command line of the server process."""
-    server: Any = Field(default=None, exclude=True, repr=False)
-    """memory: an ``mcp.server.lowlevel.Server`` in this process (not serializable)."""
+    server: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
+    """memory: an ``mcp.server.lowlevel.Server`` in this process (never serialized: it cannot cross a process)."""
     classification: McpClassification | None = None
     """Per-server classification; None: the most restrictive (``UNCLASSIFIED``)."""
     protocol: Literal["legacy", "2026-07-28"] = "legacy"
@@ -101,10 +102,11 @@ class McpServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint(self) -> McpServerConfig:
-        needed = {McpTransport.HTTP: self.url, McpTransport.STDIO: self.command, McpTransport.MEMORY: self.server}
-        if needed[self.transport] is None:
-            field = {McpTransport.HTTP: "url", McpTransport.STDIO: "command", McpTransport.MEMORY: "server"}
-            raise ValueError(f"server {self.server_id!r}: transport {self.transport} needs {field[self.transport]}")
+        # A memory server's object is checked when connecting: a config read from the wire never has one.
+        if self.transport is McpTransport.HTTP and not self.url:
+            raise ValueError(f"server {self.server_id!r}: transport http needs url")
+        if self.transport is McpTransport.STDIO and not self.command:
+            raise ValueError(f"server {self.server_id!r}: transport stdio needs command")
         return self
 
     @property

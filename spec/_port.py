@@ -249,6 +249,15 @@ class Instance(Protocol):
 
 
 @runtime_checkable
+class MeasuresExcerptMemory(Protocol):
+    """Optional: an instance running outside the harness's process measures decision 12's memory itself."""
+
+    async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int]:
+        """Submit ``step``; also the peak bytes allocated from its tools' results arriving to the step's end."""
+        ...
+
+
+@runtime_checkable
 class Implementation(Protocol):
     """A pipeline under test, as the harness sees it."""
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+from toolproof._run import RunOutcome, run_suite
+from toolproof.reports import ResultRow, load_run
 
 # Nested runs of the suite explore a little; the CI-profile test sets the full figures itself.
 os.environ.setdefault("TOOLPROOF_STATEFUL_EXAMPLES", "10")
@@ -27,3 +32,24 @@ def postgres_url() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return POSTGRES_URL
+
+
+@dataclass(frozen=True)
+class Run:
+    """One suite run's outcome, its stored rows, and its folder."""
+
+    outcome: RunOutcome
+    rows: list[ResultRow]
+    out: Path
+
+
+def run_and_load(impl: str, rules: str | None, out: Path) -> Run:
+    """Run the suite on ``impl`` (all rules when ``rules`` is None) and read back what it stored."""
+    outcome = run_suite([impl], rules, out)
+    return Run(outcome, load_run(out, outcome.run_id)[1], out)
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The whole suite against the reference in-process, once per session."""
+    return run_and_load("reference", None, tmp_path_factory.mktemp("reference"))

@@ -33,12 +33,18 @@ def test_version() -> None:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["run"], ["rules"], ["report"], ["impls"], ["check-tool"], ["fake-mcp"], ["bench"]]
+    "command", [[], ["run"], ["rules"], ["report"], ["diff"], ["impls"], ["check-tool"], ["fake-mcp"], ["bench"]]
 )
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
     assert "Usage" in result.output
+
+
+def test_run_help_names_the_expectations_option() -> None:
+    result = runner.invoke(app, ["run", "--help"])
+    assert "--expectations" in result.output
+    assert "stale" in result.output
 
 
 def test_rules_json_covers_every_decision_with_well_formed_unique_ids() -> None:

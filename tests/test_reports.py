@@ -472,7 +472,11 @@ def test_public_surface_is_the_list_of_re_exports() -> None:
     assert sorted(reports.__all__) == [
         "CrashCell",
         "ResultRow",
+        "RunDiff",
         "RunInfo",
+        "StaleExpectation",
+        "VerdictChange",
+        "diff_runs",
         "load_crash_cells",
         "load_run",
         "render_html",

@@ -6,36 +6,13 @@ is enough to prove that every scenario can fail and keeps the matrix affordable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
+from conftest import Run, run_and_load
 
-from toolproof._run import RunOutcome, run_suite
 from toolproof.reference.witnesses import WITNESSES
-from toolproof.reports import ResultRow, load_run
 from toolproof.spec import Verdict, load_catalog
 
 pytestmark = pytest.mark.slow
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run's outcome, its stored rows, and its folder."""
-
-    outcome: RunOutcome
-    rows: list[ResultRow]
-    out: Path
-
-
-def _run(impl: str, rules: str | None, out: Path) -> Run:
-    outcome = run_suite([impl], rules, out)
-    return Run(outcome, load_run(out, outcome.run_id)[1], out)
-
-
-@pytest.fixture(scope="module")
-def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return _run("reference", None, tmp_path_factory.mktemp("reference"))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +20,7 @@ def witness_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     runs = {}
     for name, witness in WITNESSES.items():
         # Only the scenarios of the rules it breaks: enough to show they fail, and affordable.
-        runs[name] = _run(
+        runs[name] = run_and_load(
             f"toolproof.reference.witnesses:{name}", ",".join(witness.breaks), tmp_path_factory.mktemp(name)
         )
     return runs

@@ -13,12 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from toolproof.spec import (
+    DRIVER_PROTOCOL,
     ConfigurationError,
     HarnessError,
     Profile,
     Verdict,
     available_implementations,
     load_catalog,
+    load_implementation,
 )
 
 from . import __version__
@@ -122,11 +124,23 @@ def run(
             "without it they do not run and the crash matrix has no PostgreSQL column.",
         ),
     ] = None,
+    expectations: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--expectations",
+            metavar="FILE",
+            help="An expectations file (TOML; see the README): the failures it declares for the implementation "
+            "it names read xfail, and an entry the run contradicts (a pass, or nothing selected ran) is stale "
+            "and fails the run. Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
-    Exit status: 0 when every claimed, covered rule passes; 1 when any fails or errors;
-    2 for bad input (unknown implementation or rule, unwritable --out); 3 when the harness itself failed.
+    Exit status: 0 when every claimed, covered rule passes or fails as expected;
+    1 when any fails or errors, or an expectation is stale (one line each on stderr);
+    2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out);
+    3 when the harness itself failed.
     """
     from ._run import run_suite
 
@@ -144,7 +158,12 @@ def run(
 
     try:
         outcome = run_suite(
-            impl or [], rule_selectors, out_dir, progress=None if quiet else progress, database_url=database_url
+            impl or [],
+            rule_selectors,
+            out_dir,
+            progress=None if quiet else progress,
+            database_url=database_url,
+            expectations=expectations or [],
         )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
@@ -156,6 +175,8 @@ def run(
         out.print(f"{name}: {shown}", markup=False)
         for rule_id in outcome.failed.get(name, []):
             out.print(f"  {verdicts[rule_id].value}: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
+    for item in outcome.stale:
+        err.print(f"toolproof: stale expectation: {item.label}: {item.problem}", markup=False, soft_wrap=True)
     out.print(
         f"report: {outcome.out_dir / 'report.md'} and {outcome.out_dir / 'report.html'} (run {outcome.run_id})",
         markup=False,
@@ -176,6 +197,48 @@ def report(
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
     out.print(f"report: {directory / 'report.md'}", markup=False)
+
+
+def _run_ref(argument: str) -> tuple[Path, str | None]:
+    """``FOLDER`` or ``FOLDER@RUN_ID``; a folder whose own name holds an ``@`` is taken whole."""
+    if "@" not in argument or Path(argument).is_dir():
+        return Path(argument), None
+    folder, run_id = argument.rsplit("@", 1)
+    if not run_id:
+        raise ConfigurationError(f"{argument!r} ends in '@': give FOLDER or FOLDER@RUN_ID")
+    return Path(folder), run_id
+
+
+@app.command()
+def diff(
+    before: Annotated[
+        str,
+        typer.Argument(
+            metavar="RUN_A", help="The earlier run: a folder written by --out (its latest run) or FOLDER@RUN_ID."
+        ),
+    ],
+    after: Annotated[str, typer.Argument(metavar="RUN_B", help="The later run, as RUN_A.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the changes as JSON.")] = False,
+) -> None:
+    """List every (implementation, rule) whose verdict differs between two runs, and rules in one run only.
+
+    Prints a table rule | implementation | before | after (— where a run does not hold the rule).
+    Implementations are paired by name; two runs of one implementation each are paired whatever their names.
+
+    Exit status: 0 when nothing changed; 1 when something did; 2 for bad input (missing folder, unknown run id).
+    """
+    from toolproof.reports import diff_runs, load_run
+
+    try:
+        refs = [_run_ref(argument) for argument in (before, after)]
+        loaded = [load_run(folder, run_id) for folder, run_id in refs]
+        changes = diff_runs(loaded[0], loaded[1])
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+    labels = (str(refs[0][0]), str(refs[1][0]))
+    text = changes.as_json(*labels) if as_json else changes.as_table(*labels)
+    sys.stdout.write(text)
+    raise typer.Exit(1 if changes.changed else 0)
 
 
 @app.command("check-tool")
@@ -233,6 +296,41 @@ def fake_mcp(
     if transport not in ("stdio", "http"):
         raise _die(f"unknown transport={transport!r}; use stdio or http")
     fake_servers.serve(name, "http" if transport == "http" else "stdio", port)
+
+
+@app.command("serve-reference")
+def serve_reference(
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 8787,
+    impl: Annotated[
+        str,
+        typer.Option("--impl", help="A Python implementation to serve instead (entry-point name or module:factory)."),
+    ] = "reference",
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="Stores and workspaces must lie under it (default: the system temp folder)."),
+    ] = None,
+) -> None:
+    """Serve the reference behind the driver protocol (spec/driver-openapi.json) at http://127.0.0.1:PORT.
+
+    Test it with `toolproof run --impl http://127.0.0.1:PORT`. A supervisor restarts the server each time a
+    crash plan kills it (SIGKILL), so the recovery scenarios run over HTTP too. Stop it with Ctrl-C.
+    """
+    import tempfile
+
+    from toolproof.reference._driver import child_command, supervise
+
+    try:
+        load_implementation(impl)
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+    if not 0 < port < 65536:
+        raise _die(f"--port {port}: not a TCP port")
+    base = (root or Path(tempfile.gettempdir())).resolve()
+    if not base.is_dir():
+        raise _die(f"--root {base}: not a directory")
+    err.print(f"serving {impl} at http://127.0.0.1:{port} (driver protocol {DRIVER_PROTOCOL}, root {base})")
+    command = child_command(impl, port, base, [sys.executable])
+    raise typer.Exit(supervise(command, lambda n: err.print(f"restarted after a SIGKILL crash ({n})")))
 
 
 def main() -> None:

@@ -12,11 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from toolproof.reports import CrashCell, ResultRow, RunInfo, selected_rules, verdict_table, write_run
+from toolproof.reports import (
+    CrashCell,
+    ResultRow,
+    RunInfo,
+    StaleExpectation,
+    selected_rules,
+    verdict_table,
+    write_run,
+)
+from toolproof.scenarios._driver import load
 from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
-from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog, load_implementation
+from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog
 
 from . import __version__
+from ._expectations import ScenarioIndex, apply_expectations, load_expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 Progress = Callable[[ScenarioResult, int, int], None]
@@ -32,6 +42,8 @@ class RunOutcome:
     """Where the files were written."""
     verdicts: dict[str, dict[str, Verdict]]
     """Implementation -> rule -> verdict."""
+    stale: tuple[StaleExpectation, ...] = ()
+    """Expectations file entries the run contradicted."""
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -44,8 +56,8 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 when every claimed, covered rule passed (or failed as expected), else 1."""
-        return 1 if self.failed else 0
+        """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1."""
+        return 1 if self.failed or self.stale else 0
 
 
 def _check_writable(out_dir: Path) -> None:
@@ -72,24 +84,31 @@ def run_suite(
     *,
     progress: Progress | None = None,
     database_url: str | None = None,
+    expectations: Sequence[Path] = (),
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
+    ``expectations`` are expectations files (see ``toolproof._expectations``): the failures they
+    declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
+
     Raises:
-        ConfigurationError: an unknown implementation or rule, or an unwritable ``out_dir``
-            (checked before anything runs, so nothing is half-written).
+        ConfigurationError: an unknown implementation or rule, a bad expectations file
+            (``ExpectationsError``), or an unwritable ``out_dir`` (checked before anything runs,
+            so nothing is half-written).
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
     refs = list(impls) or ["reference"]
     selection = load_catalog().select(rules)
-    loaded = [load_implementation(ref) for ref in refs]
+    loaded = [load(ref) for ref in refs]
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
+    expected = load_expectations(expectations, names)
     _check_writable(out_dir)
 
     started = datetime.now(UTC)
     collector = ResultCollector(progress)
+    index = ScenarioIndex()
     scenarios_dir = Path(str(files("toolproof.scenarios")))
     args = [
         "--pyargs",
@@ -113,7 +132,7 @@ def run_suite(
         args += ["--toolproof-rules", rules]
     if database_url:
         args += ["--toolproof-database-url", database_url]
-    code = pytest.main(args, plugins=[collector])
+    code = pytest.main(args, plugins=[collector, index])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -160,5 +179,8 @@ def run_suite(
         )
         for cell in collector.crash_cells
     ]
-    write_run(out_dir, info, rows, crash_cells)
-    return RunOutcome(run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)))
+    rows, stale = apply_expectations(run_id, expected, rows, frozenset(selected), index)
+    write_run(out_dir, info, rows, crash_cells, stale)
+    return RunOutcome(
+        run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
+    )

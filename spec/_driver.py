@@ -1,0 +1,428 @@
+"""The driver protocol: the implementation port over JSON/HTTP, for pipelines in any language.
+
+Two servers talk. The *driver* wraps the implementation under test and serves ``/v1``:
+instances, steps, approvals, reads, and the callbacks a tool makes while it runs. The
+*tool host* is served by the harness: fake tools run there (so the world ledger stays in
+the harness) and the driver calls them through ``/v1/tools/execute``.
+
+The pydantic models below are the one source of the wire format; ``openapi_document()``
+renders them with the paths as OpenAPI 3.1 (checked in as ``driver-openapi.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic.json_schema import models_json_schema
+
+from ._crash import CrashMode
+from ._enums import Profile
+from ._mcp import Advertisement, CatalogChange
+from ._port import InstanceConfig
+from ._types import (
+    ArtifactRef,
+    Budget,
+    Disposition,
+    Event,
+    Identity,
+    InvocationRow,
+    JsonObject,
+    ScriptRequest,
+    ScriptRun,
+    StepRequest,
+    ToolSpec,
+)
+
+DRIVER_PROTOCOL: Final = "toolproof-driver/1"
+"""Protocol name and major version; a driver answers it in ``GET /v1/info``."""
+NOW_HEADER = "Toolproof-Now"
+"""Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
+PROBLEM_TYPES = (
+    "invalid-request",
+    "configuration-error",
+    "not-found",
+    "simulated-crash",
+    "not-supported",
+)
+"""``Problem.type`` values: a 4xx names what was wrong; ``simulated-crash`` says the instance died."""
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DriverInfo(_Wire):
+    """What ``GET /v1/info`` answers."""
+
+    protocol: Literal["toolproof-driver/1"] = DRIVER_PROTOCOL
+    name: str
+    """Name shown in reports."""
+    profiles: list[Profile]
+    """Profiles the implementation claims."""
+
+
+class Problem(_Wire):
+    """An error answer (RFC 9457 problem details), with the offending field when there is one."""
+
+    type: str
+    """One of ``PROBLEM_TYPES``."""
+    title: str
+    status: int
+    detail: str
+    """One readable line."""
+    field: str | None = None
+    """Dotted path of the request field that was wrong, if one was."""
+
+
+class OpenInstance(_Wire):
+    """``POST /v1/instances``: start an instance."""
+
+    config: InstanceConfig
+    """MCP servers of transport ``memory`` cannot cross a process boundary; the harness serves them over HTTP."""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    """Builtin tools; each executes in the harness through the tool host."""
+    tool_host: str
+    """Base URL of the harness's tool host (loopback)."""
+
+
+class InstanceHandle(_Wire):
+    """An open instance."""
+
+    instance_id: str
+
+
+class Dispositions(_Wire):
+    """One disposition per call, in proposal order."""
+
+    dispositions: list[Disposition]
+    memory_peak_bytes: int | None = None
+    """With ``?probe=memory``: peak bytes the driver allocated between its tools' results arriving and the
+    step's end (decision 12's judgement, measured where the implementation runs); else null."""
+
+
+class ApprovalAnswer(_Wire):
+    """``POST .../approvals``."""
+
+    invocation_id: str
+    approved: bool
+
+
+class ResumeAnswer(_Wire):
+    """``POST .../resumptions``."""
+
+    invocation_id: str
+    answer: str
+
+
+class Invocations(_Wire):
+    """Committed rows of a run."""
+
+    invocations: list[InvocationRow]
+
+
+class Events(_Wire):
+    """Committed events of a run."""
+
+    events: list[Event]
+
+
+class Metrics(_Wire):
+    """Counters."""
+
+    metrics: dict[str, int]
+
+
+class Tables(_Wire):
+    """Table names of the store."""
+
+    tables: list[str]
+
+
+class CatalogHistory(_Wire):
+    """The catalog history."""
+
+    changes: list[CatalogChange]
+
+
+class ArtifactUpload(_Wire):
+    """A tool stores a blob (callback)."""
+
+    name: str
+    data_base64: str
+
+
+class ScopeQuery(_Wire):
+    """A tool asks for a credential (callback)."""
+
+    scope: str
+
+
+class Credential(_Wire):
+    """The credential for a scope, or null when the tool may not have it."""
+
+    credential: str | None
+
+
+class ToolContext(_Wire):
+    """What the driver hands the tool host with each execution: the values of decision 2's members.
+
+    The callable members (artifact writer, credential resolver, ``mark_effect_sent``) are
+    callbacks to ``{driver_url}/v1/contexts/{context_id}/...``; cancellation arrives at the
+    tool host as ``POST /v1/contexts/{context_id}/cancel``.
+    """
+
+    context_id: str
+    driver_url: str
+    identity: Identity
+    budget: Budget
+    deadline: float
+    target: str | None
+    workspace: str
+
+
+class ExecuteTool(_Wire):
+    """``POST {tool_host}/v1/tools/execute``."""
+
+    tool: str
+    arguments: JsonObject
+    context: ToolContext
+
+
+class ToolOutcome(_Wire):
+    """What the tool did: returned ``result`` (any JSON, judged by the pipeline), raised, or crashed."""
+
+    result: JsonValue = None
+    raised: str | None = None
+    """The exception's type and message when the tool raised."""
+    crash: CrashMode | None = None
+    """The harness's tool died at a crash point: the driver must die the same way."""
+
+
+_MODELS: tuple[type[BaseModel], ...] = (
+    DriverInfo,
+    Problem,
+    OpenInstance,
+    InstanceHandle,
+    Dispositions,
+    ApprovalAnswer,
+    ResumeAnswer,
+    Invocations,
+    Events,
+    Metrics,
+    Tables,
+    CatalogHistory,
+    Advertisement,
+    StepRequest,
+    ScriptRequest,
+    ScriptRun,
+    ArtifactUpload,
+    ArtifactRef,
+    ScopeQuery,
+    Credential,
+    ExecuteTool,
+    ToolOutcome,
+)
+
+# (method, path, operationId, summary, request model, success status, response model, served by)
+OPERATIONS: tuple[tuple[str, str, str, str, str | None, int, str | None, str], ...] = (
+    ("get", "/v1/info", "info", "Protocol, name and claimed profiles", None, 200, "DriverInfo", "driver"),
+    ("get", "/v1/openapi.json", "openapi", "This document (the driver's operations)", None, 200, None, "driver"),
+    ("post", "/v1/instances", "openInstance", "Start an instance", "OpenInstance", 201, "InstanceHandle", "driver"),
+    ("delete", "/v1/instances/{instance_id}", "closeInstance", "Close an instance", None, 204, None, "driver"),
+    (
+        "post",
+        "/v1/instances/{instance_id}/steps",
+        "submit",
+        "Run a step (query probe=memory: also measure the memory excerpting takes)",
+        "StepRequest",
+        200,
+        "Dispositions",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/instances/{instance_id}/approvals",
+        "resolveApproval",
+        "Answer an approval hold",
+        "ApprovalAnswer",
+        200,
+        "Disposition",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/instances/{instance_id}/resumptions",
+        "resume",
+        "Resume a suspended control call",
+        "ResumeAnswer",
+        200,
+        "Disposition",
+        "driver",
+    ),
+    ("post", "/v1/instances/{instance_id}/sweeps", "sweep", "Run maintenance now", None, 200, "Dispositions", "driver"),
+    (
+        "post",
+        "/v1/instances/{instance_id}/scripts",
+        "runScript",
+        "Run a bridge script",
+        "ScriptRequest",
+        200,
+        "ScriptRun",
+        "driver",
+    ),
+    (
+        "get",
+        "/v1/instances/{instance_id}/runs/{run_id}/invocations",
+        "invocations",
+        "Rows of a run",
+        None,
+        200,
+        "Invocations",
+        "driver",
+    ),
+    (
+        "get",
+        "/v1/instances/{instance_id}/runs/{run_id}/events",
+        "events",
+        "Events of a run",
+        None,
+        200,
+        "Events",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/instances/{instance_id}/runs/{run_id}/advertisement",
+        "advertise",
+        "Start the run's MCP session if needed; its pinned advertisement",
+        None,
+        200,
+        "Advertisement",
+        "driver",
+    ),
+    ("get", "/v1/instances/{instance_id}/metrics", "metrics", "Counters", None, 200, "Metrics", "driver"),
+    ("get", "/v1/instances/{instance_id}/tables", "tables", "Store tables", None, 200, "Tables", "driver"),
+    (
+        "get",
+        "/v1/instances/{instance_id}/catalog-history",
+        "catalogHistory",
+        "The MCP catalog history",
+        None,
+        200,
+        "CatalogHistory",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/contexts/{context_id}/effect-sent",
+        "markEffectSent",
+        "Commit the watermark of the executing call (returns once committed)",
+        None,
+        204,
+        None,
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/contexts/{context_id}/artifacts",
+        "writeArtifact",
+        "Store a blob for the executing call",
+        "ArtifactUpload",
+        200,
+        "ArtifactRef",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/contexts/{context_id}/credentials",
+        "resolveCredential",
+        "The credential of a scope for the executing call",
+        "ScopeQuery",
+        200,
+        "Credential",
+        "driver",
+    ),
+    (
+        "post",
+        "/v1/tools/execute",
+        "executeTool",
+        "Execute a harness tool",
+        "ExecuteTool",
+        200,
+        "ToolOutcome",
+        "tool-host",
+    ),
+    (
+        "post",
+        "/v1/contexts/{context_id}/cancel",
+        "cancelTool",
+        "Cancel a harness tool's execution",
+        None,
+        204,
+        None,
+        "tool-host",
+    ),
+)
+"""Every operation of both servers; ``served by`` is ``driver`` or ``tool-host``."""
+
+
+def openapi_document(served_by: str | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the protocol (of one side, when ``served_by`` is given)."""
+    disposition = {"$ref": "#/components/schemas/Disposition"}
+    _, defs = models_json_schema([(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}")
+    schemas: dict[str, Any] = dict(defs.get("$defs", {}))
+    schemas["Disposition"] = {
+        "anyOf": [{"$ref": f"#/components/schemas/{n}"} for n in ("Success", "Outcome", "Suspended")]
+    }
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    paths: dict[str, Any] = {}
+    for method, path, op_id, summary, request, status, response, side in OPERATIONS:
+        if served_by is not None and side != served_by:
+            continue
+        parameters: list[dict[str, Any]] = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+            for name in ("instance_id", "run_id", "context_id")
+            if "{" + name + "}" in path
+        ]
+        if side == "driver" and path.startswith("/v1/instances/"):
+            parameters.append({"name": NOW_HEADER, "in": "header", "required": False, "schema": {"type": "number"}})
+        if op_id == "submit":
+            probe = {"type": "string", "enum": ["memory"]}
+            parameters.append({"name": "probe", "in": "query", "required": False, "schema": probe})
+        operation: dict[str, Any] = {
+            "operationId": op_id,
+            "summary": summary,
+            "tags": [side],
+            "responses": {
+                "4XX": {"description": "Bad input, unknown instance, or a refused configuration", "content": problem},
+            },
+        }
+        if parameters:
+            operation["parameters"] = parameters
+        if request is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{request}"}}},
+            }
+        ok: dict[str, Any] = {"description": summary}
+        if response is not None:
+            ref = disposition if response == "Disposition" else {"$ref": f"#/components/schemas/{response}"}
+            ok["content"] = {"application/json": {"schema": ref}}
+        operation["responses"][str(status)] = ok
+        if op_id in ("openInstance", "submit", "resolveApproval", "resume", "sweep", "runScript", "advertise"):
+            operation["responses"]["409"] = {
+                "description": "simulated-crash: the instance died at its crash point",
+                "content": problem,
+            }
+        paths.setdefault(path, {})[method] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "toolproof driver protocol",
+            "version": DRIVER_PROTOCOL.rsplit("/", 1)[1] + ".0.0",
+            "description": (__doc__ or "").strip(),
+        },
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

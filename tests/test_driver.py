@@ -1,0 +1,127 @@
+"""The driver protocol: its document, the reference behind it, and fuzzing from its own OpenAPI."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from toolproof.reference._driver import child_command
+from toolproof.spec import DRIVER_PROTOCOL, Problem, openapi_document
+
+ROOT = Path(__file__).resolve().parent.parent
+FUZZ_EXAMPLES = 150
+"""Examples per operation; operations with few distinct inputs stop earlier."""
+FUZZED: list[str] = []
+"""One entry per generated case, so the module can state how many ran."""
+
+
+def test_the_checked_in_document_is_the_generated_one() -> None:
+    checked_in = json.loads((ROOT / "spec" / "driver-openapi.json").read_text())
+    assert checked_in == json.loads(json.dumps(openapi_document()))
+
+
+def test_the_document_covers_both_servers() -> None:
+    tags = {op["tags"][0] for path in openapi_document()["paths"].values() for op in path.values()}
+    assert tags == {"driver", "tool-host"}
+    assert "/v1/tools/execute" not in openapi_document("driver")["paths"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def driver_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reference behind the driver protocol, alone (not supervised), as a real server process."""
+    port = _free_port()
+    root = tmp_path_factory.mktemp("driver-root")
+    process = subprocess.Popen(child_command("reference", port, root, [], supervised=False))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                httpx2.get(f"{url}/v1/info", timeout=1)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_the_driver_answers_its_info(driver_url: str) -> None:
+    info = httpx2.get(f"{driver_url}/v1/info").json()
+    assert info["protocol"] == DRIVER_PROTOCOL
+    assert info["name"] == "reference"
+
+
+@pytest.mark.slow
+def test_bad_input_gets_a_problem_naming_the_field(driver_url: str) -> None:
+    answer = httpx2.post(f"{driver_url}/v1/instances", json={"config": {}, "tool_host": "http://127.0.0.1:1"})
+    assert answer.status_code == 422
+    problem = Problem.model_validate_json(answer.content)
+    assert problem.type == "invalid-request"
+    assert problem.field == "config.store_dir"
+
+
+OPERATIONS = [result.ok() for result in schemathesis.openapi.from_dict(openapi_document("driver")).get_all_operations()]
+
+
+def _takes_input(operation: Any) -> bool:
+    # A path parameter alone has no invalid form a URL can carry: only bodies, headers and queries do.
+    definition = operation.definition.raw
+    outside_path = [p for p in definition.get("parameters", []) if p["in"] != "path"]
+    return bool(outside_path or definition.get("requestBody"))
+
+
+CELLS = [
+    pytest.param(operation, mode, id=f"{operation.label}-{mode.value}")
+    for operation in OPERATIONS
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    if mode is GenerationMode.POSITIVE or _takes_input(operation)
+]
+"""Every operation with valid input; those that take input with invalid input too."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("operation", "mode"), CELLS)
+def test_the_driver_survives_its_own_document(driver_url: str, operation: Any, mode: GenerationMode) -> None:
+    """No 5xx, every answer matches the document, bad input is refused with a problem naming the field."""
+
+    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def exercise(case: schemathesis.Case) -> None:
+        FUZZED.append(operation.label)
+        # Schema-valid input may still be refused for what it means (a store outside the driver's root,
+        # a configuration the ADR forbids): that answer is a 422 problem, so acceptance is not demanded.
+        response = case.call_and_validate(base_url=driver_url, excluded_checks=[positive_data_acceptance])
+        if 400 <= response.status_code < 500:
+            problem = Problem.model_validate_json(response.content)
+            assert problem.detail
+            if problem.type == "invalid-request":
+                assert problem.field, problem
+
+    exercise()
+
+
+@pytest.mark.slow
+def test_fuzzing_ran_at_least_a_thousand_cases() -> None:
+    """Runs after the fuzzing above (pytest keeps definition order in a module)."""
+    print(f"schemathesis ran {len(FUZZED)} generated cases against the reference driver")
+    assert len(FUZZED) >= 1000, len(FUZZED)

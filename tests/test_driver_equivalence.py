@@ -1,0 +1,47 @@
+"""The reference over HTTP (a separate, supervised process) gives the verdicts it gives in-process."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from conftest import Run
+
+from toolproof._run import run_suite
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_reference_over_http_gives_the_same_verdict_on_every_rule(reference_run: Run, tmp_path: Path) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = [sys.executable, "-m", "toolproof", "serve-reference", "--port", str(port)]
+    server = subprocess.Popen(serve)
+    try:
+        for _ in range(300):
+            try:
+                httpx2.get(f"{url}/v1/info", timeout=1)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        outcome = run_suite([url], None, tmp_path / "over-http")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    [over_http] = outcome.verdicts.values()
+    in_process = reference_run.outcome.verdicts["reference"]
+    differing = {r: (v.value, over_http.get(r)) for r, v in in_process.items() if over_http.get(r) is not v}
+    assert differing == {}
+    assert outcome.exit_code == 0
