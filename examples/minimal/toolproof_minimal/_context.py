@@ -1,0 +1,70 @@
+"""What a tool receives: the nine members of decision 2, and no way back into the pipeline.
+
+Nothing public here holds the store, the registry or the instance; the one private member,
+``Context._mark``, is the callable that commits the watermark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from toolproof.spec import ArtifactRef, Budget, Identity
+
+
+class Cancellation:
+    """Read-only view of the pipeline's cancellation event: the tool can watch it, never set it."""
+
+    def __init__(self, event: anyio.Event) -> None:
+        self._event = event
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class ArtifactWriter:
+    """Writes an invocation's blobs into its own folder under the store directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    async def write(self, name: str, data: bytes) -> ArtifactRef:
+        path = self._directory / Path(name).name  # Never outside the invocation's folder.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+class CredentialResolver:
+    """Holds only the credentials of the scopes the tool's spec requires."""
+
+    def __init__(self, granted: dict[str, str]) -> None:
+        self._granted = granted
+
+    async def resolve(self, scope: str) -> str | None:
+        return self._granted.get(scope)
+
+
+@dataclass(frozen=True)
+class Context:
+    """The nine members of decision 2; ``_mark`` is private and leads nowhere but the watermark."""
+
+    identity: Identity
+    budget: Budget
+    deadline: float
+    target: str | None
+    workspace: Path
+    artifact_writer: ArtifactWriter
+    credential_resolver: CredentialResolver
+    cancellation: Cancellation
+    _mark: Callable[[], None]
+
+    async def mark_effect_sent(self) -> None:
+        self._mark()  # A synchronous commit: the watermark is durable when this returns.
