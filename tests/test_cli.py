@@ -168,3 +168,12 @@ def test_report_rerenders_the_same_markdown(tmp_path: Path) -> None:
     result = _toolproof("report", str(tmp_path))
     assert result.returncode == 0
     assert (tmp_path / "report.md").read_text() == before
+
+
+def test_fake_mcp_list_prints_one_line_per_server_however_narrow_the_terminal() -> None:
+    from toolproof.fakes.mcp import SERVERS
+
+    result = CliRunner().invoke(app, ["fake-mcp", "--list"], terminal_width=40)
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert [line.split("\t", 1)[0] for line in lines] == list(SERVERS)

@@ -289,7 +289,7 @@ def fake_mcp(
 
     if list_:
         for server_name, behaviour in fake_servers.catalog():
-            out.print(f"{server_name}\t{behaviour}", markup=False, highlight=False)
+            typer.echo(f"{server_name}\t{behaviour}")  # Plain: tab-separated, one line each, for scripts.
         return
     if name is None or name not in fake_servers.SERVERS:
         raise _die(f"unknown fake MCP server name={name!r}; run `toolproof fake-mcp --list`")
