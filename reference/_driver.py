@@ -117,12 +117,11 @@ class _ContextRegistry:
 class HostedTool:
     """A harness tool, executed by the tool host; the pipeline under test sees an ordinary ``Tool``."""
 
-    def __init__(self, spec: ToolSpec, host: str, driver_url: str, contexts: _ContextRegistry, dies: bool) -> None:
+    def __init__(self, spec: ToolSpec, host: str, driver_url: str, contexts: _ContextRegistry) -> None:
         self._spec = spec
         self._host = host.rstrip("/")
         self._driver_url = driver_url
         self._contexts = contexts
-        self._dies = dies
 
     @property
     def spec(self) -> ToolSpec:
@@ -153,10 +152,9 @@ class HostedTool:
                     await client.post(f"{self._host}/v1/contexts/{context_id}/cancel")
             raise
         except httpx2.TransportError:
-            if self._dies:
-                # The harness worker holding the tool died (a SIGKILL crash point): so does this worker.
-                crash_now("sigkill")
-            raise
+            # The harness worker holding the tool died (a SIGKILL crash point): this call's worker died
+            # with it. Nothing more is written for it; the row stays as it was for recovery to judge.
+            raise SimulatedCrash("the harness worker executing the tool vanished") from None
         finally:
             self._contexts.contexts.pop(context_id, None)
         if self._contexts.trace_results and not tracemalloc.is_tracing():
@@ -289,8 +287,7 @@ class Driver:
     async def _host(self, instance_id: str, body: OpenInstance, started: anyio.Event, failed: list[str]) -> None:
         hosted = self.instances[instance_id]
         receive = self._receive[instance_id]
-        dies = body.config.crash is not None and body.config.crash.mode == "sigkill"
-        tools = [HostedTool(spec, body.tool_host, self.url, self.contexts, dies) for spec in body.tools]
+        tools = [HostedTool(spec, body.tool_host, self.url, self.contexts) for spec in body.tools]
         try:
             async with self.implementation.open(body.config, tools, hosted.clock) as instance:
                 started.set()
@@ -348,7 +345,12 @@ class Driver:
     def _check(self, body: OpenInstance) -> OpenInstance:
         root = self.options.root.resolve()
         for name in ("store_dir", "workspace"):
-            path = Path(getattr(body.config, name)).resolve()
+            try:
+                path = Path(getattr(body.config, name)).resolve()
+            except (ValueError, OSError) as exc:  # A NUL byte, a path too long for the system.
+                raise _Refused(
+                    422, "invalid-request", f"config.{name}: not a usable path ({exc})", f"config.{name}"
+                ) from None
             if not path.is_relative_to(root):
                 raise _Refused(422, "invalid-request", f"config.{name}: {path} is outside {root}", f"config.{name}")
         if urlsplit(body.tool_host).hostname not in LOOPBACK_HOSTS:

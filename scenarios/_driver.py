@@ -267,15 +267,18 @@ class _ToolHost:
 class HttpInstance:
     """One instance behind a driver."""
 
-    def __init__(self, impl: HttpImplementation, instance_id: str, clock: Clock, dies: bool) -> None:
+    def __init__(
+        self, impl: HttpImplementation, client: httpx2.AsyncClient, instance_id: str, clock: Clock, dies: bool
+    ) -> None:
         self._impl = impl
+        self._client = client
         self._base = f"/v1/instances/{instance_id}"
         self._clock = clock
         self._dies = dies
 
     async def _call(self, method: str, path: str, body: BaseModel | None = None) -> bytes:
         try:
-            response = await self._impl.client.request(
+            response = await self._client.request(
                 method,
                 self._base + path,
                 content=body.model_dump_json() if body is not None else None,
@@ -337,7 +340,6 @@ class HttpImplementation:
         info = self._info()
         self._name = f"{info.name}@{self.url.split('://', 1)[1]}"
         self._profiles = frozenset(info.profiles)
-        self.client = httpx2.AsyncClient(base_url=self.url, timeout=None)
 
     def _info(self) -> DriverInfo:
         give_up = time.monotonic() + CONNECT_PATIENCE_S
@@ -388,18 +390,19 @@ class HttpImplementation:
 
     @asynccontextmanager
     async def _opened(self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock) -> AsyncIterator[HttpInstance]:
-        # A fresh client per instance: a forked worker must not reuse its parent's connections.
-        self.client = httpx2.AsyncClient(base_url=self.url, timeout=None)
+        # A client per instance: instances may live in other threads' event loops (lease races), and a
+        # forked worker must not reuse its parent's connections.
+        client = httpx2.AsyncClient(base_url=self.url, timeout=None)
         host = _ToolHost(tools)
         async with AsyncExitStack() as stack:
-            stack.push_async_callback(self.client.aclose)
+            stack.push_async_callback(client.aclose)
             stack.push_async_callback(host.client.aclose)
             host_url = await stack.enter_async_context(_serving(host.app()))
             servers = [await self._expose(stack, server) for server in config.mcp_servers]
             wire = config.model_copy(update={"mcp_servers": servers})
             body = OpenInstance(config=wire, tools=[t.spec for t in tools], tool_host=host_url)
             try:
-                response = await self.client.post(
+                response = await client.post(
                     "/v1/instances",
                     content=body.model_dump_json(),
                     headers={NOW_HEADER: repr(clock.now()), "content-type": "application/json"},
@@ -410,12 +413,12 @@ class HttpImplementation:
             instance_id = InstanceHandle.model_validate_json(response.content).instance_id
             dies = config.crash is not None and config.crash.mode == "sigkill"
             try:
-                yield HttpInstance(self, instance_id, clock, dies)
+                yield HttpInstance(self, client, instance_id, clock, dies)
             finally:
                 # The driver may have died with its instance (a crash plan): then nothing is left to close.
                 shielded = anyio.CancelScope(shield=True)
                 with shielded, anyio.move_on_after(30), contextlib.suppress(httpx2.TransportError):
-                    await self.client.delete(f"/v1/instances/{instance_id}")
+                    await client.delete(f"/v1/instances/{instance_id}")
 
     @staticmethod
     async def _expose(stack: AsyncExitStack, server: McpServerConfig) -> McpServerConfig:

@@ -43,9 +43,9 @@ class Run:
     out: Path
 
 
-def run_and_load(impl: str, rules: str | None, out: Path) -> Run:
-    """Run the suite on ``impl`` (all rules when ``rules`` is None) and read back what it stored."""
-    outcome = run_suite([impl], rules, out)
+def run_and_load(impls: str | list[str], rules: str | None, out: Path) -> Run:
+    """Run the suite on ``impls`` side by side (all rules when ``rules`` is None) and read back what it stored."""
+    outcome = run_suite([impls] if isinstance(impls, str) else impls, rules, out)
     return Run(outcome, load_run(out, outcome.run_id)[1], out)
 
 

@@ -125,3 +125,12 @@ def test_fuzzing_ran_at_least_a_thousand_cases() -> None:
     """Runs after the fuzzing above (pytest keeps definition order in a module)."""
     print(f"schemathesis ran {len(FUZZED)} generated cases against the reference driver")
     assert len(FUZZED) >= 1000, len(FUZZED)
+
+
+@pytest.mark.slow
+def test_a_path_with_a_nul_byte_is_refused_not_crashed_on(driver_url: str) -> None:
+    """Found by the fuzzing: Path.resolve() raises on a NUL byte."""
+    config = {"store_dir": "/tmp/a\u0000b", "workspace": "/tmp/a\u0000b"}
+    answer = httpx2.post(f"{driver_url}/v1/instances", json={"config": config, "tool_host": "http://127.0.0.1:1"})
+    assert answer.status_code == 422
+    assert Problem.model_validate_json(answer.content).field == "config.store_dir"
