@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, UniqueConstraint, bindparam, event, func, insert, inspect, update
+from sqlalchemy import Index, Table, UniqueConstraint, bindparam, event, func, insert, inspect, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
@@ -27,6 +27,8 @@ class InvocationTable(SQLModel, table=True):
     """One row per invocation (the ADR's ``tool_invocations``)."""
 
     __tablename__ = "tool_invocations"
+    # The breaker's look-up (step 4) by run and call hash: a run's rows are not scanned for every call.
+    __table_args__ = (Index("ix_tool_invocations_run_id_call_hash", "run_id", "call_hash"),)
 
     seq: int | None = Field(default=None, primary_key=True)
     invocation_id: str = Field(unique=True, index=True)
@@ -134,6 +136,7 @@ _METRICS: Table = SQLModel.metadata.tables[MetricTable.__tablename__]
 _CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
 _PINS: Table = SQLModel.metadata.tables[SessionPinTable.__tablename__]
 _INVOCATION_COLUMNS = tuple(c.name for c in _INVOCATIONS.columns)
+_EVENT_SOURCE = (_INVOCATIONS.c.run_id, _INVOCATIONS.c.status, _INVOCATIONS.c.reason_code)
 
 _BY_ID = core_select(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindparam("b_id"))
 _BY_KEY = core_select(_INVOCATIONS).where(_INVOCATIONS.c.idempotency_key == bindparam("b_key"))
@@ -180,12 +183,11 @@ class Store:
         dialect = self.engine.dialect
         self._returning = bool(dialect.update_returning)
         self._upsert = _upsert_metric(dialect.name)
-        self._update_returning = _UPDATE_BY_ID.returning(*_INVOCATIONS.c)
-        self._update_if_status_returning = _UPDATE_IF_STATUS.returning(*_INVOCATIONS.c)
-        self._claims_returning = {
-            None: _CLAIM_UNOWNED.returning(*_INVOCATIONS.c),
-            True: _CLAIM_OWNED.returning(*_INVOCATIONS.c),
-        }
+        # What an event copies from the row it is about, returned by the write itself.
+        self._update_returning = _UPDATE_BY_ID.returning(*_EVENT_SOURCE)
+        self._update_if_status_returning = _UPDATE_IF_STATUS.returning(*_EVENT_SOURCE)
+        self._claim_returning = _CLAIM_UNOWNED.returning(*_EVENT_SOURCE)
+        self._claim_owned_returning = _CLAIM_OWNED.returning(*_EVENT_SOURCE)
 
     @classmethod
     def in_directory(cls, directory: Path) -> Store:
@@ -261,20 +263,21 @@ class Store:
         metrics: Sequence[str] = (),
         *,
         expect_status: InvocationStatus | None = None,
-    ) -> InvocationTable | None:
-        """Apply ``changes`` (and events, metrics) in one transaction; None when ``expect_status`` no longer holds."""
+    ) -> bool:
+        """Apply ``changes`` (and events, metrics) in one transaction; False when ``expect_status`` no longer holds."""
         with self.engine.begin() as connection:
             found = self._apply(connection, invocation_id, changes, expect_status)
             if found is None:
-                return None
+                return False
             self._emit(connection, found["run_id"], invocation_id, found["status"], found["reason_code"], events)
             self._bump(connection, metrics)
-        return _invocation(found)
+        return True
 
     def _apply(
         self, connection: Connection, invocation_id: str, changes: dict[str, Any], expect: InvocationStatus | None
     ) -> RowMapping | None:
-        """The row after ``changes``; None when its status is not ``expect``. NoResultFound when there is no row."""
+        """What events say of the row after ``changes`` (run, status, reason); None when its status is not
+        ``expect``. NoResultFound when there is no row."""
         if changes and self._returning:
             params = changes | {"b_id": invocation_id}
             if expect is None:
@@ -298,29 +301,25 @@ class Store:
 
     def claim(
         self, invocation_id: str, *, expect_status: str, expect_owner: str | None, changes: dict[str, Any]
-    ) -> InvocationTable | None:
-        """Compare-and-set the lease: apply ``changes`` only if status and owner are still as read."""
+    ) -> bool:
+        """Compare-and-set the lease: apply ``changes`` only if status and owner are still as read; False when
+        another worker changed the row first. The row then holds ``changes``, so nothing is read back."""
         params = changes | {"b_id": invocation_id, "b_status": expect_status}
         if expect_owner is not None:
             params["b_owner"] = expect_owner
         with self.engine.begin() as connection:
             if self._returning:
-                claimed = connection.execute(self._claims_returning[expect_owner and True], params).mappings().first()
+                statement = self._claim_returning if expect_owner is None else self._claim_owned_returning
+                claimed = connection.execute(statement, params).mappings().first()
             else:
                 statement = _CLAIM_UNOWNED if expect_owner is None else _CLAIM_OWNED
                 hit = connection.execute(statement, params).rowcount == 1
                 claimed = self._one_by_id(connection, invocation_id) if hit else None
             if claimed is None:
-                return None
-            self._emit(
-                connection,
-                claimed["run_id"],
-                invocation_id,
-                claimed["status"],
-                claimed["reason_code"],
-                [EventKind.STARTED],
-            )
-        return _invocation(claimed)
+                return False
+            started = [EventKind.STARTED]
+            self._emit(connection, claimed["run_id"], invocation_id, claimed["status"], claimed["reason_code"], started)
+        return True
 
     def mark_effect_sent(self, invocation_id: str, now: float) -> None:
         """Commit the watermark; returns after the commit."""
