@@ -135,7 +135,6 @@ _EVENTS: Table = SQLModel.metadata.tables[EventTable.__tablename__]
 _METRICS: Table = SQLModel.metadata.tables[MetricTable.__tablename__]
 _CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
 _PINS: Table = SQLModel.metadata.tables[SessionPinTable.__tablename__]
-_INVOCATION_COLUMNS = tuple(c.name for c in _INVOCATIONS.columns)
 _EVENT_SOURCE = (_INVOCATIONS.c.run_id, _INVOCATIONS.c.status, _INVOCATIONS.c.reason_code)
 
 _BY_ID = core_select(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindparam("b_id"))
@@ -164,6 +163,14 @@ def _upsert_metric(dialect: str) -> Any:
         return None
     statement = module.insert(_METRICS).values(name=bindparam("b_name"), value=1)
     return statement.on_conflict_do_update(index_elements=[_METRICS.c.name], set_={"value": _METRICS.c.value + 1})
+
+
+def _values(row: SQLModel, table: Table) -> dict[str, Any]:
+    """The column values of ``row`` for a Core insert; an unset ``seq`` is left to the database."""
+    values = {column.name: getattr(row, column.name) for column in table.columns}
+    if values.get("seq", 0) is None:
+        del values["seq"]
+    return values
 
 
 def _invocation(mapping: RowMapping) -> InvocationTable:
@@ -244,9 +251,7 @@ class Store:
 
     def insert(self, row: InvocationTable, events: Sequence[EventKind], metrics: Sequence[str] = ()) -> None:
         """Insert ``row`` with its events in one transaction; DuplicateKey when the key exists."""
-        values = {name: getattr(row, name) for name in _INVOCATION_COLUMNS}
-        if values["seq"] is None:
-            del values["seq"]
+        values = _values(row, _INVOCATIONS)
         try:
             with self.engine.begin() as connection:
                 connection.execute(_INSERT_INVOCATION, values)
@@ -309,11 +314,11 @@ class Store:
             params["b_owner"] = expect_owner
         with self.engine.begin() as connection:
             if self._returning:
-                statement = self._claim_returning if expect_owner is None else self._claim_owned_returning
-                claimed = connection.execute(statement, params).mappings().first()
+                returning = self._claim_returning if expect_owner is None else self._claim_owned_returning
+                claimed = connection.execute(returning, params).mappings().first()
             else:
-                statement = _CLAIM_UNOWNED if expect_owner is None else _CLAIM_OWNED
-                hit = connection.execute(statement, params).rowcount == 1
+                plain = _CLAIM_UNOWNED if expect_owner is None else _CLAIM_OWNED
+                hit = connection.execute(plain, params).rowcount == 1
                 claimed = self._one_by_id(connection, invocation_id) if hit else None
             if claimed is None:
                 return False
@@ -379,8 +384,8 @@ class Store:
     def record_catalog(self, changes: Sequence[CatalogHistoryTable]) -> None:
         """Append catalog-history entries in one transaction."""
         if changes:
-            with self.transaction() as session:
-                session.add_all(changes)
+            with self.engine.begin() as connection:
+                connection.execute(_INSERT_CATALOG, [_values(change, _CATALOG) for change in changes])
 
     def catalog_history(self, server_id: str | None = None) -> list[CatalogHistoryTable]:
         """Catalog-history entries (of one server, or all) in recording order."""
@@ -404,8 +409,8 @@ class Store:
     def pin(self, rows: Sequence[SessionPinTable]) -> bool:
         """Write a session's pin in one transaction; False when another worker pinned it first."""
         try:
-            with self.transaction() as session:
-                session.add_all(rows)
+            with self.engine.begin() as connection:
+                connection.execute(_INSERT_PINS, [_values(row, _PINS) for row in rows])
         except IntegrityError:
             return False
         return True
