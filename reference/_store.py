@@ -290,15 +290,16 @@ class Store:
             else:
                 statement, params["b_status"] = self._update_if_status_returning, expect.value
             found = connection.execute(statement, params).mappings().first()
-            if found is not None:
-                return found
-        # No change to write, no RETURNING, or the conditional update missed: read the row to tell which.
+            if found is None and self._one_by_id(connection, invocation_id) is None:
+                raise NoResultFound(f"no invocation {invocation_id!r}")
+            return found  # None: the row exists, so only the status condition can have failed.
+        # Nothing to write, or no RETURNING: read the row, compare, then write and read it again.
         row = self._one_by_id(connection, invocation_id)
         if row is None:
             raise NoResultFound(f"no invocation {invocation_id!r}")
         if expect is not None and row["status"] != expect:
             return None
-        if changes and not self._returning:
+        if changes:
             connection.execute(_UPDATE_BY_ID, changes | {"b_id": invocation_id})
             row = self._one_by_id(connection, invocation_id)
             assert row is not None  # Invariant: the row was there a statement ago, in this transaction.
