@@ -356,24 +356,25 @@ class Steps:
             s.marked = True
             s.finish(ReasonCode.EFFECT_UNKNOWN)
             return
+        attempt = row.attempt + 1
         claimed = self.store.claim(
             s.invocation_id,
             expect_status=status,
             expect_owner=row.lease_owner,
             changes={
                 "status": InvocationStatus.RUNNING.value,
-                "attempt": row.attempt + 1,
+                "attempt": attempt,
                 "lease_owner": self.worker_id,
                 "lease_expires_at": now + self.config.lease_s,
                 "started_at": now,
                 "suspended_at": None,
             },
         )
-        if claimed is None:  # Another worker claimed it between our read and our write.
+        if not claimed:  # Another worker claimed it between our read and our write.
             s.finish(ReasonCode.IN_PROGRESS)
             s.leave_row = True
             return
-        s.attempt = claimed.attempt
+        s.attempt = attempt
 
     # -- 9-12: build, run, judge -------------------------------------------------------
 

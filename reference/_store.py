@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import UniqueConstraint, event, func, inspect, update
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Index, Table, UniqueConstraint, bindparam, event, func, insert, inspect, update
+from sqlalchemy import select as core_select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.exc import IntegrityError, NoResultFound
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from toolproof.spec import EventKind, InvocationStatus, ReasonCode
@@ -25,6 +27,8 @@ class InvocationTable(SQLModel, table=True):
     """One row per invocation (the ADR's ``tool_invocations``)."""
 
     __tablename__ = "tool_invocations"
+    # The breaker's look-up (step 4) by run and call hash: a run's rows are not scanned for every call.
+    __table_args__ = (Index("ix_tool_invocations_run_id_call_hash", "run_id", "call_hash"),)
 
     seq: int | None = Field(default=None, primary_key=True)
     invocation_id: str = Field(unique=True, index=True)
@@ -124,6 +128,55 @@ class DuplicateKey(Exception):
     """An invocation with this idempotency key already exists."""
 
 
+# The hot path runs SQLAlchemy Core on the sqlmodel tables: statements are built once (so their cache keys and
+# compiled forms are reused), rows come back as mappings, and a compare-and-set returns its row with RETURNING.
+_INVOCATIONS: Table = SQLModel.metadata.tables[InvocationTable.__tablename__]
+_EVENTS: Table = SQLModel.metadata.tables[EventTable.__tablename__]
+_METRICS: Table = SQLModel.metadata.tables[MetricTable.__tablename__]
+_CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
+_PINS: Table = SQLModel.metadata.tables[SessionPinTable.__tablename__]
+_EVENT_SOURCE = (_INVOCATIONS.c.run_id, _INVOCATIONS.c.status, _INVOCATIONS.c.reason_code)
+
+_BY_ID = core_select(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindparam("b_id"))
+_BY_KEY = core_select(_INVOCATIONS).where(_INVOCATIONS.c.idempotency_key == bindparam("b_key"))
+_IDENTICAL = core_select(_INVOCATIONS).where(
+    _INVOCATIONS.c.run_id == bindparam("b_run"), _INVOCATIONS.c.call_hash == bindparam("b_hash")
+)
+_INSERT_INVOCATION = insert(_INVOCATIONS)
+_INSERT_EVENT = insert(_EVENTS)
+# SET comes from the keys of the parameters passed with each execution (SQLAlchemy compiles one form per key set).
+_UPDATE_BY_ID = update(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindparam("b_id"))
+_UPDATE_IF_STATUS = _UPDATE_BY_ID.where(_INVOCATIONS.c.status == bindparam("b_status"))
+_CLAIM_UNOWNED = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.lease_owner.is_(None))
+_CLAIM_OWNED = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.lease_owner == bindparam("b_owner"))
+_MARK = _UPDATE_BY_ID.where(_INVOCATIONS.c.effect_sent_at.is_(None))
+_METRIC_BUMP = update(_METRICS).where(_METRICS.c.name == bindparam("b_name")).values(value=_METRICS.c.value + 1)
+_INSERT_METRIC = insert(_METRICS)
+_INSERT_CATALOG = insert(_CATALOG)
+_INSERT_PINS = insert(_PINS)
+
+
+def _upsert_metric(dialect: str) -> Any:
+    """One-statement counter increment where the dialect has ON CONFLICT; None elsewhere (update, then insert)."""
+    module: Any = {"sqlite": sqlite, "postgresql": postgresql}.get(dialect)
+    if module is None:
+        return None
+    statement = module.insert(_METRICS).values(name=bindparam("b_name"), value=1)
+    return statement.on_conflict_do_update(index_elements=[_METRICS.c.name], set_={"value": _METRICS.c.value + 1})
+
+
+def _values(row: SQLModel, table: Table) -> dict[str, Any]:
+    """The column values of ``row`` for a Core insert; an unset ``seq`` is left to the database."""
+    values = {column.name: getattr(row, column.name) for column in table.columns}
+    if values.get("seq", 0) is None:
+        del values["seq"]
+    return values
+
+
+def _invocation(mapping: RowMapping) -> InvocationTable:
+    return InvocationTable(**mapping)
+
+
 class Store:
     """The reference store over one database URL."""
 
@@ -134,6 +187,14 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         SQLModel.metadata.create_all(self.engine)
+        dialect = self.engine.dialect
+        self._returning = bool(dialect.update_returning)
+        self._upsert = _upsert_metric(dialect.name)
+        # What an event copies from the row it is about, returned by the write itself.
+        self._update_returning = _UPDATE_BY_ID.returning(*_EVENT_SOURCE)
+        self._update_if_status_returning = _UPDATE_IF_STATUS.returning(*_EVENT_SOURCE)
+        self._claim_returning = _CLAIM_UNOWNED.returning(*_EVENT_SOURCE)
+        self._claim_owned_returning = _CLAIM_OWNED.returning(*_EVENT_SOURCE)
 
     @classmethod
     def in_directory(cls, directory: Path) -> Store:
@@ -152,10 +213,14 @@ class Store:
             yield session
             session.commit()
 
+    def _one_by_id(self, connection: Connection, invocation_id: str) -> RowMapping | None:
+        return connection.execute(_BY_ID, {"b_id": invocation_id}).mappings().first()
+
     def find_by_key(self, key: str) -> InvocationTable | None:
         """The invocation with ``key``, if any."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            return session.exec(select(InvocationTable).where(InvocationTable.idempotency_key == key)).first()
+        with self.engine.connect() as connection:
+            found = connection.execute(_BY_KEY, {"b_key": key}).mappings().first()
+        return None if found is None else _invocation(found)
 
     def by_call(self, run_id: str, step_number: int, call_id: str) -> InvocationTable | None:
         """The first invocation recorded for ``call_id`` in that run and step."""
@@ -173,22 +238,25 @@ class Store:
 
     def get_or_none(self, invocation_id: str) -> InvocationTable | None:
         """The invocation ``invocation_id``, if it exists."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            return session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).first()
+        with self.engine.connect() as connection:
+            found = self._one_by_id(connection, invocation_id)
+        return None if found is None else _invocation(found)
 
     def get(self, invocation_id: str) -> InvocationTable:
         """The invocation ``invocation_id``."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
-            return row
+        found = self.get_or_none(invocation_id)
+        if found is None:
+            raise NoResultFound(f"no invocation {invocation_id!r}")
+        return found
 
     def insert(self, row: InvocationTable, events: Sequence[EventKind], metrics: Sequence[str] = ()) -> None:
         """Insert ``row`` with its events in one transaction; DuplicateKey when the key exists."""
+        values = _values(row, _INVOCATIONS)
         try:
-            with self.transaction() as session:
-                session.add(row)
-                self._emit(session, row, events)
-                self._bump(session, metrics)
+            with self.engine.begin() as connection:
+                connection.execute(_INSERT_INVOCATION, values)
+                self._emit(connection, values["run_id"], row.invocation_id, row.status, row.reason_code, events)
+                self._bump(connection, metrics)
         except IntegrityError:
             raise DuplicateKey(row.idempotency_key) from None
 
@@ -200,56 +268,78 @@ class Store:
         metrics: Sequence[str] = (),
         *,
         expect_status: InvocationStatus | None = None,
-    ) -> InvocationTable | None:
-        """Apply ``changes`` (and events, metrics) in one transaction; None when ``expect_status`` no longer holds."""
-        with self.transaction() as session:
-            row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
-            if expect_status is not None and row.status != expect_status:
-                return None
-            for name, value in changes.items():
-                setattr(row, name, value)
-            session.add(row)
-            self._emit(session, row, events)
-            self._bump(session, metrics)
-            return row
+    ) -> bool:
+        """Apply ``changes`` (and events, metrics) in one transaction; False when ``expect_status`` no longer holds."""
+        with self.engine.begin() as connection:
+            found = self._apply(connection, invocation_id, changes, expect_status)
+            if found is None:
+                return False
+            self._emit(connection, found["run_id"], invocation_id, found["status"], found["reason_code"], events)
+            self._bump(connection, metrics)
+        return True
+
+    def _apply(
+        self, connection: Connection, invocation_id: str, changes: dict[str, Any], expect: InvocationStatus | None
+    ) -> RowMapping | None:
+        """What events say of the row after ``changes`` (run, status, reason); None when its status is not
+        ``expect``. NoResultFound when there is no row."""
+        if changes and self._returning:
+            params = changes | {"b_id": invocation_id}
+            if expect is None:
+                statement = self._update_returning
+            else:
+                statement, params["b_status"] = self._update_if_status_returning, expect.value
+            found = connection.execute(statement, params).mappings().first()
+            if found is None and self._one_by_id(connection, invocation_id) is None:
+                raise NoResultFound(f"no invocation {invocation_id!r}")
+            return found  # None: the row exists, so only the status condition can have failed.
+        # Nothing to write, or no RETURNING: read the row, compare, then write and read it again.
+        row = self._one_by_id(connection, invocation_id)
+        if row is None:
+            raise NoResultFound(f"no invocation {invocation_id!r}")
+        if expect is not None and row["status"] != expect:
+            return None
+        if changes:
+            connection.execute(_UPDATE_BY_ID, changes | {"b_id": invocation_id})
+            row = self._one_by_id(connection, invocation_id)
+            assert row is not None  # Invariant: the row was there a statement ago, in this transaction.
+        return row
 
     def claim(
         self, invocation_id: str, *, expect_status: str, expect_owner: str | None, changes: dict[str, Any]
-    ) -> InvocationTable | None:
-        """Compare-and-set the lease: apply ``changes`` only if status and owner are still as read."""
-        with self.transaction() as session:
-            stmt = (
-                update(InvocationTable)
-                .where(col(InvocationTable.invocation_id) == invocation_id)
-                .where(col(InvocationTable.status) == expect_status)
-                .where(
-                    col(InvocationTable.lease_owner).is_(None)
-                    if expect_owner is None
-                    else col(InvocationTable.lease_owner) == expect_owner
-                )
-                .values(**changes)
-            )
-            if session.execute(stmt).rowcount != 1:  # type: ignore[attr-defined]
-                return None
-            row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
-            self._emit(session, row, [EventKind.STARTED])
-            return row
+    ) -> bool:
+        """Compare-and-set the lease: apply ``changes`` only if status and owner are still as read; False when
+        another worker changed the row first. The row then holds ``changes``, so nothing is read back."""
+        params = changes | {"b_id": invocation_id, "b_status": expect_status}
+        if expect_owner is not None:
+            params["b_owner"] = expect_owner
+        with self.engine.begin() as connection:
+            if self._returning:
+                returning = self._claim_returning if expect_owner is None else self._claim_owned_returning
+                claimed = connection.execute(returning, params).mappings().first()
+            else:
+                plain = _CLAIM_UNOWNED if expect_owner is None else _CLAIM_OWNED
+                hit = connection.execute(plain, params).rowcount == 1
+                claimed = self._one_by_id(connection, invocation_id) if hit else None
+            if claimed is None:
+                return False
+            started = [EventKind.STARTED]
+            self._emit(connection, claimed["run_id"], invocation_id, claimed["status"], claimed["reason_code"], started)
+        return True
 
     def mark_effect_sent(self, invocation_id: str, now: float) -> None:
         """Commit the watermark; returns after the commit."""
-        with self.transaction() as session:
-            row = session.exec(select(InvocationTable).where(InvocationTable.invocation_id == invocation_id)).one()
-            if row.effect_sent_at is None:
-                row.effect_sent_at = now
-                session.add(row)
+        with self.engine.begin() as connection:
+            # No row changed: marked before (the first mark stands), or there is no such row.
+            marked = connection.execute(_MARK, {"b_id": invocation_id, "effect_sent_at": now}).rowcount == 1
+            if not marked and self._one_by_id(connection, invocation_id) is None:
+                raise NoResultFound(f"no invocation {invocation_id!r}")
 
     def identical(self, run_id: str, call_hash: str) -> list[InvocationTable]:
         """Earlier calls of ``run_id`` with the same tool and canonical arguments."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(InvocationTable).where(
-                InvocationTable.run_id == run_id, InvocationTable.call_hash == call_hash
-            )
-            return list(session.exec(stmt).all())
+        with self.engine.connect() as connection:
+            found = connection.execute(_IDENTICAL, {"b_run": run_id, "b_hash": call_hash}).mappings().all()
+        return [_invocation(row) for row in found]
 
     def expired_holds(self, now: float) -> list[InvocationTable]:
         """Approval holds past their bound."""
@@ -295,8 +385,8 @@ class Store:
     def record_catalog(self, changes: Sequence[CatalogHistoryTable]) -> None:
         """Append catalog-history entries in one transaction."""
         if changes:
-            with self.transaction() as session:
-                session.add_all(changes)
+            with self.engine.begin() as connection:
+                connection.execute(_INSERT_CATALOG, [_values(change, _CATALOG) for change in changes])
 
     def catalog_history(self, server_id: str | None = None) -> list[CatalogHistoryTable]:
         """Catalog-history entries (of one server, or all) in recording order."""
@@ -320,8 +410,8 @@ class Store:
     def pin(self, rows: Sequence[SessionPinTable]) -> bool:
         """Write a session's pin in one transaction; False when another worker pinned it first."""
         try:
-            with self.transaction() as session:
-                session.add_all(rows)
+            with self.engine.begin() as connection:
+                connection.execute(_INSERT_PINS, [_values(row, _PINS) for row in rows])
         except IntegrityError:
             return False
         return True
@@ -332,27 +422,38 @@ class Store:
             for row in session.exec(select(SessionPinTable).where(SessionPinTable.run_id == run_id)).all():
                 session.delete(row)
 
-    @staticmethod
-    def _emit(session: Session, row: InvocationTable, events: Sequence[EventKind]) -> None:
+    def _emit(
+        self,
+        connection: Connection,
+        run_id: str,
+        invocation_id: str,
+        status: str | None,
+        reason_code: str | None,
+        events: Sequence[EventKind],
+    ) -> None:
+        if not events:
+            return
         now = time.time()
-        for kind in events:
-            session.add(
-                EventTable(
-                    run_id=row.run_id,
-                    invocation_id=row.invocation_id,
-                    kind=kind.value,
-                    status=row.status,
-                    reason_code=row.reason_code,
-                    created_at=now,
-                )
-            )
+        rows = [
+            {
+                "run_id": run_id,
+                "invocation_id": invocation_id,
+                "kind": kind.value,
+                "status": status,
+                "reason_code": reason_code,
+                "data_json": "{}",
+                "created_at": now,
+            }
+            for kind in events
+        ]
+        connection.execute(_INSERT_EVENT, rows)
 
-    @staticmethod
-    def _bump(session: Session, metrics: Sequence[str]) -> None:
+    def _bump(self, connection: Connection, metrics: Sequence[str]) -> None:
         for name in metrics:
-            metric = session.get(MetricTable, name) or MetricTable(name=name, value=0)
-            metric.value += 1
-            session.add(metric)
+            if self._upsert is not None:
+                connection.execute(self._upsert, {"b_name": name})
+            elif connection.execute(_METRIC_BUMP, {"b_name": name}).rowcount == 0:
+                connection.execute(_INSERT_METRIC, {"name": name, "value": 1})
 
 
 def dump_json(value: Any) -> str:

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from toolproof._bench import QUICK, run_bench
-from toolproof._bench_catalog import check_pin, definitions, pin, register
+from toolproof._bench_catalog import definitions, measure_catalog
 from toolproof._bench_dbos import unavailable_reason
 from toolproof._bench_render import TARGETS, render
 from toolproof._bench_sqlite import sigkill_survival
@@ -68,7 +68,7 @@ def test_every_figure_has_median_min_max_and_its_repetitions(tiny: tuple[dict[st
             _figure(node, TINY.repetitions)
     for key in ("parallel_ms", "sequential_ms", "ratio"):
         _figure(figures["batch"][key], TINY.batch_repetitions)
-    for key in ("register_s", "pin_check_s"):
+    for key in ("sdk_list_s", "register_s", "advertise_s", "pin_check_s"):
         _figure(figures["catalog"][key], TINY.catalog_repetitions)
     for key in ("peak_rss_mib", "rss_growth_mib", "seconds"):
         _figure(figures["excerpt"][key], TINY.excerpt_repetitions)
@@ -151,22 +151,23 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
         "commit limit",
         "commits per call (counted)",
         "batch parallel ÷ sequential",
-        "catalog registered (stand-in)",
+        "catalog listed, normalized and registered by the MCP adapter",
         "peak RSS",
         "must-show targets",
         "journal_mode=WAL + synchronous=FULL",
-        "stand-in until the MCP adapter lands",
+        "the reference McpAdapter over an in-process low-level MCP server",
     ):
         assert expected in text
 
 
-def test_the_catalog_stand_in_registers_every_tool_and_sees_the_list_changed() -> None:
-    base = definitions(400)
-    changed = definitions(400, revision=1)
-    assert len(changed) == len(base)
-    assert len(register(base).names) == 400
-    change = check_pin(pin(base), changed)
-    assert (change.added, change.withdrawn, change.changed) == (2, 2, 4)
+def test_the_adapter_registers_every_tool_and_records_the_list_changed_without_moving_the_pin(
+    tmp_path: Path,
+) -> None:
+    assert len(definitions(400, revision=1)) == len(definitions(400)) == 400
+    sample = measure_catalog(tmp_path, 400)
+    assert sample.registered == 400
+    assert sample.history == {"added": 2, "changed": 4, "withdrawn": 2}
+    assert (sample.change.added, sample.change.withdrawn, sample.change.changed) == (2, 2, 4)
 
 
 def test_a_figure_needs_samples_and_ratios_need_equal_series() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from . import __version__
-from ._bench_catalog import STAND_IN, check_pin, definitions, pin, register
+from ._bench_catalog import METHOD, measure_catalog
 from ._bench_dbos import PEER_NOTE, DbosRig, unavailable_reason
 from ._bench_excerpt import excerpt_memory, excerpt_memory_in_subprocess
 from ._bench_pipeline import ReferenceRig, Sample, Workload
@@ -174,33 +174,25 @@ def _pipelines(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[s
     return report
 
 
-def _catalog(sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
-    """Section 5: register the catalog, then check a same-size list_changed against its pin."""
+def _catalog(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
+    """Section 5: the MCP adapter registers the catalog, pins a session, and checks a same-size list_changed."""
     load = load_average()
-    base = definitions(sizes.catalog_tools)
-    changed = definitions(sizes.catalog_tools, revision=1)
-    pinned = pin(base)
-    register_s: list[float] = []
-    check_s: list[float] = []
-    registered = 0
-    change = None
+    samples = []
     for rep in range(sizes.catalog_repetitions):
         progress(f"catalog {rep + 1}/{sizes.catalog_repetitions}")
-        started = time.perf_counter()
-        registry = register(base)
-        register_s.append(time.perf_counter() - started)
-        registered = len(registry.names)
-        started = time.perf_counter()
-        change = check_pin(pinned, changed)
-        check_s.append(time.perf_counter() - started)
+        samples.append(measure_catalog(directory / f"catalog-{rep}", sizes.catalog_tools))
+    last = samples[-1]
     return {
         "load": load,
-        "stand_in": STAND_IN,
+        "method": METHOD,
         "tools": sizes.catalog_tools,
-        "registered": registered,
-        "list_changed": asdict(change) if change is not None else None,
-        "register_s": Figure.of("s", register_s).to_json(),
-        "pin_check_s": Figure.of("s", check_s).to_json(),
+        "registered": last.registered,
+        "list_changed": asdict(last.change),
+        "history_recorded": last.history,
+        "sdk_list_s": Figure.of("s", [s.list_s for s in samples]).to_json(),
+        "register_s": Figure.of("s", [s.register_s for s in samples]).to_json(),
+        "advertise_s": Figure.of("s", [s.advertise_s for s in samples]).to_json(),
+        "pin_check_s": Figure.of("s", [s.pin_check_s for s in samples]).to_json(),
     }
 
 
@@ -277,13 +269,14 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
             else None
         )
         pipelines = _pipelines(directory, sizes, note)
+        catalog = _catalog(directory, sizes, note)
     report["settings"] = {
         "durability_pragmas": dict(DURABILITY_PRAGMAS),
         "promise": DURABILITY_PROMISE,
         "read_back": pipelines.pop("settings_read_back"),
         "sigkill_check": sigkill,
     }
-    report["figures"] = pipelines | {"catalog": _catalog(sizes, note), "excerpt": _excerpt(sizes, note)}
+    report["figures"] = pipelines | {"catalog": catalog, "excerpt": _excerpt(sizes, note)}
     if sizes.suite_repetitions:
         report["figures"]["suite"] = _suite(sizes, note)
     report["machine"]["load_after"] = load_average()

@@ -1,43 +1,55 @@
-"""Hostile scale in ``toolproof bench``: a 10,000-tool catalog registered, and pinned against a list_changed.
+"""Hostile scale in ``toolproof bench``: a 10,000-tool MCP catalog through the reference MCP adapter.
 
-A stand-in until the MCP adapter lands: there is no adapter to normalize remote names yet
-(decision 5), so the bench builds MCP-sourced ToolSpecs from MCP-shaped definitions and
-registers them through the reference registry (name grammar, reserved domains, the
-output-trust floor of decision 6), and pins with a SHA-256 of each definition's canonical
-JSON, comparing it against a changed catalog of the same size (decision 9).
+An in-process low-level MCP server (the SDK's ``Server``, configured as an operator's server on
+the memory transport) lists the catalog; the reference ``McpAdapter`` lists it, normalizes every
+remote name (decision 5), hashes every definition and records the catalog history in its store
+(decision 9). A session then pins the catalog, the server changes it (a list_changed of the same
+size), and the adapter lists it again, records the differences and the pin is checked against it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from toolproof.reference._registry import Registry
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from toolproof.fakes import FakeClock
+from toolproof.reference._mcp import McpAdapter
+from toolproof.reference._store import Store
 from toolproof.spec import (
-    ContentPart,
-    JsonObject,
-    ToolExecutionContext,
-    ToolResult,
-    ToolSource,
-    ToolSpec,
+    Advertisement,
+    CatalogChangeKind,
+    HarnessError,
+    IdempotencyClass,
+    InstanceConfig,
+    McpClassification,
+    McpServerConfig,
+    McpTransport,
+    Risk,
+    SideEffect,
 )
 
-STAND_IN = (
-    "stand-in until the MCP adapter lands: MCP-sourced ToolSpecs built from MCP-shaped definitions and "
-    "registered through reference Registry (no remote-name normalization yet); pinning = SHA-256 of each "
-    "definition's canonical JSON, diffed against a changed catalog of the same size"
+METHOD = (
+    "the reference McpAdapter over an in-process low-level MCP server (memory transport): list through the "
+    "SDK, normalize, hash, register and record history; a session pin; then a same-size list_changed re-listed, "
+    "recorded and checked against the pin"
 )
 """How the figure is labelled wherever it is shown."""
 
 SERVER_ID = "bench"
-"""The server the catalog claims to come from."""
+"""The operator's server_id, the prefix of every registered name."""
+
+_READ = McpClassification(side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT)
 
 
 def definitions(size: int, revision: int = 0) -> list[dict[str, Any]]:
-    """``size`` MCP-shaped tool definitions (``name``, ``description``, ``inputSchema``).
+    """``size`` MCP tool definitions in wire form (``name``, ``description``, ``inputSchema``).
 
     Revision 1 is a list_changed of the same size: every 100th tool reworded, every 200th
     withdrawn and as many new ones added.
@@ -67,65 +79,115 @@ def _definition(name: str, summary: str) -> dict[str, Any]:
     }
 
 
-class CatalogTool:
-    """A registered catalog entry; the bench never executes it."""
+class CatalogServer:
+    """A low-level MCP server whose ``tools/list`` answers revision 0 or 1 of a ``size``-tool catalog.
 
-    def __init__(self, spec: ToolSpec) -> None:
-        self._spec = spec
+    Args:
+        size: Tools per revision.
+    """
 
-    @property
-    def spec(self) -> ToolSpec:
-        """The registered spec."""
-        return self._spec
+    def __init__(self, size: int) -> None:
+        self.revision = 0
+        self._catalogs = [[types.Tool.model_validate(d) for d in definitions(size, r)] for r in (0, 1)]
+        self.server: Server[Any] = Server("CatalogServer", version="1.0.0", on_list_tools=self._list_tools)
 
-    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
-        """Answer without doing anything (the bench measures registration only)."""
-        return ToolResult(ok=True, content=[ContentPart(text="unused")])
-
-
-def register(catalog: Sequence[dict[str, Any]]) -> Registry:
-    """Build a ToolSpec per definition and register them all (decision 5 grammar, decision 6 trust floor)."""
-    tools = [
-        CatalogTool(
-            ToolSpec(
-                name=f"mcp.{SERVER_ID}.{item['name']}",
-                description=item["description"],
-                source=ToolSource.MCP,
-                input_schema=item["inputSchema"],
-            )
-        )
-        for item in catalog
-    ]
-    return Registry(tools)
-
-
-def _digest(item: dict[str, Any]) -> str:
-    canonical = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def pin(catalog: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Name to SHA-256 of the canonical JSON definition: what a session pinned."""
-    return {item["name"]: _digest(item) for item in catalog}
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self._catalogs[self.revision])
 
 
 @dataclass(frozen=True, slots=True)
 class CatalogChange:
-    """What a list_changed would change against the pin (recorded, not applied mid-session)."""
+    """What a list_changed changed against the session's pin (recorded, never applied to the session)."""
 
     added: int
     """Names the pin does not have."""
     withdrawn: int
     """Pinned names the new catalog lacks (they stay advertised and answer unavailable)."""
     changed: int
-    """Pinned names whose definition differs."""
+    """Pinned names whose definition hash differs."""
 
 
-def check_pin(pinned: dict[str, str], catalog: Sequence[dict[str, Any]]) -> CatalogChange:
-    """Hash the new catalog and compare it with ``pinned``."""
-    current = pin(catalog)
+@dataclass(frozen=True, slots=True)
+class CatalogSample:
+    """One repetition, on a fresh store and connection."""
+
+    list_s: float
+    """The SDK alone: one ``tools/list`` of the catalog through the adapter's client."""
+    register_s: float
+    """The adapter's first refresh: list, normalize, hash, register, record the history."""
+    advertise_s: float
+    """A session starts: the adapter lists again and pins what it registered."""
+    pin_check_s: float
+    """After the list_changed: the adapter re-lists and records it, and the pin is compared with it."""
+    registered: int
+    """Tools the adapter registered from revision 0."""
+    history: dict[str, int]
+    """Catalog-history entries the list_changed refresh recorded, by kind."""
+    change: CatalogChange
+
+
+def _check(pin: Advertisement, current: dict[str, str]) -> CatalogChange:
+    # What the adapter's resolve asks of each pinned name: still listed, and under the pinned hash?
+    pinned = {tool.name: tool.definition_sha256 for tool in pin.tools}
     return CatalogChange(
         added=sum(1 for name in current if name not in pinned),
         withdrawn=sum(1 for name in pinned if name not in current),
-        changed=sum(1 for name, digest in current.items() if name in pinned and pinned[name] != digest),
+        changed=sum(1 for name, sha in pinned.items() if name in current and current[name] != sha),
     )
+
+
+async def _measure(directory: Path, size: int) -> CatalogSample:
+    catalog = CatalogServer(size)
+    server = McpServerConfig(
+        server_id=SERVER_ID, transport=McpTransport.MEMORY, server=catalog.server, classification=_READ
+    )
+    config = InstanceConfig(store_dir=directory, workspace=directory, mcp_servers=[server])
+    store = Store.in_directory(directory)
+    try:
+        adapter = McpAdapter(config, store, FakeClock())
+        async with adapter.running():
+            link = adapter.links[SERVER_ID]
+            started = time.perf_counter()
+            await link.client.list_tools()
+            list_s = time.perf_counter() - started
+
+            started = time.perf_counter()
+            await adapter.refresh(link)
+            register_s = time.perf_counter() - started
+            registered = len(link.catalog)
+
+            started = time.perf_counter()
+            pin = await adapter.advertise("bench-session")
+            advertise_s = time.perf_counter() - started
+
+            catalog.revision = 1
+            seen = len(store.catalog_history(SERVER_ID))
+            started = time.perf_counter()
+            await adapter.refresh(link)
+            current = {name: entry.sha256 for name, entry in link.catalog.items()}
+            after = await adapter.advertise("bench-session")
+            change = _check(after, current)
+            pin_check_s = time.perf_counter() - started
+        recorded = store.catalog_history(SERVER_ID)[seen:]
+    finally:
+        store.close()
+    if after != pin:
+        raise HarnessError("bench catalog: the session's pin moved with the list_changed; the figure would lie")
+    history = {kind.value: sum(1 for r in recorded if r.kind == kind.value) for kind in CatalogChangeKind}
+    return CatalogSample(
+        list_s=list_s,
+        register_s=register_s,
+        advertise_s=advertise_s,
+        pin_check_s=pin_check_s,
+        registered=registered,
+        history={kind: count for kind, count in history.items() if count},
+        change=change,
+    )
+
+
+def measure_catalog(directory: Path, size: int) -> CatalogSample:
+    """One repetition of section 5 in a fresh store under ``directory``, in its own event loop."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return anyio.run(_measure, directory, size)

@@ -2,12 +2,14 @@
 
 The instance is opened once in an event loop on a portal thread, so its repetitions can be
 interleaved with a synchronous peer in the same run; every repetition is timed inside the loop.
+``open``, ``attach`` and ``timed`` run the same calls in the caller's own loop instead, where a
+profiler that watches one thread (pyinstrument, cProfile) sees them.
 """
 
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -95,20 +97,31 @@ class ReferenceRig:
         self._step = 0
 
     def __enter__(self) -> ReferenceRig:
+        self._portal = self._stack.enter_context(start_blocking_portal())
+        self.attach(self._stack.enter_context(self._portal.wrap_async_context_manager(self.open())))
+        return self
+
+    def open(self) -> AbstractAsyncContextManager[ReferenceInstance]:
+        """The reference instance over a fresh store in ``directory``, to enter in the caller's event loop."""
         workspace = self.directory / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         config = InstanceConfig(store_dir=self.directory / "store", workspace=workspace)
-        self._portal = self._stack.enter_context(start_blocking_portal())
-        opened = ReferenceImplementation().open(config, self.tools, FakeClock())
-        self._instance = self._stack.enter_context(self._portal.wrap_async_context_manager(opened))
+        return ReferenceImplementation().open(config, self.tools, FakeClock())
+
+    def attach(self, instance: ReferenceInstance) -> None:
+        """Measure ``instance`` (opened by ``open``) and count its commits until the rig closes."""
+        self._instance = instance
         # The bench reaches the store's engine through the instance to count commits; nothing else does.
-        self._counter = CommitCounter(self._instance._pipeline.store.engine)
+        self._counter = CommitCounter(instance._pipeline.store.engine)
         self._stack.callback(self._counter.detach)
-        return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop counting commits, and close the instance and portal if the rig opened them."""
         self._stack.close()
 
     def settings(self) -> dict[str, str]:
@@ -120,7 +133,8 @@ class ReferenceRig:
         self._step += 1
         return self._step
 
-    def _single(self, workload: Workload, tag: str, calls: int) -> list[StepRequest]:
+    def requests(self, workload: Workload, tag: str, calls: int) -> list[StepRequest]:
+        """``calls`` single-call steps of ``workload`` in run ``bench-{tag}``."""
         tool = TOOLS[workload]
         return [
             StepRequest(
@@ -142,10 +156,11 @@ class ReferenceRig:
     def run_calls(self, workload: Workload, calls: int, tag: str) -> Sample:
         """``calls`` single-call steps of ``workload``, one after another; requests are built before the clock starts."""
         assert self._portal is not None
-        requests = self._single(workload, tag, calls)
-        return self._portal.call(self._timed, requests, f"{workload} {tag}")
+        requests = self.requests(workload, tag, calls)
+        return self._portal.call(self.timed, requests, f"{workload} {tag}")
 
-    async def _timed(self, requests: list[StepRequest], what: str) -> Sample:
+    async def timed(self, requests: list[StepRequest], what: str) -> Sample:
+        """Submit ``requests`` one after another in the instance's event loop, timed; every call must succeed."""
         assert self._instance is not None
         assert self._counter is not None
         before = self._counter.count
@@ -169,4 +184,4 @@ class ReferenceRig:
             requests = [StepRequest(run_id=run_id, step_number=self._next_step(), calls=calls)]
         else:
             requests = [StepRequest(run_id=run_id, step_number=self._next_step(), calls=[call]) for call in calls]
-        return self._portal.call(self._timed, requests, f"batch {tag}")
+        return self._portal.call(self.timed, requests, f"batch {tag}")

@@ -124,17 +124,14 @@ def _rows(figures: dict[str, Any]) -> list[tuple[str, str, dict[str, Any] | None
     rows.append(("4", f"batch of {size}: sequential wall", batch["sequential_ms"], _load(batch)))
     rows.append(("4", "batch parallel ÷ sequential", batch["ratio"], _load(batch)))
     catalog = figures["catalog"]
-    rows.append(
-        ("5", f"{catalog['tools']:,}-tool catalog registered (stand-in)", catalog["register_s"], _load(catalog))
-    )
-    rows.append(
-        (
-            "5",
-            f"pin check of a {catalog['tools']:,}-tool list_changed (stand-in)",
-            catalog["pin_check_s"],
-            _load(catalog),
-        )
-    )
+    tools = f"{catalog['tools']:,}-tool"
+    for key, what in (
+        ("sdk_list_s", f"MCP SDK alone: one tools/list of the {tools} catalog, in process"),
+        ("register_s", f"{tools} catalog listed, normalized and registered by the MCP adapter"),
+        ("advertise_s", f"session pin of the {tools} catalog (advertise)"),
+        ("pin_check_s", f"pin check of a {tools} list_changed"),
+    ):
+        rows.append(("5", what, catalog[key], _load(catalog)))
     excerpt = figures["excerpt"]
     mib = excerpt["total_bytes"] / 2**20
     rows.append(("6", f"excerpt of {mib:,.0f} MiB: peak RSS of the process", excerpt["peak_rss_mib"], _load(excerpt)))
@@ -207,4 +204,4 @@ def render(report: dict[str, Any], console: Console) -> None:
         )
     figures = report["figures"]
     console.print(figures["dbos"]["note"], markup=False, soft_wrap=True)
-    console.print(f"catalog: {figures['catalog']['stand_in']}", markup=False, soft_wrap=True)
+    console.print(f"catalog: {figures['catalog']['method']}", markup=False, soft_wrap=True)
