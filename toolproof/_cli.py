@@ -105,7 +105,10 @@ def run(
         list[str] | None,
         typer.Option(
             "--impl",
-            help="Implementation: an entry-point name (see `toolproof impls`) or package.module:factory. Repeatable.",
+            help=(
+                "Implementation: an entry-point name (see `toolproof impls`), package.module:factory, or a driver"
+                " URL (http://127.0.0.1:PORT, see serve-reference). Repeatable: one report, side by side."
+            ),
         ),
     ] = None,
     rule_selectors: Annotated[
