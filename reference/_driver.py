@@ -173,7 +173,6 @@ class _Hosted:
     clock: PushedClock
     send: anyio.abc.ObjectSendStream[tuple[Callable[[Instance], Awaitable[Any]], anyio.abc.ObjectSendStream[Any]]]
     dead: bool = False
-    crash_mode: str | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
 
 

@@ -11,7 +11,7 @@ import mcp_types as types
 from mcp import Client
 
 from toolproof.reference._mcp import Link, McpAdapter, McpTool, RemoteTool, wire
-from toolproof.reference._pipeline import CallState, Pipeline
+from toolproof.reference._pipeline import Pipeline
 from toolproof.reference._store import CatalogHistoryTable, Store
 from toolproof.spec import (
     READ_RESOURCE,
@@ -20,7 +20,6 @@ from toolproof.spec import (
     Clock,
     ConfigurationError,
     Disposition,
-    Envelope,
     IdempotencyClass,
     InstanceConfig,
     McpClassification,
@@ -32,14 +31,13 @@ from toolproof.spec import (
     SideEffect,
     Skill,
     StepRequest,
-    Success,
     ToolSpec,
     TrustLabel,
     definition_sha256,
     normalize_remote_name,
 )
 
-from ._registry import witness
+from ._registry import outside_the_pipeline, witness
 
 
 def _mcp(adapter: type[McpAdapter]) -> type[Pipeline]:
@@ -235,23 +233,7 @@ class _McpBesidePipeline(Pipeline):
         found = await self.mcp.resolve(request.run_id, call.tool_name)
         if isinstance(found, ReasonCode):
             return await super().run_call(request, call)
-        state = CallState(request=request, call=call)
-        state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
-        await self.step_prepare(state)
-        assert state.context is not None
-
-        async def nowhere() -> None:
-            return None  # No row to mark: the call never entered the pipeline.
-
-        state.context._mark = nowhere
-        result = await found[1].execute(dict(call.arguments), state.context)
-        return Success(
-            invocation_id=state.invocation_id,
-            content=[
-                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text)
-                for p in result.content
-            ],
-        )
+        return await outside_the_pipeline(self, request, call, found)
 
 
 class _Unbounded(McpAdapter):

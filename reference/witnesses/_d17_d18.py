@@ -8,11 +8,11 @@ import uuid
 from sqlalchemy import Column, Integer, MetaData, Table
 
 from toolproof.reference._bridge import Bridge, bridge_call_id
-from toolproof.reference._pipeline import CallState, Pipeline
+from toolproof.reference._pipeline import Pipeline
 from toolproof.reference._store import dump_json
-from toolproof.spec import Envelope, ProposedCall, ScriptRequest, StepRequest, Success, TrustLabel
+from toolproof.spec import ProposedCall, ScriptRequest, StepRequest, Success
 
-from ._registry import witness
+from ._registry import outside_the_pipeline, witness
 
 
 class _DirectBridge(Bridge):
@@ -21,23 +21,7 @@ class _DirectBridge(Bridge):
     async def _direct(self, step: StepRequest, call: ProposedCall) -> Success:
         found = self.pipeline.registry.resolve(call.tool_name)
         assert found is not None
-        state = CallState(request=step, call=call)
-        state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
-        await self.pipeline.step_prepare(state)
-        assert state.context is not None
-
-        async def nowhere() -> None:
-            return None  # No row to mark: the call never entered the pipeline.
-
-        state.context._mark = nowhere
-        result = await found[1].execute(dict(call.arguments), state.context)
-        return Success(
-            invocation_id=state.invocation_id,
-            content=[
-                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text)
-                for p in result.content
-            ],
-        )
+        return await outside_the_pipeline(self.pipeline, step, call, found)
 
 
 class _BypassingPipeline(Pipeline):

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolproof.reference._instance import ReferenceImplementation
-from toolproof.reference._pipeline import Pipeline
-from toolproof.spec import STEPS, Step
+from toolproof.reference._pipeline import CallState, Pipeline
+from toolproof.spec import STEPS, Envelope, ProposedCall, Step, StepRequest, Success, Tool, ToolSpec, TrustLabel
 
 
 @dataclass(frozen=True)
@@ -49,3 +49,25 @@ def reorder(move: Step, after: Step) -> tuple[Step, ...]:
     order = [s for s in STEPS if s is not move]
     order.insert(order.index(after) + 1, move)
     return tuple(order)
+
+
+async def outside_the_pipeline(
+    pipeline: Pipeline, step: StepRequest, call: ProposedCall, found: tuple[ToolSpec, Tool]
+) -> Success:
+    """Execute ``call``'s tool directly: no row, no key, no policy (the defect of a bypassing witness)."""
+    state = CallState(request=step, call=call)
+    state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
+    await pipeline.step_prepare(state)
+    assert state.context is not None
+
+    async def nowhere() -> None:
+        return None  # No row to mark: the call never entered the pipeline.
+
+    state.context._mark = nowhere
+    result = await found[1].execute(dict(call.arguments), state.context)
+    return Success(
+        invocation_id=state.invocation_id,
+        content=[
+            Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text) for p in result.content
+        ],
+    )
