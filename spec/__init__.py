@@ -48,7 +48,14 @@ from ._enums import (
     Verdict,
     lowest_trust,
 )
-from ._errors import ConfigurationError, ConformanceFailure, ContractViolation, HarnessError, ToolproofError
+from ._errors import (
+    ConfigurationError,
+    ConformanceFailure,
+    ContractViolation,
+    HarnessError,
+    ToolproofError,
+    sole_exception,
+)
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
 from ._mcp import (
     DEFINITION_FIELDS,
@@ -242,4 +249,5 @@ __all__ = [
     "outcome_entry",
     "replay_history",
     "rule_decision",
+    "sole_exception",
 ]

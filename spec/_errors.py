@@ -37,3 +37,17 @@ class ConfigurationError(ToolproofError, ValueError):
 
 class HarnessError(ToolproofError):
     """toolproof itself failed; not the implementation's fault nor the user's."""
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one leaf exception of nested single-member groups, or None when any level holds several.
+
+    anyio task groups wrap whatever their body raises; a caller that wants a single error raised
+    as itself unwraps it with this.
+    """
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup):
+        if len(inner.exceptions) != 1:
+            return None
+        inner = inner.exceptions[0]
+    return inner
