@@ -19,6 +19,7 @@ from typing import cast
 
 import pytest
 
+from toolproof.driver import load
 from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
@@ -28,7 +29,6 @@ from toolproof.spec import (
     load_catalog,
 )
 
-from ._driver import load
 from ._harness import Harness
 
 _SCENARIOS_DIR = Path(__file__).resolve().parent

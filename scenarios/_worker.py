@@ -26,10 +26,9 @@ from typing import Any, ClassVar, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from toolproof.driver import load
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool
-
-from ._driver import load
 
 DISPOSITIONS: TypeAdapter[list[Disposition]] = TypeAdapter(list[Disposition])
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from toolproof.reference._driver import child_command
+from toolproof.driver import child_command
 from toolproof.spec import DRIVER_PROTOCOL, Problem, openapi_document
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -320,7 +320,7 @@ def serve_reference(
     """
     import tempfile
 
-    from toolproof.reference._driver import child_command, supervise
+    from toolproof.driver import child_command, supervise
 
     try:
         load_implementation(impl)

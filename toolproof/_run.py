@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from toolproof.driver import load
 from toolproof.reports import (
     CrashCell,
     ResultRow,
@@ -21,7 +22,6 @@ from toolproof.reports import (
     verdict_table,
     write_run,
 )
-from toolproof.scenarios._driver import load
 from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
 from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog
 

@@ -1,30 +1,25 @@
 """The driver side of the driver protocol: any Python implementation behind ``/v1`` (starlette).
 
-``toolproof serve-reference`` runs it for the reference. Each open instance lives in its
-own task (an implementation's context manager and task groups must be entered and left
-by one task); requests reach it through a channel and run concurrently inside it, so a
-reader can look at a row while a step is still executing its tool.
+``toolproof serve-reference`` runs it for the reference; ``serve(MyImplementation(), ...)``
+runs it for yours. Each open instance lives in its own task (an implementation's context
+manager and task groups must be entered and left by one task); requests reach it through a
+channel and run concurrently inside it, so a reader can look at a row while a step is still
+executing its tool.
 """
 
 from __future__ import annotations
 
 import base64
-import signal
-import subprocess
-import sys
 import time
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
-import httpx2
 import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -43,127 +38,27 @@ from toolproof.spec import (
     Dispositions,
     DriverInfo,
     Events,
-    ExecuteTool,
     Implementation,
     Instance,
     InstanceHandle,
     Invocations,
-    JsonObject,
-    McpOrigin,
-    McpTransport,
     Metrics,
     OpenInstance,
-    Problem,
     ResumeAnswer,
     ScopeQuery,
     ScriptRequest,
     SimulatedCrash,
     StepRequest,
     Tables,
-    ToolContext,
     ToolExecutionContext,
-    ToolOutcome,
-    ToolSpec,
-    crash_now,
-    load_implementation,
     openapi_document,
 )
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-"""Where a tool host and an HTTP MCP server reached by a driver may be."""
-
+from ._admission import DriverOptions, admit
+from ._hosted import ContextRegistry, HostedTool, PushedClock
+from ._problems import Refused, problem
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class _Refused(Exception):
-    """A request the driver refuses: becomes a Problem."""
-
-    def __init__(self, status: int, kind: str, detail: str, field_path: str | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.kind, self.detail, self.field = status, kind, detail, field_path
-
-
-def _problem(status: int, kind: str, detail: str, field_path: str | None = None) -> JSONResponse:
-    body = Problem(type=kind, title=kind.replace("-", " "), status=status, detail=detail, field=field_path)
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, media_type="application/problem+json")
-
-
-class PushedClock:
-    """The harness's clock as last pushed in the ``Toolproof-Now`` header."""
-
-    def __init__(self, now: float) -> None:
-        self._now = now
-
-    def now(self) -> float:
-        """The last time the harness said it was."""
-        return self._now
-
-    def push(self, now: float | None) -> None:
-        """Move to ``now`` when the harness sent one."""
-        if now is not None:
-            self._now = now
-
-
-class _ContextRegistry:
-    """Execution contexts of tools executing now, by the id the tool host calls back with."""
-
-    def __init__(self) -> None:
-        self.contexts: dict[str, ToolExecutionContext] = {}
-        self.trace_results = False
-        """``?probe=memory``: start tracing memory as soon as a tool's result has arrived."""
-
-
-class HostedTool:
-    """A harness tool, executed by the tool host; the pipeline under test sees an ordinary ``Tool``."""
-
-    def __init__(self, spec: ToolSpec, host: str, driver_url: str, contexts: _ContextRegistry) -> None:
-        self._spec = spec
-        self._host = host.rstrip("/")
-        self._driver_url = driver_url
-        self._contexts = contexts
-
-    @property
-    def spec(self) -> ToolSpec:
-        """The spec the harness registered."""
-        return self._spec
-
-    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
-        """Run the tool in the harness; its mark, artifacts and credentials call back to this driver."""
-        context_id = uuid.uuid4().hex
-        self._contexts.contexts[context_id] = context
-        wire = ToolContext(
-            context_id=context_id,
-            driver_url=self._driver_url,
-            identity=context.identity,
-            budget=context.budget,
-            deadline=context.deadline,
-            target=context.target,
-            workspace=str(context.workspace),
-        )
-        request = ExecuteTool(tool=self._spec.name, arguments=arguments, context=wire)
-        try:
-            async with httpx2.AsyncClient(timeout=None) as client:
-                answer = await client.post(f"{self._host}/v1/tools/execute", json=request.model_dump(mode="json"))
-            outcome = ToolOutcome.model_validate_json(answer.content)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                async with httpx2.AsyncClient(timeout=5) as client:
-                    await client.post(f"{self._host}/v1/contexts/{context_id}/cancel")
-            raise
-        except httpx2.TransportError:
-            # The harness worker holding the tool died (a SIGKILL crash point): this call's worker died
-            # with it. Nothing more is written for it; the row stays as it was for recovery to judge.
-            raise SimulatedCrash("the harness worker executing the tool vanished") from None
-        finally:
-            self._contexts.contexts.pop(context_id, None)
-        if self._contexts.trace_results and not tracemalloc.is_tracing():
-            tracemalloc.start()  # From here on, what the pipeline allocates is the implementation's own.
-        if outcome.crash is not None:
-            crash_now(outcome.crash)
-        if outcome.raised is not None:
-            raise RuntimeError(f"the harness tool raised {outcome.raised}")
-        return outcome.result
 
 
 @dataclass
@@ -176,27 +71,21 @@ class _Hosted:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
-@dataclass(frozen=True)
-class DriverOptions:
-    """What a driver accepts."""
-
-    root: Path
-    """Every instance's store_dir and workspace must lie under it."""
-    stdio_commands: frozenset[str]
-    """Executables an MCP stdio server may be started with."""
-    supervised: bool = False
-    """Whether a supervisor restarts this process, so a sigkill crash plan may kill it."""
-
-
 class Driver:
-    """The driver protocol's server for one implementation."""
+    """The driver protocol's server for one implementation; ``app()`` is the ASGI application.
+
+    Args:
+        implementation: what the driver serves; any ``toolproof.spec.Implementation``.
+        options: what the driver accepts (the root for stores and workspaces, stdio commands, supervision).
+        url: the driver's own base URL, which a running tool's callbacks are sent to.
+    """
 
     def __init__(self, implementation: Implementation, options: DriverOptions, url: str) -> None:
         self.implementation = implementation
         self.options = options
         self.url = url
         self.instances: dict[str, _Hosted] = {}
-        self.contexts = _ContextRegistry()
+        self.contexts = ContextRegistry()
         self.group: anyio.abc.TaskGroup | None = None
         self._receive: dict[str, anyio.abc.ObjectReceiveStream[Any]] = {}
 
@@ -233,7 +122,7 @@ class Driver:
             Route("/v1/contexts/{context_id}/credentials", self.credential, methods=["POST"]),
         ]
         return Starlette(
-            routes=routes, lifespan=self.lifespan, exception_handlers={_Refused: _refused, Exception: _failed}
+            routes=routes, lifespan=self.lifespan, exception_handlers={Refused: _refused, Exception: _failed}
         )
 
     # -- helpers -----------------------------------------------------------------------------
@@ -246,20 +135,20 @@ class Driver:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "body"
-            raise _Refused(422, "invalid-request", f"{where}: {first['msg']}", where) from None
+            raise Refused(422, "invalid-request", f"{where}: {first['msg']}", where) from None
 
     def _hosted(self, request: Request) -> _Hosted:
         hosted = self.instances.get(request.path_params["instance_id"])
         if hosted is None or hosted.dead:
-            raise _Refused(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
+            raise Refused(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
         raw = request.headers.get(NOW_HEADER)
         if raw is not None:
             try:
                 now = float(raw)
             except ValueError:
-                raise _Refused(422, "invalid-request", f"header {NOW_HEADER}: not a number", NOW_HEADER) from None
+                raise Refused(422, "invalid-request", f"header {NOW_HEADER}: not a number", NOW_HEADER) from None
             if now != now or now in (float("inf"), float("-inf")):
-                raise _Refused(422, "invalid-request", f"header {NOW_HEADER}: not a finite number", NOW_HEADER)
+                raise Refused(422, "invalid-request", f"header {NOW_HEADER}: not a finite number", NOW_HEADER)
             hosted.clock.push(now)
         return hosted
 
@@ -269,16 +158,16 @@ class Driver:
         try:
             await hosted.send.send((work, reply_send))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise _Refused(404, "not-found", "the instance closed", "instance_id") from None
+            raise Refused(404, "not-found", "the instance closed", "instance_id") from None
         async with reply_receive:
             try:
                 result = await reply_receive.receive()
             except anyio.EndOfStream:
-                raise _Refused(404, "not-found", "the instance closed", "instance_id") from None
+                raise Refused(404, "not-found", "the instance closed", "instance_id") from None
         if isinstance(result, SimulatedCrash):
-            raise _Refused(409, "simulated-crash", "the instance died at its crash point")
+            raise Refused(409, "simulated-crash", "the instance died at its crash point")
         if isinstance(result, ConfigurationError):
-            raise _Refused(422, "configuration-error", str(result))
+            raise Refused(422, "configuration-error", str(result))
         if isinstance(result, Exception):
             raise result
         return result
@@ -341,42 +230,9 @@ class Driver:
         body = DriverInfo(name=self.implementation.name, profiles=sorted(self.implementation.profiles))
         return JSONResponse(body.model_dump(mode="json"))
 
-    def _check(self, body: OpenInstance) -> OpenInstance:
-        root = self.options.root.resolve()
-        for name in ("store_dir", "workspace"):
-            try:
-                path = Path(getattr(body.config, name)).resolve()
-            except (ValueError, OSError) as exc:  # A NUL byte, a path too long for the system.
-                raise _Refused(
-                    422, "invalid-request", f"config.{name}: not a usable path ({exc})", f"config.{name}"
-                ) from None
-            if not path.is_relative_to(root):
-                raise _Refused(422, "invalid-request", f"config.{name}: {path} is outside {root}", f"config.{name}")
-        if urlsplit(body.tool_host).hostname not in LOOPBACK_HOSTS:
-            raise _Refused(422, "invalid-request", "tool_host: must be a loopback URL", "tool_host")
-        if body.config.crash is not None and body.config.crash.mode == "sigkill" and not self.options.supervised:
-            raise _Refused(
-                422, "not-supported", "config.crash.mode: sigkill needs a supervised driver", "config.crash.mode"
-            )
-        servers = []
-        for i, server in enumerate(body.config.mcp_servers):
-            where = f"config.mcp_servers.{i}"
-            if (
-                server.transport is McpTransport.STDIO
-                and (server.command or [""])[0] not in self.options.stdio_commands
-            ):
-                raise _Refused(
-                    422, "not-supported", f"{where}.command: this driver does not start it", f"{where}.command"
-                )
-            operator_http = server.transport is McpTransport.HTTP and server.origin is McpOrigin.OPERATOR
-            if operator_http and urlsplit(server.url or "").hostname not in LOOPBACK_HOSTS:
-                raise _Refused(422, "not-supported", f"{where}.url: only loopback servers", f"{where}.url")
-            servers.append(server.model_copy(update={"server": None}))
-        return body.model_copy(update={"config": body.config.model_copy(update={"mcp_servers": servers})})
-
     async def open_instance(self, request: Request) -> Response:
         """``POST /v1/instances``."""
-        body = self._check(await self._body(request, OpenInstance))
+        body = admit(await self._body(request, OpenInstance), self.options)
         assert self.group is not None  # Invariant: set by the lifespan before any request.
         instance_id = uuid.uuid4().hex
         send, receive = anyio.create_memory_object_stream[Any](64)
@@ -387,16 +243,16 @@ class Driver:
         await started.wait()
         if failed:
             self.instances.pop(instance_id, None)
-            return _problem(422, "configuration-error", failed[0])
+            return problem(422, "configuration-error", failed[0])
         if self.instances[instance_id].dead:
-            return _problem(409, "simulated-crash", "the instance died while opening")
+            return problem(409, "simulated-crash", "the instance died while opening")
         return JSONResponse(InstanceHandle(instance_id=instance_id).model_dump(mode="json"), status_code=201)
 
     async def close_instance(self, request: Request) -> Response:
         """``DELETE /v1/instances/{id}``."""
         hosted = self.instances.pop(request.path_params["instance_id"], None)
         if hosted is None:
-            return _problem(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
+            return problem(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
         await hosted.send.aclose()
         with anyio.move_on_after(30):
             await hosted.done.wait()
@@ -407,7 +263,7 @@ class Driver:
         step = await self._body(request, StepRequest)
         probe = request.query_params.get("probe")
         if probe not in (None, "memory"):
-            raise _Refused(422, "invalid-request", f"probe: unknown probe {probe!r}; the only one is memory", "probe")
+            raise Refused(422, "invalid-request", f"probe: unknown probe {probe!r}; the only one is memory", "probe")
         if probe is None:
             return _json(Dispositions(dispositions=await self._on(request, lambda i: i.submit(step))))
         self.contexts.trace_results = True
@@ -468,7 +324,7 @@ class Driver:
     def _context(self, request: Request) -> ToolExecutionContext:
         context = self.contexts.contexts.get(request.path_params["context_id"])
         if context is None:
-            raise _Refused(404, "not-found", "no tool is executing under this context id", "context_id")
+            raise Refused(404, "not-found", "no tool is executing under this context id", "context_id")
         return context
 
     async def effect_sent(self, request: Request) -> Response:
@@ -483,7 +339,7 @@ class Driver:
         try:
             data = base64.b64decode(upload.data_base64, validate=True)
         except ValueError:
-            raise _Refused(422, "invalid-request", "data_base64: not base64", "data_base64") from None
+            raise Refused(422, "invalid-request", "data_base64: not base64", "data_base64") from None
         ref: ArtifactRef = await context.artifact_writer.write(upload.name, data)
         return _json(ref)
 
@@ -513,58 +369,21 @@ def _json(model: BaseModel) -> Response:
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, _Refused)
-    return _problem(exc.status, exc.kind, exc.detail, exc.field)
+    assert isinstance(exc, Refused)
+    return problem(exc.status, exc.kind, exc.detail, exc.field)
 
 
 async def _failed(request: Request, exc: Exception) -> Response:
     # A bug in the implementation or the driver: a 500 with a problem body, never a bare traceback.
-    return _problem(500, "internal-error", f"{type(exc).__name__}: {exc}")
+    return problem(500, "internal-error", f"{type(exc).__name__}: {exc}")
 
 
-def serve(ref: str, port: int, options: DriverOptions) -> None:
-    """Serve the implementation ``ref`` on ``127.0.0.1:port`` until interrupted."""
-    implementation = load_implementation(ref)
+def serve(implementation: Implementation, port: int, options: DriverOptions) -> None:
+    """Serve ``implementation`` behind the driver protocol on ``127.0.0.1:port`` until interrupted.
+
+    Example:
+        ``serve(MyPipeline(), 8787, DriverOptions(root=Path("/srv/toolproof")))``, then
+        ``toolproof run --impl http://127.0.0.1:8787``.
+    """
     driver = Driver(implementation, options, url=f"http://127.0.0.1:{port}")
     uvicorn.run(driver.app(), host="127.0.0.1", port=port, log_level="warning")
-
-
-def supervise(command: Sequence[str], on_restart: Callable[[int], None] | None = None) -> int:
-    """Run ``command`` and start it again each time it is SIGKILLed (a crash plan's death); its exit code."""
-    restarts = 0
-    while True:
-        child = subprocess.Popen(list(command))
-
-        def forward(signum: int, _frame: object, child: subprocess.Popen[bytes] = child) -> None:
-            child.send_signal(signum)
-
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            code = child.wait()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-        if code != -signal.SIGKILL:
-            return 0 if code in (-signal.SIGINT, -signal.SIGTERM) else code
-        restarts += 1
-        if on_restart is not None:
-            on_restart(restarts)
-
-
-def child_command(
-    ref: str, port: int, root: Path, stdio_commands: Sequence[str], *, supervised: bool = True
-) -> list[str]:
-    """The command line of one driver process (``supervised``: a supervisor restarts it after a SIGKILL)."""
-    command = [sys.executable, "-m", "toolproof.reference._driver", ref, str(port), str(root)]
-    return [*command, "supervised" if supervised else "alone", *stdio_commands]
-
-
-def main(argv: Sequence[str]) -> None:
-    """``python -m toolproof.reference._driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]``."""
-    ref, port, root, mode, *stdio = argv
-    options = DriverOptions(root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised")
-    serve(ref, int(port), options)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

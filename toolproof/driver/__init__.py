@@ -1,0 +1,28 @@
+"""toolproof.driver: the implementation port over HTTP (the driver protocol of ``spec.openapi_document()``).
+
+Three roles, one package, importing only ``toolproof.spec``:
+
+- the harness's side (``HttpImplementation``, ``load``): an implementation behind a driver URL,
+  and the tool host the driver calls back so the harness's tools run in the harness;
+- the driver's side (``Driver``, ``serve``, ``DriverOptions``): any Python ``Implementation``
+  behind ``/v1`` — ``serve(MyPipeline(), 8787, DriverOptions(root=Path("/srv/toolproof")))``;
+- the supervisor (``supervise``, ``child_command``): a driver process started again after
+  each SIGKILL a crash plan deals it, so the recovery scenarios run over HTTP too.
+"""
+
+from ._admission import DriverOptions
+from ._client import HttpImplementation, HttpInstance, is_driver_url, load
+from ._server import Driver, serve
+from ._supervisor import child_command, supervise
+
+__all__ = [
+    "Driver",
+    "DriverOptions",
+    "HttpImplementation",
+    "HttpInstance",
+    "child_command",
+    "is_driver_url",
+    "load",
+    "serve",
+    "supervise",
+]

@@ -1,0 +1,7 @@
+"""``python -m toolproof.driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]`` (see ``child_command``)."""
+
+import sys
+
+from ._supervisor import serve_child
+
+serve_child(sys.argv[1:])

@@ -1,0 +1,41 @@
+"""Errors across the wire, both ways: a refusal becomes an RFC 9457 problem, a problem becomes an exception."""
+
+from __future__ import annotations
+
+import httpx2
+from starlette.responses import JSONResponse
+
+from toolproof.spec import ConfigurationError, HarnessError, Problem, SimulatedCrash
+
+
+class Refused(Exception):
+    """A request the driver refuses: becomes a Problem."""
+
+    def __init__(self, status: int, kind: str, detail: str, field_path: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.kind, self.detail, self.field = status, kind, detail, field_path
+
+
+def problem(status: int, kind: str, detail: str, field_path: str | None = None) -> JSONResponse:
+    """The problem response of one refusal."""
+    body = Problem(type=kind, title=kind.replace("-", " "), status=status, detail=detail, field=field_path)
+    return JSONResponse(body.model_dump(mode="json"), status_code=status, media_type="application/problem+json")
+
+
+def raise_problem(response: httpx2.Response) -> None:
+    """Raise what a driver's problem answer means on the harness side; nothing for a success."""
+    if response.status_code < 400:
+        return
+    try:
+        answer = Problem.model_validate_json(response.content)
+    except ValueError:
+        raise HarnessError(f"driver answered {response.status_code}: {response.text[:300]}") from None
+    if answer.type == "simulated-crash":
+        raise SimulatedCrash(answer.detail)
+    if answer.type in ("configuration-error", "not-supported") or (
+        answer.type == "invalid-request"
+        and response.request.method == "POST"
+        and response.request.url.path.endswith("/instances")
+    ):
+        raise ConfigurationError(answer.detail)
+    raise HarnessError(f"driver answered {answer.status} {answer.type}: {answer.detail}")

@@ -1,0 +1,55 @@
+"""A driver that a crash plan may kill: run it as a child process and start it again after each SIGKILL."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from toolproof.spec import load_implementation
+
+from ._admission import DriverOptions
+from ._server import serve
+
+
+def supervise(command: Sequence[str], on_restart: Callable[[int], None] | None = None) -> int:
+    """Run ``command`` and start it again each time it is SIGKILLed (a crash plan's death); its exit code.
+
+    SIGINT and SIGTERM are forwarded to the child; a child stopped by either exits 0.
+    """
+    restarts = 0
+    while True:
+        child = subprocess.Popen(list(command))
+
+        def forward(signum: int, _frame: object, child: subprocess.Popen[bytes] = child) -> None:
+            child.send_signal(signum)
+
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            code = child.wait()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if code != -signal.SIGKILL:
+            return 0 if code in (-signal.SIGINT, -signal.SIGTERM) else code
+        restarts += 1
+        if on_restart is not None:
+            on_restart(restarts)
+
+
+def child_command(
+    ref: str, port: int, root: Path, stdio_commands: Sequence[str], *, supervised: bool = True
+) -> list[str]:
+    """The command line of one driver process serving the implementation ``ref`` (entry-point name or
+    ``package.module:factory``); ``supervised``: a supervisor restarts it after a SIGKILL."""
+    command = [sys.executable, "-m", "toolproof.driver", ref, str(port), str(root)]
+    return [*command, "supervised" if supervised else "alone", *stdio_commands]
+
+
+def serve_child(argv: Sequence[str]) -> None:
+    """``python -m toolproof.driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]``: what ``child_command`` runs."""
+    ref, port, root, mode, *stdio = argv
+    options = DriverOptions(root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised")
+    serve(load_implementation(ref), int(port), options)
