@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from toolproof.driver import child_command
-from toolproof.spec import DRIVER_PROTOCOL, Problem, openapi_document
+from toolproof._run import run_suite
+from toolproof.driver import HttpImplementation, child_command
+from toolproof.spec import DRIVER_PROTOCOL, Problem, Verdict, openapi_document
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_EXAMPLES = 150
@@ -134,3 +138,38 @@ def test_a_path_with_a_nul_byte_is_refused_not_crashed_on(driver_url: str) -> No
     answer = httpx2.post(f"{driver_url}/v1/instances", json={"config": config, "tool_host": "http://127.0.0.1:1"})
     assert answer.status_code == 422
     assert Problem.model_validate_json(answer.content).field == "config.store_dir"
+
+
+SERVE_A_PIPELINE = """
+import sys
+from pathlib import Path
+
+import toolproof_minimal
+from toolproof.driver import DriverOptions, serve
+
+serve(toolproof_minimal.make(), int(sys.argv[1]), DriverOptions(root=Path(sys.argv[2])))
+"""
+"""What a Python implementer writes to put their own pipeline behind the protocol: no entry point."""
+
+
+@pytest.mark.slow
+def test_a_python_pipeline_served_with_serve_gives_its_in_process_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = ROOT / "examples" / "minimal"
+    monkeypatch.syspath_prepend(str(sample))
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(sample), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-c", SERVE_A_PIPELINE, str(port), tempfile.gettempdir()]
+    process = subprocess.Popen(command, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        served = HttpImplementation(url)
+        assert served.name == f"minimal@127.0.0.1:{port}"
+        over_http = run_suite([url], "D3,D13", tmp_path / "http").verdicts[served.name]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    in_process = run_suite(["toolproof_minimal:make"], "D3,D13", tmp_path / "in-process").verdicts["minimal"]
+    assert over_http == in_process
+    assert Verdict.PASS in in_process.values()
