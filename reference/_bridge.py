@@ -33,7 +33,7 @@ from toolproof.spec import (
 )
 
 from ._steps import DISPOSITION
-from ._store import dump_json
+from ._tables import dump_json
 
 if TYPE_CHECKING:
     from ._pipeline import Pipeline

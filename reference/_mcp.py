@@ -50,7 +50,8 @@ from toolproof.spec import (
     replay_history,
 )
 
-from ._store import CatalogHistoryTable, SessionPinTable, Store
+from ._store import Store
+from ._tables import CatalogHistoryTable, SessionPinTable
 
 INPUT_REQUIRED_MAX_ROUNDS = 3
 """How many input-required rounds a call may take before it fails (every request in them is declined)."""

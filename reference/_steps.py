@@ -61,7 +61,8 @@ from ._keys import idempotency_key
 from ._mcp import McpAdapter
 from ._policy import Decision, breaker, decide
 from ._registry import Registry
-from ._store import DuplicateKey, InvocationTable, Store, dump_json, reason_or_none
+from ._store import DuplicateKey, Store
+from ._tables import InvocationTable, dump_json, reason_or_none
 
 DISPOSITION: TypeAdapter[Disposition] = TypeAdapter(Disposition)
 
@@ -201,7 +202,7 @@ class Steps:
         request = StepRequest(tenant=row.tenant, run_id=row.run_id, step_number=row.step_number, calls=[call])
         s = CallState(request=request, call=call, invocation_id=row.invocation_id, key=row.idempotency_key)
         s.call_hash, s.existing, s.recorded, s.attempt = row.call_hash, row, True, row.attempt
-        s.origin_trust, s.argument_trust = TrustLabel(row.origin_trust), TrustLabel(row.argument_trust)
+        s.origin_trust, s.argument_trust = row.origin_trust, row.argument_trust
         s.decision, s.marked = Decision(row.decision or Decision.ALLOW), row.effect_sent_at is not None
         found = self.lookup(row.run_id, row.tool_name)
         if found is None:
@@ -292,8 +293,8 @@ class Steps:
             arguments_json=dump_json(s.call.arguments),
             status=status.value,
             decision=s.decision.value,
-            origin_trust=s.origin_trust.value,
-            argument_trust=s.argument_trust.value,
+            origin_trust=s.origin_trust,
+            argument_trust=s.argument_trust,
             created_at=self.clock.now(),
         )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from toolproof.reference._context import CancellationSignal, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from toolproof.reference._pipeline import DISPOSITION, CallState, Pipeline
-from toolproof.reference._store import EventTable, dump_json
+from toolproof.reference._tables import EventTable, dump_json
 from toolproof.spec import (
     ArtifactRef,
     Disposition,

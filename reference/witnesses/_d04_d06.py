@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from toolproof.reference._pipeline import CallState, Pipeline
 from toolproof.reference._registry import Registry
-from toolproof.reference._store import InvocationTable
+from toolproof.reference._tables import InvocationTable
 from toolproof.spec import (
     ConfigurationError,
     Disposition,

@@ -12,7 +12,8 @@ from mcp import Client
 
 from toolproof.reference._mcp import Link, McpAdapter, McpTool, RemoteTool, wire
 from toolproof.reference._pipeline import Pipeline
-from toolproof.reference._store import CatalogHistoryTable, Store
+from toolproof.reference._store import Store
+from toolproof.reference._tables import CatalogHistoryTable
 from toolproof.spec import (
     READ_RESOURCE,
     Advertisement,

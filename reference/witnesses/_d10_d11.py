@@ -11,7 +11,7 @@ from sqlmodel import select
 from toolproof.reference._keys import idempotency_key
 from toolproof.reference._pipeline import CallState, Pipeline
 from toolproof.reference._policy import Decision
-from toolproof.reference._store import InvocationTable
+from toolproof.reference._tables import InvocationTable
 from toolproof.spec import ContextItem, Outcome, ProposedCall, ReasonCode, Step, TrustLabel, lowest_trust
 
 from ._registry import witness

@@ -8,7 +8,7 @@ import json
 from sqlmodel import select
 
 from toolproof.reference._pipeline import CallState, Pipeline
-from toolproof.reference._store import InvocationTable
+from toolproof.reference._tables import InvocationTable
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
     Disposition,

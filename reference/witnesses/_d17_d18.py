@@ -9,7 +9,7 @@ from sqlalchemy import Column, Integer, MetaData, Table
 
 from toolproof.reference._bridge import Bridge, bridge_call_id
 from toolproof.reference._pipeline import Pipeline
-from toolproof.reference._store import dump_json
+from toolproof.reference._tables import dump_json
 from toolproof.spec import ProposedCall, ScriptRequest, StepRequest, Success
 
 from ._registry import outside_the_pipeline, witness
