@@ -32,7 +32,7 @@ from toolproof.spec import (
     Suspended,
 )
 
-from ._steps import DISPOSITION
+from ._state import DISPOSITION
 from ._tables import dump_json
 
 if TYPE_CHECKING:

@@ -10,13 +10,7 @@ from urllib.parse import urlsplit
 import mcp_types as types
 from mcp import Client
 
-from toolproof.reference._mcp import McpAdapter
-from toolproof.reference._mcp_catalog import wire
-from toolproof.reference._mcp_classify import McpTool
-from toolproof.reference._mcp_connection import Link, RemoteTool
-from toolproof.reference._pipeline import Pipeline
-from toolproof.reference._store import Store
-from toolproof.reference._tables import CatalogHistoryTable
+from toolproof.reference.hooks import CatalogHistoryTable, Link, McpAdapter, McpTool, Pipeline, RemoteTool, Store, wire
 from toolproof.spec import (
     READ_RESOURCE,
     Advertisement,
