@@ -32,8 +32,8 @@ from toolproof.spec import (
     Suspended,
 )
 
-from ._steps import DISPOSITION
-from ._store import dump_json
+from ._state import DISPOSITION
+from ._tables import dump_json
 
 if TYPE_CHECKING:
     from ._pipeline import Pipeline

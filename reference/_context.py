@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -101,84 +102,82 @@ class CancellationSignal:
         self._event.set()
 
 
+@dataclass(frozen=True)
+class ContextParts:
+    """What step 9 builds a context from; the pipeline keeps a hand on the writer and the signal.
+
+    A witness plants a defect in the context by replacing a part (``dataclasses.replace``) in
+    ``Pipeline.context_parts``, or by returning another context from ``Pipeline.context_for``.
+    """
+
+    identity: Identity
+    """Who and what this execution is."""
+    budget: Budget
+    """What the call may spend."""
+    deadline: float
+    """Absolute ``time.time()`` by which the tool must return."""
+    target: str | None
+    """The configured target, if any."""
+    workspace: Path
+    """The run's workspace."""
+    artifact_writer: FileArtifactWriter
+    """Stores blobs (step 12 streams an excerpted output through it too)."""
+    credential_resolver: CredentialResolver
+    """Resolves credentials of required scopes."""
+    cancellation: CancellationSignal
+    """Set by the pipeline at the deadline."""
+    mark: Callable[[], Awaitable[None]]
+    """Commits the watermark: what ``mark_effect_sent`` awaits."""
+
+
 class ExecutionContext:
-    """The nine members; the watermark callback is private and writes one column."""
+    """The nine members over one ``ContextParts``; the parts stay private, so a tool sees nothing else."""
 
-    __slots__ = (
-        "_artifacts",
-        "_budget",
-        "_cancellation",
-        "_credentials",
-        "_deadline",
-        "_identity",
-        "_mark",
-        "_target",
-        "_workspace",
-    )
+    __slots__ = ("_parts",)
 
-    def __init__(
-        self,
-        *,
-        identity: Identity,
-        budget: Budget,
-        deadline: float,
-        target: str | None,
-        workspace: Path,
-        artifact_writer: FileArtifactWriter,
-        credential_resolver: ScopedCredentials,
-        cancellation: CancellationSignal,
-        mark: Callable[[], Awaitable[None]],
-    ) -> None:
-        self._identity = identity
-        self._budget = budget
-        self._deadline = deadline
-        self._target = target
-        self._workspace = workspace
-        self._artifacts = artifact_writer
-        self._credentials = credential_resolver
-        self._cancellation = cancellation
-        self._mark = mark
+    def __init__(self, parts: ContextParts) -> None:
+        self._parts = parts
 
     @property
     def identity(self) -> Identity:
         """Who and what this execution is."""
-        return self._identity
+        return self._parts.identity
 
     @property
     def budget(self) -> Budget:
         """What the call may spend."""
-        return self._budget
+        return self._parts.budget
 
     @property
     def deadline(self) -> float:
         """Absolute ``time.time()`` by which the tool must return."""
-        return self._deadline
+        return self._parts.deadline
 
     @property
     def target(self) -> str | None:
         """The configured target, if any."""
-        return self._target
+        return self._parts.target
 
     @property
     def workspace(self) -> Path:
         """The run's workspace."""
-        return self._workspace
+        return self._parts.workspace
 
     @property
     def artifact_writer(self) -> ArtifactWriter:
         """Stores blobs."""
-        return self._artifacts
+        return self._parts.artifact_writer
 
     @property
     def credential_resolver(self) -> CredentialResolver:
         """Resolves credentials of required scopes."""
-        return self._credentials
+        return self._parts.credential_resolver
 
     @property
     def cancellation(self) -> Cancellation:
         """Cancellation signal."""
-        return self._cancellation
+        return self._parts.cancellation
 
     async def mark_effect_sent(self) -> None:
         """Commit effect_sent_at; returns after the commit."""
-        await self._mark()
+        await self._parts.mark()

@@ -22,11 +22,11 @@ from toolproof.spec import (
     ScriptRun,
     StepRequest,
     Tool,
-    TrustLabel,
 )
 
 from ._pipeline import Pipeline
-from ._store import Store, reason_or_none
+from ._store import Store
+from ._tables import reason_or_none
 
 
 class ReferenceInstance:
@@ -86,8 +86,8 @@ class ReferenceInstance:
                 idempotency_key=r.idempotency_key,
                 status=InvocationStatus(r.status),
                 reason_code=reason_or_none(r.reason_code),
-                origin_trust=TrustLabel(r.origin_trust),
-                argument_trust=TrustLabel(r.argument_trust),
+                origin_trust=r.origin_trust,
+                argument_trust=r.argument_trust,
                 effect_sent_at=r.effect_sent_at,
                 suspended=r.suspended_at is not None,
                 arguments=json.loads(r.arguments_json),

@@ -6,7 +6,7 @@ import hashlib
 
 from toolproof.spec import JsonObject
 
-from ._store import dump_json
+from ._tables import dump_json
 
 KEY_VERSION = "toolproof-key/1"
 """Version tag; changing the derivation changes this."""

@@ -1,19 +1,33 @@
-"""The reference pipeline: the steps, plus what happens to a call between and after them.
+"""The reference pipeline: the one loop over the step table, the hooks the steps call, and what happens to a
+call between and after them.
 
-A batch, an approval, a resumed control call and a sweep all go through ``Steps.drive``:
-there is one pipeline function and every entry re-enters it.
+A batch, an approval, a resumed control call and a sweep all go through ``Pipeline.drive``:
+there is one pipeline function and every entry re-enters it. Witnesses subclass ``Pipeline`` and
+replace a step-table entry or override one public hook.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
 import anyio
 
 from toolproof.spec import (
+    BOUNDARY_CRASH_POINTS,
+    STEPS,
+    Budget,
+    Clock,
     ConfigurationError,
     Disposition,
     EventKind,
     IdempotencyClass,
+    Identity,
+    InstanceConfig,
     InvocationStatus,
+    Metric,
     ProposedCall,
     ReasonCode,
     ScriptRequest,
@@ -21,29 +35,186 @@ from toolproof.spec import (
     SideEffect,
     Step,
     StepRequest,
+    Tool,
+    ToolExecutionContext,
     ToolKind,
+    ToolResult,
+    ToolSpec,
+    crash_now,
+    domain_of,
 )
 
 from ._bridge import Bridge
-from ._steps import DISPOSITION, FULL_OUTPUT_ARTIFACT, CallState, Steps, argument_trust, call_hash, origin_trust
-from ._store import InvocationTable
-
-__all__ = [
-    "DISPOSITION",
-    "FULL_OUTPUT_ARTIFACT",
-    "CallState",
-    "Pipeline",
-    "argument_trust",
-    "call_hash",
-    "origin_trust",
-]
+from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
+from ._execute import parse_result, wall_clock
+from ._mcp import McpAdapter
+from ._policy import Decision, breaker
+from ._registry import Registry
+from ._state import CallState, Resolved, StepFunction
+from ._steps import FINISHING, STEP_TABLE, step_table
+from ._store import Store
+from ._tables import InvocationTable, reason_or_none
 
 
-class Pipeline(Steps):
+class Pipeline:
     """The reference pipeline; witnesses subclass it to plant one defect."""
 
-    bridge_class: type[Bridge] = Bridge
+    steps: ClassVar[Mapping[Step, StepFunction]] = STEP_TABLE
+    """The step table (witnesses replace an entry); checked against ``spec.STEPS`` when a subclass is defined."""
+    registry_class: ClassVar[type[Registry]] = Registry
+    """How tools are admitted (witnesses loosen it)."""
+    mcp_class: ClassVar[type[McpAdapter]] = McpAdapter
+    """The MCP adapter (witnesses plant a defect in it)."""
+    bridge_class: ClassVar[type[Bridge]] = Bridge
     """The bridge that runs scripts (witnesses replace it)."""
+
+    def __init__(
+        self,
+        *,
+        config: InstanceConfig,
+        registry: Registry,
+        store: Store,
+        worker_id: str,
+        clock: Clock,
+        mcp: McpAdapter | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.store = store
+        self.worker_id = worker_id
+        self.clock = clock
+        self.mcp = mcp
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.steps = step_table(cls.steps, owner=cls.__qualname__)
+
+    # -- the one function ---------------------------------------------------------------
+
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        """Run one proposed call through the fourteen steps and return its disposition."""
+        return await self.drive(CallState(request=request, call=call))
+
+    async def drive(self, state: CallState, start: Step | None = None) -> Disposition:
+        """Run ``state`` through the step table in ``spec.STEPS`` order, from ``start`` (default the first)."""
+        for step in STEPS if start is None else STEPS[STEPS.index(start) :]:
+            if state.disposition is not None and step not in FINISHING:
+                continue  # Decided: skip to excerpt (a no-op unless it succeeded), complete and publish.
+            await self.steps[step](self, state)
+            self.crash_point(step, state)
+        assert state.disposition is not None  # Invariant: complete always leaves a disposition.
+        return state.disposition
+
+    def crash_point(self, step: Step, s: CallState) -> None:
+        """Die here if the crash plan says so (recovery profile)."""
+        plan = self.config.crash
+        if plan is None or BOUNDARY_CRASH_POINTS.get(step) is not plan.point:
+            return
+        if plan.call_id is None or plan.call_id == s.call.call_id:
+            crash_now(plan.mode)
+
+    def lookup(self, run_id: str, name: str) -> tuple[ToolSpec, Tool] | None:
+        """A registered builtin, or the tool ``name`` pinned in the session of ``run_id``, without asking a server."""
+        found = self.registry.resolve(name)
+        if found is None and self.mcp is not None and domain_of(name) == "mcp":
+            return self.mcp.pinned(run_id, name)
+        return found
+
+    def state_from_row(self, row: InvocationTable) -> CallState:
+        """Rebuild a call's state from its row alone (to resume it, here or in another worker)."""
+        call = ProposedCall(call_id=row.call_id, tool_name=row.tool_name, arguments=json.loads(row.arguments_json))
+        request = StepRequest(tenant=row.tenant, run_id=row.run_id, step_number=row.step_number, calls=[call])
+        s = CallState(request=request, call=call, invocation_id=row.invocation_id, key=row.idempotency_key)
+        s.call_hash, s.existing, s.recorded, s.attempt = row.call_hash, row, True, row.attempt
+        s.origin_trust, s.argument_trust = row.origin_trust, row.argument_trust
+        s.decision, s.marked = Decision(row.decision or Decision.ALLOW), row.effect_sent_at is not None
+        found = self.lookup(row.run_id, row.tool_name)
+        if found is None:
+            s.finish(ReasonCode.UNKNOWN_TOOL)  # Registered when recorded, gone after a restart.
+        else:
+            s.resolved = Resolved(*found)
+        return s
+
+    # -- hooks the steps call ------------------------------------------------------------
+
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        """Step 4: status and reason of the earlier identical calls of this run."""
+        rows = self.store.identical(s.request.run_id, s.call_hash)
+        return [(InvocationStatus(row.status), reason_or_none(row.reason_code)) for row in rows]
+
+    def trip(self, prior: list[tuple[InvocationStatus, ReasonCode | None]]) -> ReasonCode | None:
+        """Step 4: the breaker's verdict on a new identical call."""
+        return breaker(prior)
+
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        """Step 8 and recovery's one question, answered by the watermark alone: may a dead worker's call have left
+        its mark in a way a retry would repeat?"""
+        return (
+            row.effect_sent_at is not None and spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+        )
+
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        """Step 9: what the call's ToolExecutionContext is built from."""
+        return ContextParts(
+            identity=Identity(
+                tenant=s.request.tenant,
+                run_id=s.request.run_id,
+                step_number=s.request.step_number,
+                call_id=s.call.call_id,
+                invocation_id=s.invocation_id,
+                tool_name=r.spec.name,
+                tool_version=r.spec.version,
+                attempt=s.attempt,
+                idempotency_key=s.key,
+            ),
+            budget=Budget(max_output_bytes=self.config.max_output_bytes),
+            deadline=wall_clock() + r.spec.deadline_s,
+            target=self.config.targets.get(r.spec.name),
+            workspace=Path(self.config.workspace),
+            artifact_writer=self.artifact_writer(
+                Path(self.config.store_dir) / "artifacts" / s.invocation_id / str(s.attempt)
+            ),
+            credential_resolver=ScopedCredentials(r.spec.required_scopes, self.config.credentials),
+            cancellation=CancellationSignal(),
+            mark=lambda: self.mark_effect(s),
+        )
+
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        """Step 9: the writer of one attempt's artifacts, under ``directory``."""
+        return FileArtifactWriter(directory)
+
+    def context_for(self, parts: ContextParts) -> ToolExecutionContext:
+        """Step 9: the context handed to the tool (nine members over ``parts``)."""
+        return ExecutionContext(parts)
+
+    async def mark_effect(self, s: CallState) -> None:
+        """Step 10: what the context's mark_effect_sent does: commit the watermark, then return."""
+        self.store.mark_effect_sent(s.invocation_id, self.clock.now())
+        s.marked = True
+
+    def parse_result(self, raw: Any) -> ToolResult | None:
+        """Steps 10 and 11: what the tool returned, as a ToolResult; None when it is not one."""
+        return parse_result(raw)
+
+    def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
+        """Step 13: the counters incremented with the terminal status (so they commit with it)."""
+        metrics = [Metric.INVOCATIONS.value]
+        if status is InvocationStatus.UNCERTAIN:
+            metrics.append(Metric.UNCERTAIN.value)
+        if self.unmarked(s):
+            metrics.append(Metric.EFFECT_UNMARKED.value)
+        return metrics
+
+    def unmarked(self, s: CallState) -> bool:
+        """Step 13: whether a consequential action ran without marking its effect (the production flag)."""
+        if s.resolved is None or s.prepared is None:
+            return False
+        spec = s.resolved.spec
+        owes = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT
+        ran = s.raw_result is not None or s.error is not None or s.timed_out
+        return owes and ran and not s.marked and spec.kind is ToolKind.ACTION
+
+    # -- between and after the steps -----------------------------------------------------
 
     async def run_script(self, request: ScriptRequest) -> ScriptRun:
         """Decision 17: run a script whose every call re-enters ``run_call``."""
@@ -127,6 +298,6 @@ class Pipeline(Steps):
         self.store.update(row.invocation_id, {}, [EventKind.RECOVERED])
         if row.status == InvocationStatus.RECORDED.value:
             return await self.drive(state, Step.HOLD)
-        if self.escaped(row, state.spec):
+        if self.escaped(row, state.resolved.spec if state.resolved else None):
             state.finish(ReasonCode.EFFECT_UNKNOWN)
         return await self.drive(state, Step.CLAIM)

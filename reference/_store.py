@@ -1,118 +1,28 @@
-"""The reference store through sqlmodel: ``tool_invocations``, ``tool_events``, ``tool_metrics``, and for MCP
-``mcp_catalog_history`` and ``mcp_session_pins``.
+"""The reference store through sqlmodel: the invocation rows, their events and counters on the hot path.
 
-Every public method is one committed transaction (a persist step or a read).
+The tables are in ``_tables``; the MCP catalog history and session pins in ``_store_mcp``. Every public
+method is one committed transaction (a persist step or a read).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Index, Table, UniqueConstraint, bindparam, event, func, insert, inspect, update
+from sqlalchemy import Table, bindparam, event, insert, inspect, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError, NoResultFound
-from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from toolproof.spec import EventKind, InvocationStatus, ReasonCode
+from toolproof.spec import EventKind, InvocationStatus
 
-
-class InvocationTable(SQLModel, table=True):
-    """One row per invocation (the ADR's ``tool_invocations``)."""
-
-    __tablename__ = "tool_invocations"
-    # The breaker's look-up (step 4) by run and call hash: a run's rows are not scanned for every call.
-    __table_args__ = (Index("ix_tool_invocations_run_id_call_hash", "run_id", "call_hash"),)
-
-    seq: int | None = Field(default=None, primary_key=True)
-    invocation_id: str = Field(unique=True, index=True)
-    tenant: str
-    run_id: str = Field(index=True)
-    step_number: int
-    call_id: str
-    tool_name: str
-    tool_version: str | None = None
-    attempt: int = 0
-    idempotency_key: str = Field(unique=True)
-    call_hash: str = Field(default="", index=True)
-    arguments_json: str
-    status: str
-    reason_code: str | None = None
-    decision: str | None = None
-    origin_trust: str
-    argument_trust: str
-    effect_sent_at: float | None = None
-    lease_owner: str | None = None
-    lease_expires_at: float | None = None
-    suspended_at: float | None = None
-    hold_expires_at: float | None = None
-    created_at: float
-    started_at: float | None = None
-    finished_at: float | None = None
-    disposition_json: str | None = None
-
-
-class EventTable(SQLModel, table=True):
-    """Tool events: classification only, never payload."""
-
-    __tablename__ = "tool_events"
-
-    seq: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True)
-    invocation_id: str
-    kind: str
-    status: str | None = None
-    reason_code: str | None = None
-    data_json: str = "{}"
-    created_at: float
-
-
-class MetricTable(SQLModel, table=True):
-    """Counters that survive a restart."""
-
-    __tablename__ = "tool_metrics"
-
-    name: str = Field(primary_key=True)
-    value: int = 0
-
-
-class CatalogHistoryTable(SQLModel, table=True):
-    """Decision 9's catalog history: every change the MCP adapter saw, in order."""
-
-    __tablename__ = "mcp_catalog_history"
-
-    seq: int | None = Field(default=None, primary_key=True)
-    server_id: str = Field(index=True)
-    kind: str
-    observed_at: float
-    remote_name: str | None = None
-    registered_name: str | None = None
-    definition_sha256: str | None = None
-
-
-class SessionPinTable(SQLModel, table=True):
-    """What a session advertised, pinned when it started (decision 9; ADR-0020's pin extended to MCP)."""
-
-    __tablename__ = "mcp_session_pins"
-    __table_args__ = (UniqueConstraint("run_id", "kind", "name"),)
-
-    seq: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True)
-    kind: str
-    """``tool`` or ``skill``."""
-    name: str
-    server_id: str
-    remote_name: str | None = None
-    definition_sha256: str
-    body_json: str
-    """The pinned ToolSpec (tool) or Skill (skill), as JSON."""
-    as_of_seq: int
+from ._store_mcp import McpRecords
+from ._tables import EventTable, InvocationTable, MetricTable, column_values
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -133,8 +43,6 @@ class DuplicateKey(Exception):
 _INVOCATIONS: Table = SQLModel.metadata.tables[InvocationTable.__tablename__]
 _EVENTS: Table = SQLModel.metadata.tables[EventTable.__tablename__]
 _METRICS: Table = SQLModel.metadata.tables[MetricTable.__tablename__]
-_CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
-_PINS: Table = SQLModel.metadata.tables[SessionPinTable.__tablename__]
 _EVENT_SOURCE = (_INVOCATIONS.c.run_id, _INVOCATIONS.c.status, _INVOCATIONS.c.reason_code)
 
 _BY_ID = core_select(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindparam("b_id"))
@@ -152,8 +60,6 @@ _CLAIM_OWNED = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.lease_owner == bindparam("
 _MARK = _UPDATE_BY_ID.where(_INVOCATIONS.c.effect_sent_at.is_(None))
 _METRIC_BUMP = update(_METRICS).where(_METRICS.c.name == bindparam("b_name")).values(value=_METRICS.c.value + 1)
 _INSERT_METRIC = insert(_METRICS)
-_INSERT_CATALOG = insert(_CATALOG)
-_INSERT_PINS = insert(_PINS)
 
 
 def _upsert_metric(dialect: str) -> Any:
@@ -165,19 +71,11 @@ def _upsert_metric(dialect: str) -> Any:
     return statement.on_conflict_do_update(index_elements=[_METRICS.c.name], set_={"value": _METRICS.c.value + 1})
 
 
-def _values(row: SQLModel, table: Table) -> dict[str, Any]:
-    """The column values of ``row`` for a Core insert; an unset ``seq`` is left to the database."""
-    values = {column.name: getattr(row, column.name) for column in table.columns}
-    if values.get("seq", 0) is None:
-        del values["seq"]
-    return values
-
-
 def _invocation(mapping: RowMapping) -> InvocationTable:
     return InvocationTable(**mapping)
 
 
-class Store:
+class Store(McpRecords):
     """The reference store over one database URL."""
 
     def __init__(self, url: str) -> None:
@@ -251,7 +149,7 @@ class Store:
 
     def insert(self, row: InvocationTable, events: Sequence[EventKind], metrics: Sequence[str] = ()) -> None:
         """Insert ``row`` with its events in one transaction; DuplicateKey when the key exists."""
-        values = _values(row, _INVOCATIONS)
+        values = column_values(row, _INVOCATIONS)
         try:
             with self.engine.begin() as connection:
                 connection.execute(_INSERT_INVOCATION, values)
@@ -382,46 +280,6 @@ class Store:
         with Session(self.engine) as session:
             return {m.name: m.value for m in session.exec(select(MetricTable)).all()}
 
-    def record_catalog(self, changes: Sequence[CatalogHistoryTable]) -> None:
-        """Append catalog-history entries in one transaction."""
-        if changes:
-            with self.engine.begin() as connection:
-                connection.execute(_INSERT_CATALOG, [_values(change, _CATALOG) for change in changes])
-
-    def catalog_history(self, server_id: str | None = None) -> list[CatalogHistoryTable]:
-        """Catalog-history entries (of one server, or all) in recording order."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(CatalogHistoryTable)
-            if server_id is not None:
-                stmt = stmt.where(CatalogHistoryTable.server_id == server_id)
-            return list(session.exec(stmt.order_by(col(CatalogHistoryTable.seq))).all())
-
-    def last_catalog_seq(self) -> int:
-        """The last catalog-history seq (0 when empty)."""
-        with Session(self.engine) as session:
-            return session.exec(select(func.max(CatalogHistoryTable.seq))).one() or 0
-
-    def pins(self, run_id: str) -> list[SessionPinTable]:
-        """The session pin of ``run_id`` (empty: the session has not started)."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(SessionPinTable).where(SessionPinTable.run_id == run_id)
-            return list(session.exec(stmt.order_by(col(SessionPinTable.seq))).all())
-
-    def pin(self, rows: Sequence[SessionPinTable]) -> bool:
-        """Write a session's pin in one transaction; False when another worker pinned it first."""
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(_INSERT_PINS, [_values(row, _PINS) for row in rows])
-        except IntegrityError:
-            return False
-        return True
-
-    def unpin(self, run_id: str) -> None:
-        """Forget the session pin of ``run_id`` (a witness applies catalog changes mid-session with it)."""
-        with self.transaction() as session:
-            for row in session.exec(select(SessionPinTable).where(SessionPinTable.run_id == run_id)).all():
-                session.delete(row)
-
     def _emit(
         self,
         connection: Connection,
@@ -454,13 +312,3 @@ class Store:
                 connection.execute(self._upsert, {"b_name": name})
             elif connection.execute(_METRIC_BUMP, {"b_name": name}).rowcount == 0:
                 connection.execute(_INSERT_METRIC, {"name": name, "value": 1})
-
-
-def dump_json(value: Any) -> str:
-    """Canonical JSON text (sorted members, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def reason_or_none(value: str | None) -> ReasonCode | None:
-    """Parse a stored reason code."""
-    return ReasonCode(value) if value is not None else None

@@ -28,26 +28,28 @@ class TrustLabel(StrEnum):
         """Higher is more trusted."""
         return _TRUST_RANK[self]
 
-    # str's own comparisons would order labels alphabetically; compare by trust instead.
-    def __lt__(self, other: object) -> bool:
+    # str's own comparisons would order labels alphabetically; compare by trust instead. A label is never ordered
+    # against anything else: returning NotImplemented would let str's reflected comparison answer alphabetically
+    # (TrustLabel.USER < "SYSTEM" would be False), so a mixed comparison raises instead.
+    def _rank_of(self, other: object, operator: str) -> int:
         if not isinstance(other, TrustLabel):
-            return NotImplemented
-        return self.rank < other.rank
+            raise TypeError(
+                f"a TrustLabel is ordered only against another TrustLabel: {self!r} {operator} {other!r}; "
+                f"convert with TrustLabel(value) first"
+            )
+        return other.rank
+
+    def __lt__(self, other: object) -> bool:
+        return self.rank < self._rank_of(other, "<")
 
     def __le__(self, other: object) -> bool:
-        if not isinstance(other, TrustLabel):
-            return NotImplemented
-        return self.rank <= other.rank
+        return self.rank <= self._rank_of(other, "<=")
 
     def __gt__(self, other: object) -> bool:
-        if not isinstance(other, TrustLabel):
-            return NotImplemented
-        return self.rank > other.rank
+        return self.rank > self._rank_of(other, ">")
 
     def __ge__(self, other: object) -> bool:
-        if not isinstance(other, TrustLabel):
-            return NotImplemented
-        return self.rank >= other.rank
+        return self.rank >= self._rank_of(other, ">=")
 
     def __hash__(self) -> int:
         return str.__hash__(self)

@@ -41,6 +41,32 @@ def test_trust_labels_order_by_trust_not_by_name() -> None:
     assert lowest_trust() is TrustLabel.EXTERNAL_UNTRUSTED
 
 
+_COMPARISONS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+@pytest.mark.parametrize("operator", list(_COMPARISONS))
+@pytest.mark.parametrize("other", ["SYSTEM", "EXTERNAL_UNTRUSTED", "", 2, None])
+def test_a_trust_label_is_never_ordered_against_a_non_label(operator: str, other: object) -> None:
+    # A plain str would otherwise answer through str's reflected comparison: alphabetically.
+    compare = _COMPARISONS[operator]
+    with pytest.raises(TypeError, match=r"^a TrustLabel is ordered only against another TrustLabel: "):
+        compare(TrustLabel.USER, other)
+    with pytest.raises(TypeError, match=r"^a TrustLabel is ordered only against another TrustLabel: "):
+        compare(other, TrustLabel.USER)
+
+
+def test_a_mixed_list_of_labels_and_strings_does_not_sort() -> None:
+    with pytest.raises(TypeError, match=r"only against another TrustLabel"):
+        sorted([TrustLabel.USER, "SYSTEM", TrustLabel.INTERNAL])
+    with pytest.raises(TypeError, match=r"only against another TrustLabel"):
+        lowest_trust(TrustLabel.SYSTEM, "USER")  # type: ignore[arg-type]
+
+
 def test_every_reason_code_has_exactly_one_table_row_with_a_non_success_status() -> None:
     assert set(OUTCOME_TABLE) == set(ReasonCode)
     assert all(entry.status in NON_SUCCESS_STATUSES for entry in OUTCOME_TABLE.values())

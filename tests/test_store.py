@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.exc import NoResultFound
 
 from toolproof.reference._store import DuplicateKey, InvocationTable, Store
-from toolproof.spec import EventKind, InvocationStatus
+from toolproof.spec import EventKind, InvocationStatus, TrustLabel
 
 
 @pytest.fixture(params=["returning", "read-back"])
@@ -35,8 +35,8 @@ def _recorded(store: Store, invocation_id: str = "inv-1") -> InvocationTable:
         arguments_json="{}",
         status=InvocationStatus.RECORDED.value,
         decision="ALLOW",
-        origin_trust="USER",
-        argument_trust="USER",
+        origin_trust=TrustLabel.USER,
+        argument_trust=TrustLabel.USER,
         created_at=1.0,
     )
     store.insert(row, [EventKind.REQUESTED])
@@ -96,3 +96,13 @@ def test_the_first_watermark_stands(store: Store) -> None:
     store.mark_effect_sent("inv-1", 5.0)
     store.mark_effect_sent("inv-1", 6.0)
     assert store.get("inv-1").effect_sent_at == 5.0
+
+
+def test_trust_labels_are_stored_as_their_value_and_load_as_the_enum(store: Store) -> None:
+    _recorded(store)
+    for row in (store.get("inv-1"), *store.invocations("run-1")):
+        assert type(row.origin_trust) is TrustLabel
+        assert (row.origin_trust, row.argument_trust) == (TrustLabel.USER, TrustLabel.USER)
+    with store.engine.connect() as connection:
+        stored = connection.exec_driver_sql("SELECT origin_trust, argument_trust FROM tool_invocations").one()
+    assert tuple(stored) == ("USER", "USER")  # Plain text in the database: readable by anything.

@@ -6,12 +6,26 @@ import hashlib
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from toolproof.reference._context import CancellationSignal, ExecutionContext, FileArtifactWriter, ScopedCredentials
-from toolproof.reference._pipeline import DISPOSITION, CallState, Pipeline
-from toolproof.reference._store import EventTable, dump_json
+from toolproof.reference.hooks import (
+    DISPOSITION,
+    STEP_TABLE,
+    CallState,
+    CancellationSignal,
+    ContextParts,
+    EventTable,
+    ExecutionContext,
+    FileArtifactWriter,
+    Pipeline,
+    Resolved,
+    ScopedCredentials,
+    dump_json,
+    invocation_row,
+    resolved_step,
+)
 from toolproof.spec import (
     ArtifactRef,
     Disposition,
@@ -24,21 +38,21 @@ from toolproof.spec import (
     Step,
     StepRequest,
     Success,
+    ToolExecutionContext,
     ToolFailure,
     ToolResult,
     ToolSource,
     TrustLabel,
 )
 
-from ._registry import reorder, witness
+from ._registry import moved, witness
 
 # -- D1 -------------------------------------------------------------------------------------
 
 
 @witness("status_honouring", ("D1.1",), "honours a status a result claims and drops fields it does not know")
 class _StatusHonouring(Pipeline):
-    @staticmethod
-    def _parse_result(raw: Any) -> ToolResult | None:
+    def parse_result(self, raw: Any) -> ToolResult | None:
         data = raw.model_dump() if hasattr(raw, "model_dump") else raw
         if not isinstance(data, Mapping):
             return None
@@ -49,78 +63,82 @@ class _StatusHonouring(Pipeline):
 
 @witness("trusts_ok_flag", ("D1.2",), "believes ok=true over a failure, and files every failure as tool_error")
 class _TrustsOkFlag(Pipeline):
-    @staticmethod
-    def _parse_result(raw: Any) -> ToolResult | None:
+    def parse_result(self, raw: Any) -> ToolResult | None:
         data = dict(raw.model_dump() if hasattr(raw, "model_dump") else raw)
         if data.get("ok"):
             data.pop("failure", None)
         elif data.get("failure"):
             data["failure"] = {"kind": "ERROR", "detail": data["failure"].get("detail")}
-        return Pipeline._parse_result(data)
+        return super().parse_result(data)
+
+
+async def _rejects_unstructured(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    if isinstance(s.disposition, Success) and s.disposition.structured is None:
+        s.finish(ReasonCode.INVALID_TOOL_RESULT)
 
 
 @witness("over_strict_results", ("D1.2",), "rejects a successful result that carries no structured output")
 class _OverStrictResults(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        await super().step_normalize(s)
-        if isinstance(s.disposition, Success) and s.disposition.structured is None:
-            s.finish(ReasonCode.INVALID_TOOL_RESULT)
+    steps = STEP_TABLE | {Step.NORMALIZE: _rejects_unstructured}
+
+
+@resolved_step
+async def _raises_trust(p: Pipeline, s: CallState, r: Resolved) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    result = p.parse_result(s.raw_result)
+    if isinstance(s.disposition, Success) and result is not None:
+        content = [
+            Envelope(trust=part.trust or result.trust or r.spec.output_trust, source=r.spec.name, text=part.text)
+            for part in result.content
+        ]
+        s.disposition = s.disposition.model_copy(update={"content": content})
 
 
 @witness("trust_raising", ("D1.3",), "takes a result's own trust label, even above the registered one")
 class _TrustRaising(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        await super().step_normalize(s)
-        result = self._parse_result(s.raw_result)
-        if isinstance(s.disposition, Success) and result is not None:
-            assert s.spec is not None
-            content = [
-                Envelope(trust=part.trust or result.trust or s.spec.output_trust, source=s.spec.name, text=part.text)
-                for part in result.content
-            ]
-            s.disposition = s.disposition.model_copy(update={"content": content})
+    steps = STEP_TABLE | {Step.NORMALIZE: _raises_trust}
+
+
+@resolved_step
+async def _skips_output_schema(p: Pipeline, s: CallState, r: Resolved) -> None:
+    if r.spec.output_schema is not None:
+        s.resolved = replace(r, spec=r.spec.model_copy(update={"output_schema": {}}))
+    await STEP_TABLE[Step.NORMALIZE](p, s)
 
 
 @witness("unvalidated_structure", ("D1.4",), "delivers structured output without checking the output schema")
 class _UnvalidatedStructure(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        assert s.spec is not None
-        schema = s.spec.output_schema
-        s.spec = s.spec.model_copy(update={"output_schema": {}}) if schema is not None else s.spec
-        await super().step_normalize(s)
+    steps = STEP_TABLE | {Step.NORMALIZE: _skips_output_schema}
+
+
+async def _drops_structure(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    if isinstance(s.disposition, Success):
+        content = [e.model_copy(update={"source": "tool"}) for e in s.disposition.content]
+        s.disposition = s.disposition.model_copy(update={"structured": None, "content": content})
 
 
 @witness("drops_structure", ("D1.5",), "drops structured output and names no source on delivered content")
 class _DropsStructure(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        await super().step_normalize(s)
-        if isinstance(s.disposition, Success):
-            content = [e.model_copy(update={"source": "tool"}) for e in s.disposition.content]
-            s.disposition = s.disposition.model_copy(update={"structured": None, "content": content})
+    steps = STEP_TABLE | {Step.NORMALIZE: _drops_structure}
 
 
 # -- D2 -------------------------------------------------------------------------------------
 
 
 class _LeakyContext(ExecutionContext):
-    __slots__ = ("_registry",)
-    _registry: object
+    __slots__ = ("registry",)
 
-    @property
-    def registry(self) -> object:
-        return self._registry
+    def __init__(self, parts: ContextParts, registry: object) -> None:
+        super().__init__(parts)
+        self.registry = registry
 
 
 @witness("leaky_context", ("D2.1", "D2.2"), "adds a tenth member: the registry")
 class _LeakyContextPipeline(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        leaky = _LeakyContext.__new__(_LeakyContext)
-        for slot in ExecutionContext.__slots__:
-            object.__setattr__(leaky, slot, getattr(s.context, slot))
-        leaky._registry = self.registry
-        s.context = leaky
+    def context_for(self, parts: ContextParts) -> ToolExecutionContext:
+        return _LeakyContext(parts, self.registry)
 
 
 class _StoreReachingWriter(FileArtifactWriter):
@@ -131,20 +149,15 @@ class _StoreReachingWriter(FileArtifactWriter):
 
 @witness("store_reaching_artifacts", ("D2.2",), "the artifact writer exposes the store")
 class _StoreReachingArtifacts(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        assert s.artifacts is not None
-        s.artifacts = _StoreReachingWriter(s.artifacts._directory, self.store)
-        s.context._artifacts = s.artifacts
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _StoreReachingWriter(directory, self.store)
 
 
 @witness("stale_identity", ("D2.3",), "hands the tool attempt 0 whatever the attempt")
 class _StaleIdentity(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        s.context._identity = s.context.identity.model_copy(update={"attempt": 0})
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        return replace(parts, identity=parts.identity.model_copy(update={"attempt": 0}))
 
 
 class _DeafSignal(CancellationSignal):
@@ -152,30 +165,31 @@ class _DeafSignal(CancellationSignal):
         pass  # The tool watches a signal that never fires.
 
 
+async def _deadline_as_crash(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.EXECUTE](p, s)
+    if s.timed_out:
+        s.timed_out, s.error = False, TimeoutError("deadline")
+
+
 @witness("deadline_as_crash", ("D2.4",), "cancels at the deadline without setting the signal and calls it a crash")
 class _DeadlineAsCrash(Pipeline):
-    async def step_execute(self, s: CallState) -> None:
-        assert s.context is not None
-        s.context._cancellation = _DeafSignal()
-        await super().step_execute(s)
-        if s.timed_out:
-            s.timed_out, s.error = False, TimeoutError("deadline")
+    steps = STEP_TABLE | {Step.EXECUTE: _deadline_as_crash}
+
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        return replace(super().context_parts(s, r), cancellation=_DeafSignal())
 
 
 @witness("all_credentials", ("D2.5",), "resolves every configured scope for every tool")
 class _AllCredentials(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        s.context._credentials = ScopedCredentials(frozenset(self.config.credentials), self.config.credentials)
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        every = ScopedCredentials(frozenset(self.config.credentials), self.config.credentials)
+        return replace(super().context_parts(s, r), credential_resolver=every)
 
 
 @witness("wrong_workspace", ("D2.6",), "hands tools the store directory as their workspace")
 class _WrongWorkspace(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        s.context._workspace = Path(self.config.store_dir)
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        return replace(super().context_parts(s, r), workspace=Path(self.config.store_dir))
 
 
 class _MisdigestingWriter(FileArtifactWriter):
@@ -186,12 +200,8 @@ class _MisdigestingWriter(FileArtifactWriter):
 
 @witness("misdigests_artifacts", ("D2.6",), "reports the digest of an artifact's name instead of its bytes")
 class _MisdigestsArtifacts(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        assert s.context is not None
-        assert s.artifacts is not None
-        s.artifacts = _MisdigestingWriter(s.artifacts._directory)
-        s.context._artifacts = s.artifacts
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _MisdigestingWriter(directory)
 
 
 # -- D3 -------------------------------------------------------------------------------------
@@ -199,7 +209,19 @@ class _MisdigestsArtifacts(Pipeline):
 
 @witness("executes_before_claim", ("D3.1",), "runs step 8 (claim) after step 10 (execute)")
 class _ExecutesBeforeClaim(Pipeline):
-    steps = reorder(Step.CLAIM, after=Step.EXECUTE)
+    steps = moved(Step.CLAIM, after=Step.EXECUTE)
+
+
+async def _record_in_memory(p: Pipeline, s: CallState) -> None:
+    existing = p.store.find_by_key(s.key)
+    if existing is not None:
+        s.invocation_id, s.recorded = existing.invocation_id, True
+
+
+async def _claim_if_recorded(p: Pipeline, s: CallState) -> None:
+    if s.recorded:
+        await STEP_TABLE[Step.CLAIM](p, s)
+    s.attempt = max(s.attempt, 1)
 
 
 @witness(
@@ -207,15 +229,7 @@ class _ExecutesBeforeClaim(Pipeline):
 )
 class _OneTransaction(Pipeline):
     # Everything up to step 13 stays in memory, which is what an uncommitted transaction looks like to a reader.
-    async def step_record(self, s: CallState) -> None:
-        existing = self.store.find_by_key(s.key)
-        if existing is not None:
-            s.invocation_id, s.recorded = existing.invocation_id, True
-
-    async def step_claim(self, s: CallState) -> None:
-        if s.recorded:
-            await super().step_claim(s)
-        s.attempt = max(s.attempt, 1)
+    steps = STEP_TABLE | {Step.RECORD: _record_in_memory, Step.CLAIM: _claim_if_recorded}
 
     async def mark_effect(self, s: CallState) -> None:
         if s.recorded:
@@ -225,27 +239,33 @@ class _OneTransaction(Pipeline):
 
 @witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
 class _ValidatesAfterExecute(Pipeline):
-    steps = reorder(Step.VALIDATE, after=Step.EXECUTE)
+    steps = moved(Step.VALIDATE, after=Step.EXECUTE)
+
+
+async def _claims_terminal_rows(p: Pipeline, s: CallState) -> None:
+    row = p.store.get(s.invocation_id)
+    if InvocationStatus(row.status).is_terminal:
+        p.store.update(s.invocation_id, {"status": InvocationStatus.RECORDED.value})
+    await STEP_TABLE[Step.CLAIM](p, s)
 
 
 @witness("no_dedupe", ("D3.4", "D4.12"), "re-executes a replayed call whose row is already terminal")
 class _NoDedupe(Pipeline):
-    async def step_claim(self, s: CallState) -> None:
-        row = self.store.get(s.invocation_id)
-        if InvocationStatus(row.status).is_terminal:
-            self.store.update(s.invocation_id, {"status": InvocationStatus.RECORDED.value})
-        await super().step_claim(s)
+    steps = STEP_TABLE | {Step.CLAIM: _claims_terminal_rows}
+
+
+async def _reruns_invalid_results(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.INVALID_TOOL_RESULT:
+        s.disposition = None
+        p.store.update(s.invocation_id, {"effect_sent_at": None})
+        await p.steps[Step.EXECUTE](p, s)
+        await STEP_TABLE[Step.NORMALIZE](p, s)
 
 
 @witness("retries_invalid_results", ("D3.5",), "runs the tool again when its result is rejected")
 class _RetriesInvalidResults(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        await super().step_normalize(s)
-        if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.INVALID_TOOL_RESULT:
-            s.disposition = None
-            self.store.update(s.invocation_id, {"effect_sent_at": None})
-            await self.step_execute(s)
-            await super().step_normalize(s)
+    steps = STEP_TABLE | {Step.NORMALIZE: _reruns_invalid_results}
 
 
 @witness("device_shortcut", ("D3.6",), "runs device and sandbox tools directly, outside the pipeline")
@@ -254,38 +274,43 @@ class _DeviceShortcut(Pipeline):
         found = self.registry.resolve(call.tool_name)
         if found is None or found[0].source not in (ToolSource.DEVICE, ToolSource.SANDBOX):
             return await super().run_call(request, call)
-        spec, tool = found
-        s = CallState(request=request, call=call)
-        s.spec, s.tool, s.attempt = spec, tool, 1
-        s.key = uuid.uuid4().hex
-        await self.step_prepare(s)
-        result = await tool.execute(dict(call.arguments), s.context)  # type: ignore[arg-type]
+        resolved = Resolved(*found)
+        s = CallState(request=request, call=call, resolved=resolved, attempt=1, key=uuid.uuid4().hex)
+        context = self.context_for(self.context_parts(s, resolved))
+        result = await resolved.tool.execute(dict(call.arguments), context)
         return Success(
             invocation_id=s.invocation_id,
             content=[
-                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=spec.name, text=p.text) for p in result.content
+                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=resolved.spec.name, text=p.text)
+                for p in result.content
             ],
         )
 
 
+async def _completes_without_requested(p: Pipeline, s: CallState) -> None:
+    if s.recorded or s.leave_row:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        return
+    assert s.disposition is not None
+    row = invocation_row(p, s, InvocationStatus(s.disposition.status))
+    row.reason_code = s.disposition.reason_code.value if isinstance(s.disposition, Outcome) else None
+    row.disposition_json = DISPOSITION.dump_json(s.disposition).decode()
+    p.store.insert(row, [EventKind.COMPLETED])
+
+
 @witness("no_requested_event_on_refusal", ("D3.7",), "writes a refused call's row without its requested event")
 class _NoRequestedOnRefusal(Pipeline):
-    async def step_complete(self, s: CallState) -> None:
-        if s.recorded or s.leave_row:
-            await super().step_complete(s)
-            return
-        assert s.disposition is not None
-        row = self._row(s, InvocationStatus(s.disposition.status))
-        row.reason_code = s.disposition.reason_code.value if isinstance(s.disposition, Outcome) else None
-        row.disposition_json = DISPOSITION.dump_json(s.disposition).decode()
-        self.store.insert(row, [EventKind.COMPLETED])
+    steps = STEP_TABLE | {Step.COMPLETE: _completes_without_requested}
+
+
+async def _completed_twice(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    p.store.update(s.invocation_id, {}, [EventKind.COMPLETED])
 
 
 @witness("double_completed", ("D3.7",), "emits tool_call.completed twice for an executed call")
 class _DoubleCompleted(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        await super().step_normalize(s)
-        self.store.update(s.invocation_id, {}, [EventKind.COMPLETED])
+    steps = STEP_TABLE | {Step.NORMALIZE: _completed_twice}
 
 
 # -- D13 ------------------------------------------------------------------------------------
@@ -334,27 +359,33 @@ class _NarratesRemoteErrors(_Rewrites):
         return outcome.model_copy(update={"message": outcome.external_detail.text, "external_detail": None})
 
 
+async def _files_every_outcome_as_failed(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.COMPLETE](p, s)
+    if isinstance(s.disposition, Outcome) and not s.leave_row:
+        p.store.update(s.invocation_id, {"status": "FAILED", "reason_code": ReasonCode.TOOL_ERROR.value})
+
+
 @witness("row_disagrees", ("D13.5",), "records every non-success row as FAILED tool_error")
 class _RowDisagrees(Pipeline):
-    async def step_complete(self, s: CallState) -> None:
-        await super().step_complete(s)
-        if isinstance(s.disposition, Outcome) and not s.leave_row:
-            self.store.update(s.invocation_id, {"status": "FAILED", "reason_code": ReasonCode.TOOL_ERROR.value})
+    steps = STEP_TABLE | {Step.COMPLETE: _files_every_outcome_as_failed}
+
+
+async def _payload_in_events(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.COMPLETE](p, s)
+    detail = s.disposition.external_detail if isinstance(s.disposition, Outcome) else None
+    with p.store.transaction() as session:
+        payload = {"arguments": s.call.arguments, "detail": detail.text if detail else None}
+        session.add(
+            EventTable(
+                run_id=s.request.run_id,
+                invocation_id=s.invocation_id,
+                kind="tool_call.debug",
+                data_json=dump_json(payload),
+                created_at=time.time(),
+            )
+        )
 
 
 @witness("payload_in_events", ("D13.6",), "copies arguments and remote detail into event data")
 class _PayloadInEvents(Pipeline):
-    async def step_complete(self, s: CallState) -> None:
-        await super().step_complete(s)
-        detail = s.disposition.external_detail if isinstance(s.disposition, Outcome) else None
-        with self.store.transaction() as session:
-            payload = {"arguments": s.call.arguments, "detail": detail.text if detail else None}
-            session.add(
-                EventTable(
-                    run_id=s.request.run_id,
-                    invocation_id=s.invocation_id,
-                    kind="tool_call.debug",
-                    data_json=dump_json(payload),
-                    created_at=time.time(),
-                )
-            )
+    steps = STEP_TABLE | {Step.COMPLETE: _payload_in_events}

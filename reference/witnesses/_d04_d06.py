@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlmodel import Session, select
 
-from toolproof.reference._pipeline import CallState, Pipeline
-from toolproof.reference._registry import Registry
-from toolproof.reference._store import InvocationTable
+from toolproof.reference.hooks import STEP_TABLE, CallState, ContextParts, InvocationTable, Pipeline, Registry, Resolved
 from toolproof.spec import (
     ConfigurationError,
     Disposition,
@@ -28,28 +27,42 @@ from ._registry import witness
 # -- D4 -------------------------------------------------------------------------------------
 
 
+async def _watermark_at_completion(p: Pipeline, s: CallState) -> None:
+    if s.marked and s.recorded and not s.leave_row:
+        p.store.mark_effect_sent(s.invocation_id, p.clock.now())
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
 @witness("watermark_after_effect", ("D4.1", "D4.6"), "remembers the watermark in memory and writes it at step 13")
 class _WatermarkAfterEffect(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _watermark_at_completion}
+
     async def mark_effect(self, s: CallState) -> None:
         s.marked = True
 
-    async def step_complete(self, s: CallState) -> None:
-        if s.marked and s.recorded and not s.leave_row:
-            self.store.mark_effect_sent(s.invocation_id, self.clock.now())
-        await super().step_complete(s)
+
+async def _commit_pending_then_normalize(p: Pipeline, s: CallState) -> None:
+    assert isinstance(p, _UncommittedWatermark)
+    while p.pending:
+        session = p.pending.pop()
+        session.commit()
+        session.close()
+    await STEP_TABLE[Step.NORMALIZE](p, s)
 
 
 @witness(
     "uncommitted_watermark", ("D4.1", "D4.6"), "writes the watermark in a transaction it commits after the tool returns"
 )
 class _UncommittedWatermark(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _commit_pending_then_normalize}
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._pending: list[Session] = []
+        self.pending: list[Session] = []
         close = self.store.close
 
         def close_pending_then_store() -> None:
-            for session in self._pending:
+            for session in self.pending:
                 session.close()  # A dead worker's transaction is rolled back with its connection.
             close()
 
@@ -61,29 +74,25 @@ class _UncommittedWatermark(Pipeline):
         row.effect_sent_at = self.clock.now()
         session.add(row)
         session.flush()
-        self._pending.append(session)
+        self.pending.append(session)
         s.marked = True
 
-    async def step_normalize(self, s: CallState) -> None:
-        while self._pending:
-            session = self._pending.pop()
-            session.commit()
-            session.close()
-        await super().step_normalize(s)
+
+async def _exceptions_are_failures(p: Pipeline, s: CallState) -> None:
+    if s.error is not None or s.timed_out:
+        s.finish(ReasonCode.TOOL_ERROR)
+        return
+    await STEP_TABLE[Step.NORMALIZE](p, s)
 
 
 @witness("exceptions_are_failures", ("D4.2",), "answers every exception and overrun FAILED, watermark or not")
 class _ExceptionsAreFailures(Pipeline):
-    async def step_normalize(self, s: CallState) -> None:
-        if s.error is not None or s.timed_out:
-            s.finish(ReasonCode.TOOL_ERROR)
-            return
-        await super().step_normalize(s)
+    steps = STEP_TABLE | {Step.NORMALIZE: _exceptions_are_failures}
 
 
 @witness("no_unmarked_flag", ("D4.10",), "never raises the production flag for an unmarked consequential call")
 class _NoUnmarkedFlag(Pipeline):
-    def _unmarked(self, s: CallState) -> bool:
+    def unmarked(self, s: CallState) -> bool:
         return False
 
 
@@ -117,12 +126,12 @@ class _OrphansFail(Pipeline):
 
 @witness("retries_with_new_key", ("D4.4", "D4.5"), "hands a retried call a new idempotency key")
 class _RetriesWithNewKey(Pipeline):
-    async def step_prepare(self, s: CallState) -> None:
-        await super().step_prepare(s)
-        if s.attempt > 1:
-            assert s.context is not None
-            fresh = s.context.identity.model_copy(update={"idempotency_key": f"{s.key}-retry{s.attempt}"})
-            s.context._identity = fresh
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        if s.attempt <= 1:
+            return parts
+        fresh = parts.identity.model_copy(update={"idempotency_key": f"{s.key}-retry{s.attempt}"})
+        return replace(parts, identity=fresh)
 
 
 @witness("timestamp_inference", ("D4.8",), "presumes a RUNNING call older than a day escaped, whatever its watermark")
@@ -136,7 +145,8 @@ class _TimestampInference(Pipeline):
 class _DoubleClaim(Pipeline):
     async def recover(self, row: InvocationTable) -> Disposition:
         state = self.state_from_row(row)
-        if row.status != InvocationStatus.RUNNING.value or self.escaped(row, state.spec):
+        spec = state.resolved.spec if state.resolved else None
+        if row.status != InvocationStatus.RUNNING.value or self.escaped(row, spec):
             return await super().recover(row)
         now = self.clock.now()
         changes = {

@@ -10,9 +10,7 @@ from urllib.parse import urlsplit
 import mcp_types as types
 from mcp import Client
 
-from toolproof.reference._mcp import Link, McpAdapter, McpTool, RemoteTool, wire
-from toolproof.reference._pipeline import Pipeline
-from toolproof.reference._store import CatalogHistoryTable, Store
+from toolproof.reference.hooks import CatalogHistoryTable, Link, McpAdapter, McpTool, Pipeline, RemoteTool, Store, wire
 from toolproof.spec import (
     READ_RESOURCE,
     Advertisement,
@@ -312,8 +310,8 @@ witness("changed_tool_called", ("D9.4",), "calls a tool whose definition changed
 
 
 class _ForgetsSilentChanges(McpAdapter):
-    def _record(self, changes: list[CatalogHistoryTable]) -> None:
-        super()._record([c for c in changes if c.kind != CatalogChangeKind.CHANGED.value])
+    def record(self, changes: list[CatalogHistoryTable]) -> None:
+        super().record([c for c in changes if c.kind != CatalogChangeKind.CHANGED.value])
 
 
 witness("silent_change_unrecorded", ("D9.5",), "records changes it is told about, not changes it lists")(
@@ -335,9 +333,9 @@ witness("one_pin_per_instance", ("D9.6",), "gives every session the catalog the 
 
 
 class _FirstListingUnrecorded(McpAdapter):
-    def _record(self, changes: list[CatalogHistoryTable]) -> None:
+    def record(self, changes: list[CatalogHistoryTable]) -> None:
         if getattr(self, "recorded_once", False):
-            super()._record(changes)
+            super().record(changes)
         self.recorded_once = True
 
 

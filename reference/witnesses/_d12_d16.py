@@ -7,8 +7,7 @@ import json
 
 from sqlmodel import select
 
-from toolproof.reference._pipeline import CallState, Pipeline
-from toolproof.reference._store import InvocationTable
+from toolproof.reference.hooks import STEP_TABLE, CallState, InvocationTable, Pipeline
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
     Disposition,
@@ -39,16 +38,20 @@ def _pieces(content: list[Envelope]) -> tuple[list[Envelope], list[Envelope], li
     return content[:at], markers, content[at + 1 :]
 
 
+async def _excerpt_then_rewrite(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.EXCERPT](p, s)
+    if isinstance(s.disposition, Success) and any(e.source == EXCERPT_MARKER_SOURCE for e in s.disposition.content):
+        assert isinstance(p, _Rewrites)
+        s.disposition = p.rewrite(s.disposition)
+
+
 class _Rewrites(Pipeline):
     """Rewrites an excerpt after the reference made it."""
 
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_then_rewrite}
+
     def rewrite(self, success: Success) -> Success:
         return success
-
-    async def step_excerpt(self, s: CallState) -> None:
-        await super().step_excerpt(s)
-        if isinstance(s.disposition, Success) and any(e.source == EXCERPT_MARKER_SOURCE for e in s.disposition.content):
-            s.disposition = self.rewrite(s.disposition)
 
 
 @witness("head_only_excerpt", ("D12.1",), "keeps the head and the marker, drops the tail")
@@ -83,30 +86,36 @@ class _MergingExcerpt(_Rewrites):
         return success.model_copy(update={"content": [merged, *markers, *tail]})
 
 
+async def _excerpts_at_the_limit(p: Pipeline, s: CallState) -> None:
+    if isinstance(s.disposition, Success):
+        size = sum(len(e.text.encode()) for e in s.disposition.content)
+        if size == p.config.max_output_bytes:
+            limit = p.config.max_output_bytes
+            p.config = p.config.model_copy(update={"max_output_bytes": limit - 1})
+            try:
+                await STEP_TABLE[Step.EXCERPT](p, s)
+            finally:
+                p.config = p.config.model_copy(update={"max_output_bytes": limit})
+            return
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
 @witness("excerpts_at_the_limit", ("D12.5",), "excerpts an output of exactly the limit (>= instead of >)")
 class _ExcerptsAtTheLimit(Pipeline):
-    async def step_excerpt(self, s: CallState) -> None:
-        if isinstance(s.disposition, Success):
-            size = sum(len(e.text.encode()) for e in s.disposition.content)
-            if size == self.config.max_output_bytes:
-                limit = self.config.max_output_bytes
-                self.config = self.config.model_copy(update={"max_output_bytes": limit - 1})
-                try:
-                    await super().step_excerpt(s)
-                finally:
-                    self.config = self.config.model_copy(update={"max_output_bytes": limit})
-                return
-        await super().step_excerpt(s)
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpts_at_the_limit}
 
 
 # -- D14 ------------------------------------------------------------------------------------
 
 
+async def _order_sensitive_identity(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    s.call_hash = hashlib.sha256(json.dumps([s.call.tool_name, s.call.arguments]).encode()).hexdigest()
+
+
 @witness("order_sensitive_identity", ("D14.1",), "tells calls apart by the order of their argument members")
 class _OrderSensitiveIdentity(Pipeline):
-    async def step_resolve(self, s: CallState) -> None:
-        await super().step_resolve(s)
-        s.call_hash = hashlib.sha256(json.dumps([s.call.tool_name, s.call.arguments]).encode()).hexdigest()
+    steps = STEP_TABLE | {Step.RESOLVE: _order_sensitive_identity}
 
 
 @witness("two_counters", ("D14.1",), "counts denials per tool name and calls per tool and arguments: two counters")
@@ -203,13 +212,16 @@ class _ControlShortcut(Pipeline):
         return await super().run_call(request, call)
 
 
+async def _suspends_by_status(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.HOLD](p, s)
+    if isinstance(s.disposition, Suspended) and s.disposition.reason == "control" and s.existing is None:
+        changes = {"suspended_at": None, "status": InvocationStatus.AWAITING_APPROVAL.value}
+        p.store.update(s.invocation_id, changes)
+
+
 @witness("suspends_by_status", ("D16.2",), "suspends a control call by giving its row the AWAITING_APPROVAL status")
 class _SuspendsByStatus(Pipeline):
-    async def step_hold(self, s: CallState) -> None:
-        await super().step_hold(s)
-        if isinstance(s.disposition, Suspended) and s.disposition.reason == "control" and s.existing is None:
-            changes = {"suspended_at": None, "status": InvocationStatus.AWAITING_APPROVAL.value}
-            self.store.update(s.invocation_id, changes)
+    steps = STEP_TABLE | {Step.HOLD: _suspends_by_status}
 
 
 @witness("sweeps_suspended", ("D16.3",), "treats suspended control calls as orphans in the lease sweep")
@@ -235,13 +247,16 @@ class _ResumeSkipsPipeline(Pipeline):
         )
 
 
+async def _copies_output(p: Pipeline, s: CallState) -> None:
+    if isinstance(s.disposition, Success) and s.disposition.content:
+        whole = "".join(e.text for e in s.disposition.content)
+        first = s.disposition.content[0]
+        rest = s.disposition.content[1:]
+        joined = Envelope(trust=first.trust, source=first.source, text=whole[: len(first.text)])
+        s.disposition = s.disposition.model_copy(update={"content": [joined, *rest]})
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
 @witness("copies_output", ("D12.6",), "joins the whole output into one string before excerpting it")
 class _CopiesOutput(Pipeline):
-    async def step_excerpt(self, s: CallState) -> None:
-        if isinstance(s.disposition, Success) and s.disposition.content:
-            whole = "".join(e.text for e in s.disposition.content)
-            first = s.disposition.content[0]
-            rest = s.disposition.content[1:]
-            joined = Envelope(trust=first.trust, source=first.source, text=whole[: len(first.text)])
-            s.disposition = s.disposition.model_copy(update={"content": [joined, *rest]})
-        await super().step_excerpt(s)
+    steps = STEP_TABLE | {Step.EXCERPT: _copies_output}

@@ -7,9 +7,7 @@ import uuid
 
 from sqlalchemy import Column, Integer, MetaData, Table
 
-from toolproof.reference._bridge import Bridge, bridge_call_id
-from toolproof.reference._pipeline import Pipeline
-from toolproof.reference._store import dump_json
+from toolproof.reference.hooks import Bridge, Pipeline, bridge_call_id, dump_json
 from toolproof.spec import ProposedCall, ScriptRequest, StepRequest, Success
 
 from ._registry import outside_the_pipeline, witness
@@ -18,7 +16,7 @@ from ._registry import outside_the_pipeline, witness
 class _DirectBridge(Bridge):
     """Calls tools straight from the bridge: no row, no key, no policy."""
 
-    async def _direct(self, step: StepRequest, call: ProposedCall) -> Success:
+    async def direct(self, step: StepRequest, call: ProposedCall) -> Success:
         found = self.pipeline.registry.resolve(call.tool_name)
         assert found is not None
         return await outside_the_pipeline(self.pipeline, step, call, found)
@@ -28,7 +26,7 @@ class _BypassingPipeline(Pipeline):
     async def run_call(self, request: StepRequest, call: ProposedCall):  # type: ignore[no-untyped-def]
         if call.call_id.startswith("script-"):
             bridge = _DirectBridge(self)
-            return await bridge._direct(request, call)
+            return await bridge.direct(request, call)
         return await super().run_call(request, call)
 
 
@@ -50,11 +48,11 @@ class _RandomCallIds(Pipeline):
 class _FreshIdsOnRerun(Bridge):
     def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
         # Salted with how much the run already recorded: stable within a run of the script, new on re-execution.
-        salt = len(self.pipeline.store.invocations(request.run_id)) if ordinal == 1 else self._salt
-        self._salt = salt
+        salt = len(self.pipeline.store.invocations(request.run_id)) if ordinal == 1 else self.salt
+        self.salt = salt
         return bridge_call_id(hashlib.sha256(f"{salt}{digest}".encode()).hexdigest(), ordinal)
 
-    _salt = 0
+    salt = 0
 
 
 @witness("fresh_ids_on_rerun", ("D17.4",), "re-executes a script under new call ids, repeating completed calls")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
-from toolproof.reference._instance import ReferenceImplementation
-from toolproof.reference._pipeline import CallState, Pipeline
-from toolproof.spec import STEPS, Envelope, ProposedCall, Step, StepRequest, Success, Tool, ToolSpec, TrustLabel
+from toolproof.reference.hooks import (
+    FINISHING,
+    STEP_TABLE,
+    CallState,
+    Pipeline,
+    ReferenceImplementation,
+    Resolved,
+    StepFunction,
+)
+from toolproof.spec import Envelope, ProposedCall, Step, StepRequest, Success, Tool, ToolSpec, TrustLabel
 
 
 @dataclass(frozen=True)
@@ -44,27 +51,32 @@ def witness(name: str, breaks: tuple[str, ...], defect: str) -> Callable[[type[P
     return register
 
 
-def reorder(move: Step, after: Step) -> tuple[Step, ...]:
-    """The spec's step order with ``move`` placed right after ``after``."""
-    order = [s for s in STEPS if s is not move]
-    order.insert(order.index(after) + 1, move)
-    return tuple(order)
+def moved(move: Step, after: Step) -> Mapping[Step, StepFunction]:
+    """The reference step table with step ``move`` run right after step ``after`` instead of in its own place."""
+    run_moved, run_after = STEP_TABLE[move], STEP_TABLE[after]
+
+    async def in_its_place(p: Pipeline, s: CallState) -> None:
+        return None  # It runs later, right after ``after``.
+
+    async def after_then_moved(p: Pipeline, s: CallState) -> None:
+        await run_after(p, s)
+        if s.disposition is None or move in FINISHING:  # What drive would skip, this skips too.
+            await run_moved(p, s)
+
+    return STEP_TABLE | {move: in_its_place, after: after_then_moved}
 
 
 async def outside_the_pipeline(
     pipeline: Pipeline, step: StepRequest, call: ProposedCall, found: tuple[ToolSpec, Tool]
 ) -> Success:
     """Execute ``call``'s tool directly: no row, no key, no policy (the defect of a bypassing witness)."""
-    state = CallState(request=step, call=call)
-    state.spec, state.tool, state.attempt, state.key = found[0], found[1], 1, call.call_id
-    await pipeline.step_prepare(state)
-    assert state.context is not None
+    state = CallState(request=step, call=call, resolved=Resolved(*found), attempt=1, key=call.call_id)
 
     async def nowhere() -> None:
         return None  # No row to mark: the call never entered the pipeline.
 
-    state.context._mark = nowhere
-    result = await found[1].execute(dict(call.arguments), state.context)
+    parts = replace(pipeline.context_parts(state, Resolved(*found)), mark=nowhere)
+    result = await found[1].execute(dict(call.arguments), pipeline.context_for(parts))
     return Success(
         invocation_id=state.invocation_id,
         content=[

@@ -1,0 +1,140 @@
+"""The MCP adapter's classification layer (decision 6): what a remote tool is, and what its result becomes.
+
+The operator classifies a server, never the server itself; output is always EXTERNAL_UNTRUSTED;
+a result is text only, bounded in size, with structure only under a pinned output schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from toolproof.spec import (
+    ContentPart,
+    JsonObject,
+    McpClassification,
+    SideEffect,
+    ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
+    ToolSource,
+    ToolSpec,
+    TrustLabel,
+)
+
+from ._mcp_catalog import READ_RESOURCE_SCHEMA, McpCatalog
+from ._mcp_connection import Link, RemoteTool
+
+
+class McpClassifier(McpCatalog):
+    """Turns a catalog entry into the spec a session pins, and a remote result into a ToolResult."""
+
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        """Decision 6: the operator's per-server classification, whatever the server annotates."""
+        return link.config.effective_classification
+
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        """The spec a session pins for ``entry``."""
+        definition = entry.definition
+        if entry.remote_name is None:
+            return ToolSpec(
+                name=entry.name,
+                version=entry.sha256,
+                description=str(definition.get("description", "")),
+                source=ToolSource.MCP,
+                input_schema=READ_RESOURCE_SCHEMA,
+                output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
+                required_scopes=link.config.effective_classification.required_scopes,
+                deadline_s=link.config.call_timeout_s,
+            )
+        classification = self.classify(link, entry)
+        return ToolSpec(
+            name=entry.name,
+            version=entry.sha256,
+            description=str(definition.get("description", "")),
+            source=ToolSource.MCP,
+            side_effect=classification.side_effect,
+            risk=classification.risk,
+            idempotency=classification.idempotency,
+            required_scopes=classification.required_scopes,
+            input_schema=dict(definition.get("inputSchema") or {"type": "object"}),
+            output_schema=definition.get("outputSchema"),
+            output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
+            deadline_s=link.config.call_timeout_s,
+        )
+
+    def from_result(self, link: Link, spec: ToolSpec, result: types.CallToolResult) -> ToolResult:
+        """A remote result as a ToolResult: text only, no claimed label, structure only under a pinned schema."""
+        parts = [self._text(block) for block in result.content]
+        size = sum(len(p.encode()) for p in parts)
+        if result.structured_content is not None:
+            size += len(json.dumps(result.structured_content))
+        cap = self.output_cap(link)
+        if size > cap:
+            detail = f"the result is {size} bytes, over this server's cap of {cap}"
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=detail))
+        structured = result.structured_content if spec.output_schema is not None else None
+        if result.is_error:
+            return ToolResult(ok=False, failure=ToolFailure(kind="ERROR", detail="\n".join(parts)))
+        return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts], structured=structured)
+
+    def output_cap(self, link: Link) -> int:
+        """Decision 8 (our D8.7): the largest result delivered from this server."""
+        return link.config.max_output_bytes
+
+    def from_resource(self, link: Link, result: types.ReadResourceResult) -> ToolResult:
+        """Resource contents as text parts."""
+        parts: list[str] = []
+        for item in result.contents:
+            if isinstance(item, types.TextResourceContents):
+                parts.append(item.text)
+            else:
+                parts.append(f"[binary resource {item.uri}, {item.mime_type or 'unknown type'}]")
+        if sum(len(p.encode()) for p in parts) > self.output_cap(link):
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail="resource over the cap"))
+        return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts])
+
+    @staticmethod
+    def _text(block: Any) -> str:
+        if isinstance(block, types.TextContent):
+            return block.text
+        if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
+            return block.resource.text
+        return f"[{getattr(block, 'type', 'content')} omitted]"
+
+
+class McpTool:
+    """The ``Tool`` the pipeline executes for a pinned MCP name: one remote call, bounded in size."""
+
+    def __init__(self, adapter: McpClassifier, link: Link, remote_name: str | None, spec: ToolSpec) -> None:
+        self._adapter = adapter
+        self._link = link
+        self._remote_name = remote_name
+        self._spec = spec
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The pinned spec."""
+        return self._spec
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        """Send the call; a remote error is a ToolFailure whose text is only ever external detail."""
+        if self._spec.side_effect is not SideEffect.READ_ONLY:
+            await context.mark_effect_sent()
+        try:
+            if self._remote_name is None:
+                return self._adapter.from_resource(
+                    self._link, await self._link.client.read_resource(str(arguments["uri"]))
+                )
+            result = await self._link.client.call_tool(self._remote_name, dict(arguments))
+        except MCPError as exc:
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=exc.error.message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError) as exc:
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_UNAVAILABLE", detail=str(exc)))
+        except RuntimeError as exc:  # The SDK's own checks: input-required rounds, output-schema mismatch.
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=str(exc)))
+        return self._adapter.from_result(self._link, self._spec, result)

@@ -1,0 +1,155 @@
+"""The MCP adapter's session layer (decisions 8, 9): a session pins what it advertises when it starts.
+
+A pinned tool resolves from the pin for the whole session; a catalog change is recorded by the
+catalog layer and reaches only sessions that start after it. A pinned tool the server withdrew or
+changed since answers unavailable at call time.
+"""
+
+from __future__ import annotations
+
+import anyio
+from mcp.shared.exceptions import MCPError
+
+from toolproof.spec import AdvertisedTool, Advertisement, ReasonCode, Skill, ToolSpec, TrustLabel
+
+from ._mcp_classify import McpClassifier, McpTool
+from ._mcp_connection import Link
+from ._tables import SessionPinTable
+
+SESSION_MARKER = "session"
+"""Pin row kind that records that a session started (so an empty advertisement is still a pin)."""
+
+
+class McpSessions(McpClassifier):
+    """Pins each session's advertisement and resolves ``mcp.*`` names in it."""
+
+    async def prefetch(self, link: Link) -> None:
+        """Decision 8: nothing is read from a server at session start beyond its catalogs."""
+
+    async def advertise(self, run_id: str) -> Advertisement:
+        """The session's pin; pinned now from the current catalogs if the session has not started."""
+        if not self.links:
+            return Advertisement(run_id=run_id, as_of_seq=0, tools=[], skills=[])  # No server: nothing to pin.
+        rows = self.store.pins(run_id)
+        if not rows:
+            rows = await self._pin(run_id)
+        return self._advertisement(run_id, rows)
+
+    async def _pin(self, run_id: str) -> list[SessionPinTable]:
+        rows: list[SessionPinTable] = []
+        skills: list[Skill] = []
+        for link in self.links.values():
+            await self.refresh(link)
+            await self.prefetch(link)
+            skills.extend(await self.skills(link))
+        as_of = self.store.last_catalog_seq()
+        for link in self.links.values():
+            for entry in link.catalog.values():
+                spec = self.spec_for(link, entry)
+                rows.append(
+                    SessionPinTable(
+                        run_id=run_id,
+                        kind="tool",
+                        name=entry.name,
+                        server_id=link.config.server_id,
+                        remote_name=entry.remote_name,
+                        definition_sha256=entry.sha256,
+                        body_json=spec.model_dump_json(),
+                        as_of_seq=as_of,
+                    )
+                )
+        for skill in skills:
+            rows.append(
+                SessionPinTable(
+                    run_id=run_id,
+                    kind="skill",
+                    name=skill.name,
+                    server_id=skill.server_id,
+                    remote_name=skill.prompt_name,
+                    definition_sha256="",
+                    body_json=skill.model_dump_json(),
+                    as_of_seq=as_of,
+                )
+            )
+        marker = SessionPinTable(
+            run_id=run_id,
+            kind=SESSION_MARKER,
+            name="",
+            server_id="",
+            definition_sha256="",
+            body_json="{}",
+            as_of_seq=as_of,
+        )
+        self.store.pin([marker, *rows])  # A concurrent pin of the same run wins; both read it back.
+        return self.store.pins(run_id)
+
+    async def skills(self, link: Link) -> list[Skill]:
+        """Decision 8: the server's prompts as read-only, untrusted, never-cacheable skills."""
+        if not link.prompts:
+            return []
+        listed = await link.client.list_prompts()
+        return [
+            Skill(
+                name=link.prefix + self.normalize(prompt.name),
+                server_id=link.config.server_id,
+                prompt_name=prompt.name,
+                description=prompt.description or "",
+                trust=TrustLabel.EXTERNAL_UNTRUSTED,
+                read_only=True,
+                cacheable=False,
+            )
+            for prompt in listed.prompts
+        ]
+
+    def _advertisement(self, run_id: str, rows: list[SessionPinTable]) -> Advertisement:
+        tools: list[AdvertisedTool] = []
+        skills: list[Skill] = []
+        as_of = 0
+        for row in rows:
+            as_of = row.as_of_seq
+            if row.kind == "skill":
+                skills.append(Skill.model_validate_json(row.body_json))
+            elif row.kind == "tool":
+                spec = ToolSpec.model_validate_json(row.body_json)
+                tools.append(
+                    AdvertisedTool(
+                        name=row.name,
+                        server_id=row.server_id,
+                        remote_name=row.remote_name,
+                        definition_sha256=row.definition_sha256,
+                        source=spec.source,
+                        side_effect=spec.side_effect,
+                        risk=spec.risk,
+                        idempotency=spec.idempotency,
+                        required_scopes=spec.required_scopes,
+                        output_trust=spec.output_trust,
+                    )
+                )
+        return Advertisement(run_id=run_id, as_of_seq=as_of, tools=tools, skills=skills)
+
+    def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
+        """The pinned spec and tool of ``name`` in the session of ``run_id``, without asking the server."""
+        for row in self.store.pins(run_id):
+            if row.kind == "tool" and row.name == name and row.server_id in self.links:
+                spec = ToolSpec.model_validate_json(row.body_json)
+                return spec, McpTool(self, self.links[row.server_id], row.remote_name, spec)
+        return None
+
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        """Step 1 for an ``mcp.*`` name: the pinned tool, unless its server withdrew or changed it since."""
+        await self.advertise(run_id)
+        found = self.pinned(run_id, name)
+        if found is None:
+            return ReasonCode.UNKNOWN_TOOL
+        spec, tool = found
+        link = tool._link
+        try:
+            await self.refresh(link)
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+            return ReasonCode.REMOTE_UNAVAILABLE
+        current = link.catalog.get(name)
+        if current is None:
+            return ReasonCode.TOOL_WITHDRAWN
+        if current.sha256 != spec.version:  # Invariant: a pinned MCP spec's version is its definition hash.
+            return ReasonCode.TOOL_DEFINITION_CHANGED
+        return found

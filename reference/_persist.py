@@ -1,0 +1,117 @@
+"""Steps 6-8, persistence: each is its own committed transaction, and nothing has touched the world yet."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Suspended
+
+from ._policy import Decision
+from ._state import DISPOSITION, CallState, Resolved, resolved_step
+from ._store import DuplicateKey
+from ._tables import InvocationTable, dump_json
+
+if TYPE_CHECKING:
+    from ._pipeline import Pipeline
+
+
+def invocation_row(p: Pipeline, s: CallState, status: InvocationStatus) -> InvocationTable:
+    """The row ``s`` is recorded as, with ``status`` (step 6 inserts it; step 13 when step 6 never did)."""
+    spec = s.resolved.spec if s.resolved else None
+    return InvocationTable(
+        invocation_id=s.invocation_id,
+        tenant=s.request.tenant,
+        run_id=s.request.run_id,
+        step_number=s.request.step_number,
+        call_id=s.call.call_id,
+        tool_name=spec.name if spec else s.call.tool_name,
+        tool_version=spec.version if spec else None,
+        idempotency_key=s.key,
+        call_hash=s.call_hash,
+        arguments_json=dump_json(s.call.arguments),
+        status=status.value,
+        decision=s.decision.value,
+        origin_trust=s.origin_trust,
+        argument_trust=s.argument_trust,
+        created_at=p.clock.now(),
+    )
+
+
+def _adopt(s: CallState, row: InvocationTable) -> None:
+    s.existing, s.invocation_id, s.attempt, s.recorded = row, row.invocation_id, row.attempt, True
+
+
+async def record(p: Pipeline, s: CallState) -> None:
+    """6. Insert the row; a replay adopts the row its key already has."""
+    if s.existing is not None:
+        _adopt(s, s.existing)
+        return
+    try:
+        p.store.insert(invocation_row(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
+        s.recorded = True
+    except DuplicateKey:  # Another submission of the same call won the insert.
+        existing = p.store.find_by_key(s.key)
+        assert existing is not None  # Invariant: the insert failed on this key, so its row exists.
+        _adopt(s, existing)
+
+
+async def hold(p: Pipeline, s: CallState) -> None:
+    """7. Open an approval hold, or suspend a control call through the nullable marker."""
+    row = s.existing
+    if row is not None and row.status == InvocationStatus.AWAITING_APPROVAL:
+        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="approval"), True
+    elif row is not None and row.suspended_at is not None:
+        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="control"), True
+    elif row is not None:
+        return  # Recorded earlier and never held: carry on to the claim.
+    elif s.decision is Decision.APPROVAL:
+        changes = {
+            "status": InvocationStatus.AWAITING_APPROVAL.value,
+            "hold_expires_at": p.clock.now() + p.config.approval_timeout_s,
+        }
+        p.store.update(s.invocation_id, changes, [EventKind.APPROVAL_REQUESTED])
+        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="approval"), True
+    elif s.decision is Decision.CONTROL:
+        # Invariant: suspension is the marker; the status column keeps a value it already had.
+        p.store.update(s.invocation_id, {"suspended_at": p.clock.now()}, [EventKind.SUSPENDED])
+        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="control"), True
+
+
+@resolved_step
+async def claim(p: Pipeline, s: CallState, r: Resolved) -> None:
+    """8. Dedupe against a terminal row, else take the lease and go RUNNING."""
+    row = p.store.get(s.invocation_id)
+    status = InvocationStatus(row.status)
+    if status.is_terminal:
+        assert row.disposition_json is not None  # Invariant: step 13 writes both in one transaction.
+        s.disposition, s.leave_row = DISPOSITION.validate_json(row.disposition_json), True
+        return
+    now = p.clock.now()
+    if status is InvocationStatus.RUNNING and (row.lease_expires_at or 0) > now and row.lease_owner != p.worker_id:
+        s.finish(ReasonCode.IN_PROGRESS)
+        s.leave_row = True  # Not ours to complete.
+        return
+    if status is InvocationStatus.RUNNING and p.escaped(row, r.spec):
+        # A dead worker's call that may have left its mark: never retried, whoever finds it.
+        s.marked = True
+        s.finish(ReasonCode.EFFECT_UNKNOWN)
+        return
+    attempt = row.attempt + 1
+    claimed = p.store.claim(
+        s.invocation_id,
+        expect_status=status,
+        expect_owner=row.lease_owner,
+        changes={
+            "status": InvocationStatus.RUNNING.value,
+            "attempt": attempt,
+            "lease_owner": p.worker_id,
+            "lease_expires_at": now + p.config.lease_s,
+            "started_at": now,
+            "suspended_at": None,
+        },
+    )
+    if not claimed:  # Another worker claimed it between our read and our write.
+        s.finish(ReasonCode.IN_PROGRESS)
+        s.leave_row = True
+        return
+    s.attempt = attempt
