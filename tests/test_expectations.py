@@ -22,8 +22,8 @@ from toolproof._expectations import (
     apply_expectations,
     load_expectations,
 )
-from toolproof.reports import ResultRow, RunInfo, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, write_run
+from toolproof.spec import ResultRow, Verdict
 
 WITNESS_REF = "toolproof.reference.witnesses:chatty_messages"
 WITNESS = "witness:chatty_messages"

@@ -19,8 +19,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from toolproof.reports import ResultRow, StaleExpectation
-from toolproof.spec import ConfigurationError, Verdict, load_catalog
+from toolproof.spec import ConfigurationError, ResultRow, StaleExpectation, Verdict, load_catalog
 
 SCENARIO = re.compile(r"^[^\s:\[\]]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[.+\])?$")
 """A scenario as reports name it: ``module.py::test_name``, or one cell ``module.py::test_name[param]``."""

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from toolproof.reports import (
-    CrashCell,
-    ResultRow,
-    RunInfo,
-    StaleExpectation,
-    selected_rules,
-    verdict_table,
-    write_run,
-)
+from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
 from toolproof.scenarios._driver import load
 from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
-from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog
+from toolproof.spec import (
+    ConfigurationError,
+    CrashCell,
+    HarnessError,
+    ResultRow,
+    StaleExpectation,
+    Verdict,
+    load_catalog,
+)
 
 from . import __version__
 from ._expectations import ScenarioIndex, apply_expectations, load_expectations
