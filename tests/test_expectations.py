@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from toolproof._cli import app
-from toolproof._expectations import (
+from toolproof.expectations import (
     ExpectationsError,
     LoadedExpectations,
     ScenarioIndex,

@@ -26,7 +26,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from ._expectations import ScenarioIndex, apply_expectations, load_expectations
+from .expectations import Expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 Progress = Callable[[ResultRow, int, int], None]
@@ -83,7 +83,7 @@ def run_suite(
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
-    ``expectations`` are expectations files (see ``toolproof._expectations``): the failures they
+    ``expectations`` are expectations files (see ``toolproof.expectations``): the failures they
     declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
 
     Raises:
@@ -98,13 +98,12 @@ def run_suite(
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
-    expected = load_expectations(expectations, names)
+    expected = Expectations.load(expectations, names)
     _check_writable(out_dir)
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
     collector = ResultCollector(progress)
-    index = ScenarioIndex()
     scenarios_dir = Path(str(files("toolproof.scenarios")))
     args = [
         "--pyargs",
@@ -130,7 +129,7 @@ def run_suite(
         args += ["--toolproof-rules", rules]
     if database_url:
         args += ["--toolproof-database-url", database_url]
-    code = pytest.main(args, plugins=[collector, index])
+    code = pytest.main(args, plugins=[collector, expected.index])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -148,7 +147,7 @@ def run_suite(
     chosen = set(selected)
     # A scenario may also judge rules outside the selection.
     judged = [row for row in collector.results if row.rule_id in chosen]
-    rows, stale = apply_expectations(run_id, expected, judged, frozenset(selected), index)
+    rows, stale = expected.apply(run_id, judged, frozenset(selected))
     write_run(out_dir, info, rows, collector.crash_cells, stale)
     return RunOutcome(
         run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
