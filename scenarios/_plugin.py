@@ -2,8 +2,10 @@
 
 Loaded with ``-p toolproof.scenarios._plugin``. It parametrizes every scenario over the
 selected implementations, skips scenarios of unclaimed profiles as ``not-claimed``,
-deselects scenarios outside ``--toolproof-rules``, and records one result per rule a
-scenario judges.
+deselects scenarios outside ``--toolproof-rules``, and records one ``spec.ResultRow`` per rule a
+scenario judges, and the ``spec.CrashCell`` records crash scenarios build. What the collector needs
+travels typed: the item's rules, implementation and name, what each phase raised (``NotClaimed``
+for an unclaimed profile) and the crash cells ride in ``item.stash``.
 """
 
 from __future__ import annotations
