@@ -1,22 +1,20 @@
 """toolproof.reports: the results store (``results.duckdb``) and its renderers (``summary.json``, ``report.md``,
-``report.html``, ``junit.xml``)."""
+``report.html``, ``junit.xml``).
 
-from ._crash import CrashCell
+It stores and renders the records ``toolproof.spec`` defines: ``ResultRow``, ``CrashCell`` and ``StaleExpectation``.
+"""
+
 from ._diff import RunDiff, VerdictChange, diff_runs
 from ._files import rerender, write_run
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
-from ._results import ResultRow, RunInfo, rule_verdicts, selected_rules, verdict_table
-from ._stale import StaleExpectation
+from ._results import RunInfo, rule_verdicts, selected_rules, verdict_table
 from ._store import load_crash_cells, load_run
 
 __all__ = [
-    "CrashCell",
-    "ResultRow",
     "RunDiff",
     "RunInfo",
-    "StaleExpectation",
     "VerdictChange",
     "diff_runs",
     "load_crash_cells",

@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolproof.spec import Verdict, load_catalog
+from toolproof.spec import ResultRow, Verdict, load_catalog
 
-from ._results import ResultRow, RunInfo, selected_rules, verdict_table
+from ._results import RunInfo, selected_rules, verdict_table
 
 ABSENT = "—"
 """How the table shows a rule or implementation a run does not hold."""

@@ -9,14 +9,14 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolproof.spec import ConfigurationError
+from toolproof.spec import ConfigurationError, CrashCell, ResultRow, StaleExpectation
 
-from ._crash import CrashCell, check_crash_cells, crash_order
+from ._crash import check_crash_cells, crash_order
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
-from ._results import ResultRow, RunInfo, complete_rows
-from ._stale import StaleExpectation, check_stale, stale_order
+from ._results import RunInfo, complete_rows
+from ._stale import check_stale, stale_order
 from ._store import RESULTS_FILE, insert_run, load_everything
 from ._summary import render_summary
 

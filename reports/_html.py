@@ -5,13 +5,12 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 
-from toolproof.spec import Rule, Verdict, load_catalog
+from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashCell, CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
 from ._evidence import evidence_facts, printable
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
-from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
-from ._stale import StaleExpectation
+from ._results import RunInfo, row_order, selected_rules, verdict_table
 
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 _Table = dict[str, dict[str, Verdict]]

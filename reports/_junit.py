@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import UTC
 
-from toolproof.spec import Rule, Verdict, load_catalog
+from toolproof.spec import ResultRow, Rule, Verdict, load_catalog
 
 from ._evidence import headline, printable
-from ._results import PRECEDENCE, ResultRow, RunInfo, row_order, selected_rules, verdict_table
+from ._results import PRECEDENCE, RunInfo, row_order, selected_rules, verdict_table
 
 # What each scenario verdict becomes in JUnit: a child element (None for a plain pass) and its type attribute.
 _OUTCOME: dict[Verdict, tuple[str | None, str]] = {

@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from toolproof.spec import Rule, Verdict, load_catalog
+from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashCell, CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
 from ._evidence import evidence_facts, printable
-from ._results import ResultRow, RunInfo, row_order, selected_rules, verdict_table
-from ._stale import StaleExpectation
+from ._results import RunInfo, row_order, selected_rules, verdict_table
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
 _COUNTED: tuple[Verdict, ...] = tuple(Verdict)

@@ -1,53 +1,16 @@
-"""What a run records: one row per (implementation, rule, scenario), and the rule verdicts they add up to."""
+"""What a run was asked to do (``RunInfo``), and the rule verdicts its rows (``spec.ResultRow``) add up to."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolproof.spec import Catalog, HarnessError, Rule, Verdict, load_catalog
-
-SCENARIO_VERDICTS = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_CLAIMED})
-"""Verdicts a scenario row may carry: what happened when the scenario ran, or that it was skipped as unclaimed."""
-
-RULE_LEVEL_VERDICTS = frozenset({Verdict.NOT_CLAIMED, Verdict.NOT_COVERED})
-"""Verdicts a rule-level row (``scenario == ""``) may carry: no scenario judged the rule, so it cannot pass."""
+from toolproof.spec import Catalog, HarnessError, ResultRow, Rule, Verdict, load_catalog
 
 # Worst first. A rule's verdict is the first entry any of its scenario rows reaches.
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.PASS, Verdict.NOT_CLAIMED)
-
-
-class ResultRow(BaseModel):
-    """One scenario's verdict on one rule for one implementation, or a rule-level row when no scenario ran."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    run_id: str = Field(min_length=1)
-    """The run this row belongs to."""
-    implementation: str = Field(min_length=1)
-    """Name of the implementation under test."""
-    rule_id: str = Field(min_length=1)
-    """Catalog ID of the rule the scenario judges, e.g. ``D1.1``."""
-    scenario: str
-    """Test name such as ``test_d01_tool_result.py::test_x``; ``""`` for a rule-level row."""
-    verdict: Verdict
-    """The scenario's verdict; a rule-level row says only ``not-claimed`` or ``not-covered``."""
-    duration_s: float = Field(ge=0.0)
-    """Wall-clock seconds the scenario took; 0 for a rule-level row."""
-    evidence: str = ""
-    """Failure text with a reproduction; ``""`` on pass."""
-
-    @model_validator(mode="after")
-    def _verdict_fits_level(self) -> ResultRow:
-        # Invariant: only a scenario can pass, fail or error; a rule nobody exercised has no judgement.
-        allowed = SCENARIO_VERDICTS if self.scenario else RULE_LEVEL_VERDICTS
-        if self.verdict not in allowed:
-            level = f"scenario={self.scenario!r}" if self.scenario else "a rule-level row (scenario='')"
-            choices = ", ".join(sorted(allowed))
-            raise ValueError(f"verdict={self.verdict.value!r} is not allowed for {level}: use one of {choices}")
-        return self
 
 
 class RunInfo(BaseModel):

@@ -1,38 +1,12 @@
-"""Stale expectations: entries of an expectations file the run contradicted, which fail the run."""
+"""Stale expectations in a run: which belong to it, and the order the reports list them in."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from toolproof.spec import HarnessError
+from toolproof.spec import HarnessError, StaleExpectation
 
 from ._results import RunInfo
-
-
-class StaleExpectation(BaseModel):
-    """One entry of an expectations file that no longer describes the implementation."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    run_id: str = Field(min_length=1)
-    """The run that found the entry stale."""
-    implementation: str = Field(min_length=1)
-    """The implementation the file applies to."""
-    file: str = Field(min_length=1)
-    """The expectations file, as given to ``--expectations``."""
-    entry: int = Field(ge=1)
-    """Position of the ``[[expect]]`` entry in its file, from 1."""
-    target: str = Field(min_length=1)
-    """What the entry names: ``rule D4.1`` or ``scenario test_x.py::test_y``."""
-    problem: str = Field(min_length=1)
-    """Why it is stale: an unexpected pass, or nothing it matched ran."""
-
-    @property
-    def label(self) -> str:
-        """``FILE entry N (TARGET)``: names the entry so a reader can find it."""
-        return f"{self.file} entry {self.entry} ({self.target})"
 
 
 def check_stale(info: RunInfo, stale: Sequence[StaleExpectation]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -10,58 +9,21 @@ from typing import TypeVar
 import duckdb
 from pydantic import BaseModel, ValidationError
 
-from toolproof.spec import ConfigurationError, Verdict
+from toolproof.spec import ConfigurationError, CrashCell, ResultRow, StaleExpectation
 
-from ._crash import CrashCell, crash_order
-from ._results import ResultRow, RunInfo, row_order
-from ._stale import StaleExpectation, stale_order
+from ._columns import Column, columns_of, loaded, stored
+from ._crash import crash_order
+from ._results import RunInfo, row_order
+from ._stale import stale_order
 
 RESULTS_FILE = "results.duckdb"
 """Name of the database inside a results folder."""
 
-_RESULTS_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    ("implementation", "VARCHAR"),
-    ("rule_id", "VARCHAR"),
-    ("scenario", "VARCHAR"),
-    ("verdict", "VARCHAR"),
-    ("duration_s", "DOUBLE"),
-    ("evidence", "VARCHAR"),
-)
-# JSON lives in VARCHAR columns: DuckDB's JSON type is an extension, and loading one may reach the network.
-_RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    ("implementations", "VARCHAR"),
-    ("selected_rules", "VARCHAR"),
-    ("started_at", "VARCHAR"),
-    ("toolproof_version", "VARCHAR"),
-    ("profiles", "VARCHAR"),
-)
-_CRASH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    ("implementation", "VARCHAR"),
-    ("mode", "VARCHAR"),
-    ("crash_point", "VARCHAR"),
-    ("idempotency", "VARCHAR"),
-    ("position", "VARCHAR"),
-    ("expected", "VARCHAR"),
-    ("observed", "VARCHAR"),
-    ("effects", "INTEGER"),
-    ("duplicates", "INTEGER"),
-    ("verdict", "VARCHAR"),
-    ("evidence", "VARCHAR"),
-)
-_STALE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    ("implementation", "VARCHAR"),
-    ("file", "VARCHAR"),
-    ("entry", "INTEGER"),
-    ("target", "VARCHAR"),
-    ("problem", "VARCHAR"),
-)
-_SCHEMA = {"results": _RESULTS_COLUMNS, "runs": _RUNS_COLUMNS}
+# Each table holds one record type, a column per field (see _columns.py).
+_SCHEMA: dict[str, type[BaseModel]] = {"results": ResultRow, "runs": RunInfo}
 # Tables a database written by an older toolproof may lack: created on the next write, read as empty.
-_OPTIONAL = {"crash_matrix": _CRASH_COLUMNS, "stale_expectations": _STALE_COLUMNS}
+_OPTIONAL: dict[str, type[BaseModel]] = {"crash_matrix": CrashCell, "stale_expectations": StaleExpectation}
+_COLUMNS: dict[str, tuple[Column, ...]] = {table: columns_of(model) for table, model in (_SCHEMA | _OPTIONAL).items()}
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -84,7 +46,7 @@ def insert_run(
     # Closing without commit rolls the transaction back, so an error anywhere below leaves no trace of the run.
     try:
         connection.begin()
-        if _tables(connection) & set(_SCHEMA | _OPTIONAL):
+        if _tables(connection) & _COLUMNS.keys():
             _check_schema(connection, db_path)
         _create_missing(connection)
         if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", [info.run_id]).fetchone():
@@ -92,27 +54,10 @@ def insert_run(
                 f"run_id={info.run_id!r} is already recorded in {str(db_path)!r}: give the run another id"
                 " or write it to another folder"
             )
-        connection.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                info.run_id,
-                json.dumps(info.implementations),
-                json.dumps(info.selected_rules),
-                info.started_at,
-                info.toolproof_version,
-                json.dumps(info.profiles, sort_keys=True),
-            ],
-        )
-        if rows:
-            connection.executemany(
-                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [r.run_id, r.implementation, r.rule_id, r.scenario, r.verdict.value, r.duration_s, r.evidence]
-                    for r in rows
-                ],
-            )
-        _insert(connection, "crash_matrix", _CRASH_COLUMNS, crash_cells)
-        _insert(connection, "stale_expectations", _STALE_COLUMNS, stale)
+        _insert(connection, "runs", [info])
+        _insert(connection, "results", rows)
+        _insert(connection, "crash_matrix", crash_cells)
+        _insert(connection, "stale_expectations", stale)
         connection.commit()
     except duckdb.IOException as exc:
         raise ConfigurationError(
@@ -169,15 +114,15 @@ def load_everything(
         _check_schema(connection, db_path)
         runs = _load_infos(connection, db_path)
         info = _choose(runs, run_id, db_path)
-        fetched = _select(connection, "results", _RESULTS_COLUMNS, info.run_id)
-        crash_fetched = _select(connection, "crash_matrix", _CRASH_COLUMNS, info.run_id)
-        stale_fetched = _select(connection, "stale_expectations", _STALE_COLUMNS, info.run_id)
+        fetched = _select(connection, "results", info.run_id)
+        crash_fetched = _select(connection, "crash_matrix", info.run_id)
+        stale_fetched = _select(connection, "stale_expectations", info.run_id)
     finally:
         connection.close()
-    rows = _validated(ResultRow, _RESULTS_COLUMNS, fetched, db_path, f"a results row of run_id={info.run_id!r}")
-    cells = _validated(CrashCell, _CRASH_COLUMNS, crash_fetched, db_path, f"a crash cell of run_id={info.run_id!r}")
+    rows = _validated(ResultRow, "results", fetched, db_path, f"a results row of run_id={info.run_id!r}")
+    cells = _validated(CrashCell, "crash_matrix", crash_fetched, db_path, f"a crash cell of run_id={info.run_id!r}")
     stale = _validated(
-        StaleExpectation, _STALE_COLUMNS, stale_fetched, db_path, f"a stale expectation of run_id={info.run_id!r}"
+        StaleExpectation, "stale_expectations", stale_fetched, db_path, f"a stale expectation of run_id={info.run_id!r}"
     )
     return (
         info,
@@ -187,49 +132,33 @@ def load_everything(
     )
 
 
-def _insert(
-    connection: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: tuple[tuple[str, str], ...],
-    records: Sequence[BaseModel],
-) -> None:
-    # Table and column names are the constants above, never input.
+def _insert(connection: duckdb.DuckDBPyConnection, table: str, records: Sequence[BaseModel]) -> None:
+    # Table and column names come from the record types, never from input.
     if not records:
         return
-    names = ", ".join(name for name, _ in columns)
+    columns = _COLUMNS[table]
+    names = ", ".join(column.name for column in columns)
     connection.executemany(
         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})",
-        [[_stored_value(record, name) for name, _ in columns] for record in records],
+        [stored(record, columns) for record in records],
     )
 
 
-def _select(
-    connection: duckdb.DuckDBPyConnection, table: str, columns: tuple[tuple[str, str], ...], run_id: str
-) -> list[tuple[object, ...]]:
-    # Table and column names are the constants above, never input. A missing optional table holds nothing.
+def _select(connection: duckdb.DuckDBPyConnection, table: str, run_id: str) -> list[tuple[object, ...]]:
+    # Table and column names come from the record types, never from input. A missing optional table holds nothing.
     if table not in _tables(connection):
         return []
-    names = ", ".join(name for name, _ in columns)
+    names = ", ".join(column.name for column in _COLUMNS[table])
     return connection.execute(f"SELECT {names} FROM {table} WHERE run_id = ?", [run_id]).fetchall()
 
 
 def _validated(
-    model: type[_Model],
-    columns: tuple[tuple[str, str], ...],
-    fetched: list[tuple[object, ...]],
-    db_path: Path,
-    what: str,
+    model: type[_Model], table: str, fetched: list[tuple[object, ...]], db_path: Path, what: str
 ) -> list[_Model]:
-    names = [name for name, _ in columns]
     try:
-        return [model.model_validate(dict(zip(names, values, strict=True))) for values in fetched]
-    except ValidationError as exc:
+        return [model.model_validate(loaded(_COLUMNS[table], values)) for values in fetched]
+    except ValueError as exc:  # A ValidationError, or a JSON column that holds no JSON.
         raise _not_ours(db_path, f"{what} is invalid ({_first_line(exc)})") from None
-
-
-def _stored_value(record: BaseModel, name: str) -> object:
-    value = getattr(record, name)
-    return value.value if isinstance(value, Verdict) else value
 
 
 def _connect(db_path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -248,19 +177,19 @@ def _tables(connection: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _create_missing(connection: duckdb.DuckDBPyConnection) -> None:
-    # Table and column names are the constants above, never input, so formatting them in is safe.
+    # Table and column names come from the record types, never from input, so formatting them in is safe.
     present = _tables(connection)
-    for table, columns in (_SCHEMA | _OPTIONAL).items():
+    for table, columns in _COLUMNS.items():
         if table in present:
             continue
-        spec = ", ".join(f"{name} {kind}" for name, kind in columns)
+        spec = ", ".join(f"{column.name} {column.sql_type}" for column in columns)
         key = ", PRIMARY KEY (run_id)" if table == "runs" else ""
         connection.execute(f"CREATE TABLE {table} ({spec}{key})")
 
 
 def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
     present = _tables(connection)
-    for table, expected in (_SCHEMA | _OPTIONAL).items():
+    for table, columns in _COLUMNS.items():
         if table in _OPTIONAL and table not in present:
             continue
         found = connection.execute(
@@ -271,30 +200,20 @@ def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
         ).fetchall()
         if not found:
             raise _not_ours(db_path, f"it has no {table!r} table")
-        if tuple((str(n), str(k)) for n, k in found) != expected:
+        if [(str(n), str(k)) for n, k in found] != [(column.name, column.sql_type) for column in columns]:
             raise _not_ours(db_path, f"table {table!r} has columns {[str(n) for n, _ in found]}")
 
 
 def _load_infos(connection: duckdb.DuckDBPyConnection, db_path: Path) -> list[RunInfo]:
-    fetched = connection.execute(
-        "SELECT run_id, implementations, selected_rules, started_at, toolproof_version, profiles"
-        " FROM runs ORDER BY rowid"
-    ).fetchall()
+    columns = _COLUMNS["runs"]
+    names = ", ".join(column.name for column in columns)
+    fetched = connection.execute(f"SELECT {names} FROM runs ORDER BY rowid").fetchall()
     infos: list[RunInfo] = []
-    for run_id, implementations, rules, started_at, version, profiles in fetched:
+    for values in fetched:
         try:
-            infos.append(
-                RunInfo(
-                    run_id=run_id,
-                    implementations=json.loads(implementations),
-                    selected_rules=json.loads(rules),
-                    started_at=started_at,
-                    toolproof_version=version,
-                    profiles=json.loads(profiles),
-                )
-            )
-        except (ValidationError, ValueError, TypeError) as exc:
-            raise _not_ours(db_path, f"run_id={run_id!r} is invalid ({_first_line(exc)})") from None
+            infos.append(RunInfo.model_validate(loaded(columns, values)))
+        except ValueError as exc:  # A ValidationError, or a JSON column that holds no JSON.
+            raise _not_ours(db_path, f"run_id={values[0]!r} is invalid ({_first_line(exc)})") from None
     return infos
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ._results import ResultRow, RunInfo, selected_rules, verdict_table
-from ._stale import StaleExpectation
+from toolproof.spec import ResultRow, StaleExpectation
+
+from ._results import RunInfo, selected_rules, verdict_table
 
 
 def render_summary(info: RunInfo, rows: Sequence[ResultRow], stale: Sequence[StaleExpectation] = ()) -> str:

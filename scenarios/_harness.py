@@ -19,6 +19,7 @@ from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     ContextItem,
+    CrashCell,
     Disposition,
     Event,
     Implementation,
@@ -34,6 +35,7 @@ from toolproof.spec import (
     Success,
     Tool,
     TrustLabel,
+    new_run_id,
 )
 
 USER_ITEM = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please do what I asked.")
@@ -52,10 +54,15 @@ def describe(disposition: Disposition) -> str:
 class Harness:
     """Opens instances of the implementation under test and keeps the reproduction."""
 
-    def __init__(self, implementation: Implementation, directory: Path, implementation_ref: str = "") -> None:
+    def __init__(
+        self, implementation: Implementation, directory: Path, implementation_ref: str = "", *, run_id: str = ""
+    ) -> None:
         self.implementation = implementation
         self.implementation_ref = implementation_ref or implementation.name
-        self.crash_cells: list[Any] = []
+        self.run_id = run_id or new_run_id()
+        """The run the scenario's records belong to."""
+        self.crash_cells: list[CrashCell] = []
+        """Crash-matrix cells the scenario judged, in the order it judged them."""
         self.cleanups: list[Callable[[], None]] = []
         self.world = World()
         self.clock = FakeClock()

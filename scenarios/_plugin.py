@@ -2,8 +2,10 @@
 
 Loaded with ``-p toolproof.scenarios._plugin``. It parametrizes every scenario over the
 selected implementations, skips scenarios of unclaimed profiles as ``not-claimed``,
-deselects scenarios outside ``--toolproof-rules``, and records one result per rule a
-scenario judges.
+deselects scenarios outside ``--toolproof-rules``, and records one ``spec.ResultRow`` per rule a
+scenario judges, and the ``spec.CrashCell`` records crash scenarios build. What the collector needs
+travels typed: the item's rules, implementation and name, what each phase raised (``NotClaimed``
+for an unclaimed profile) and the crash cells ride in ``item.stash``.
 """
 
 from __future__ import annotations
@@ -12,21 +14,27 @@ import importlib
 import inspect
 import os
 import types
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
 import pytest
 
+# pytest.skip.Exception under the name it is defined with: a type checker needs a class to derive from.
+from _pytest.outcomes import Skipped
+
 from toolproof.driver import load
 from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
+    CrashCell,
     Implementation,
     Profile,
+    ResultRow,
     Verdict,
     load_catalog,
+    new_run_id,
 )
 
 from ._harness import Harness
@@ -36,38 +44,62 @@ IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
 REFS = pytest.StashKey[dict[str, str]]()
 DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
-NOT_CLAIMED = "not-claimed"
+RUN_ID = pytest.StashKey[str]()
 
 
 @dataclass(frozen=True)
-class ScenarioResult:
-    """One rule judged by one scenario against one implementation."""
+class ScenarioCase:
+    """What one collected scenario item judges: its rules, for which implementation, under which name."""
 
+    rules: tuple[str, ...]
+    """The rule IDs it is tagged with."""
     implementation: str
-    """Implementation name."""
-    rule_id: str
-    """Rule judged."""
+    """The name of the implementation it runs against."""
     scenario: str
-    """``module.py::test_name``."""
-    verdict: Verdict
-    """Verdict of this scenario for this rule."""
-    duration_s: float
-    """Seconds the scenario took (setup and call)."""
-    evidence: str
-    """Failure text with its reproduction; empty on pass."""
+    """``module.py::test_name``, or ``module.py::test_name[param]`` for one cell."""
+
+
+CASE = pytest.StashKey[ScenarioCase]()
+CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
+RAISED = pytest.StashKey[BaseException | None]()
+
+
+class NotClaimed(Skipped):
+    """Skips a scenario whose profiles the implementation does not claim: its rows read ``not-claimed``."""
+
+    def __init__(self, implementation: str, missing: Sequence[Profile]) -> None:
+        self.implementation = implementation
+        """The implementation's name."""
+        self.missing = tuple(missing)
+        """The profiles the scenario needs that the implementation does not claim."""
+        super().__init__(
+            f"not-claimed: {implementation} does not claim profile {', '.join(p.value for p in self.missing)}"
+        )
+
+
+def scenario_names(item: pytest.Item) -> tuple[str, str]:
+    """The scenario function (``module.py::test_name``) and the cell (``…[param]``, or the function when it has no
+    parameters) an item runs, as result rows and expectations files name them."""
+    function = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    shown = [str(getattr(v, "value", v)) for k, v in params.items() if k not in ("implementation", "anyio_backend")]
+    return function, f"{function}[{'-'.join(shown)}]" if shown else function
 
 
 class ResultCollector:
-    """Collects results as scenarios finish; ``on_result`` reports progress."""
+    """Collects result rows and crash cells as scenarios finish; ``on_result`` reports progress."""
 
-    def __init__(self, on_result: Callable[[ScenarioResult, int, int], None] | None = None) -> None:
-        self.results: list[ScenarioResult] = []
-        self.crash_cells: list[dict[str, object]] = []
+    def __init__(self, on_result: Callable[[ResultRow, int, int], None] | None = None) -> None:
+        self.results: list[ResultRow] = []
+        self.crash_cells: list[CrashCell] = []
         self.collection_errors: list[str] = []
         self.total = 0
         self.done = 0
         self._on_result = on_result
         self._durations: dict[str, float] = {}
+        self._items: dict[str, pytest.Item] = {}
+        self._run_id = ""
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -75,34 +107,38 @@ class ResultCollector:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
+        self._items = {item.nodeid: item for item in session.items}
+        self._run_id = session.config.stash[RUN_ID]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        if "rules" not in props:
+        item = self._items.get(report.nodeid)
+        case = item.stash.get(CASE, None) if item is not None else None
+        if item is None or case is None:
             return
-        for cell in props.get("crash_cells", []):  # type: ignore[attr-defined]
-            self.crash_cells.append({**cell, "implementation": props["implementation"]})
+        if report.when == "call":
+            cells: tuple[CrashCell, ...] = item.stash.get(CRASH_CELLS, ())
+            self.crash_cells.extend(cells)
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
-        verdict, evidence, failed_rule = _judge(report)
+        verdict, evidence, failed_rule = _judge(report, item.stash.get(RAISED, None))
         if verdict is None:
             return  # A passing setup phase: the call phase decides.
         self.done += 1
-        scenario = str(props["scenario"])
-        rules: tuple[str, ...] = props["rules"]  # type: ignore[assignment]
-        for rule_id in rules:
+        for rule_id in case.rules:
             rule_verdict, rule_evidence = verdict, evidence
             if failed_rule is not None and rule_id != failed_rule:
                 rule_verdict = Verdict.ERROR
                 rule_evidence = f"not judged: the scenario stopped when {failed_rule} failed"
-            result = ScenarioResult(
-                implementation=str(props["implementation"]),
-                rule_id=rule_id,
-                scenario=scenario,
-                verdict=rule_verdict,
-                duration_s=self._durations[report.nodeid],
-                evidence=rule_evidence,
+            self.results.append(
+                ResultRow(
+                    run_id=self._run_id,
+                    implementation=case.implementation,
+                    rule_id=rule_id,
+                    scenario=case.scenario,
+                    verdict=rule_verdict,
+                    duration_s=self._durations[report.nodeid],
+                    evidence=rule_evidence,
+                )
             )
-            self.results.append(result)
         if self._on_result is not None:
             self._on_result(self.results[-1], self.done, self.total)
 
@@ -119,13 +155,13 @@ def _conformance_failure(exc: object) -> ConformanceFailure | None:
     return None
 
 
-def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
-    """Map one report phase to a verdict; None while the scenario is still running."""
+def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Verdict | None, str, str | None]:
+    """Map one report phase, and what it raised, to a verdict; None while the scenario is still running."""
     if report.skipped:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        if NOT_CLAIMED in reason:
+        if isinstance(raised, NotClaimed):
             return Verdict.NOT_CLAIMED, "", None
         # A skip is never a pass: a scenario that could not run is an error.
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return Verdict.ERROR, f"scenario skipped: {reason}", None
     if report.when == "setup" and report.passed:
         return None, "", None
@@ -135,7 +171,7 @@ def _judge(report: pytest.TestReport) -> tuple[Verdict | None, str, str | None]:
         return None, "", None
     if report.passed:
         return Verdict.PASS, "", None
-    failure = _conformance_failure(getattr(report, "toolproof_exception", None))
+    failure = _conformance_failure(raised)
     if failure is not None:
         notes = "\n".join(getattr(failure, "__notes__", []))
         return Verdict.FAIL, str(failure) + (f"\n{notes}" if notes else ""), failure.rule_id
@@ -181,6 +217,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SELECTORS",
         help="comma-separated decisions (D5) or rule ids (D5.3) to judge; default all",
     )
+    group.addoption(
+        "--toolproof-run-id",
+        default=None,
+        metavar="ID",
+        help="the run id the result rows and crash cells carry (default: a new one)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -200,6 +242,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SELECTED] = frozenset(rule.id for rule in selection)
+    config.stash[RUN_ID] = config.getoption("--toolproof-run-id") or new_run_id()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -243,18 +286,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not isinstance(item, pytest.Function):
         return
     impl = cast(Implementation, item.callspec.params["implementation"])
-    scenario = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
-    shown = {k: v for k, v in item.callspec.params.items() if k not in ("implementation", "anyio_backend")}
-    if shown:
-        scenario += "[" + "-".join(str(getattr(v, "value", v)) for v in shown.values()) + "]"
-    item.user_properties.extend([("rules", rules), ("implementation", impl.name), ("scenario", scenario)])
+    item.stash[CASE] = ScenarioCase(rules=rules, implementation=impl.name, scenario=scenario_names(item)[1])
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
     extra = item.get_closest_marker("profiles")
     needed |= {Profile(p) for p in (extra.args if extra else ())}
-    missing = sorted(p.value for p in needed - set(impl.profiles))
+    missing = sorted(needed - set(impl.profiles), key=lambda profile: profile.value)
     if missing:
-        pytest.skip(f"{NOT_CLAIMED}: {impl.name} does not claim profile {', '.join(missing)}")
+        raise NotClaimed(impl.name, missing)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -262,11 +301,11 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.excinfo is not None:
-        report.toolproof_exception = call.excinfo.value  # type: ignore[attr-defined]
+    # What this phase raised, for the collector to judge by type rather than by the report's text.
+    item.stash[RAISED] = call.excinfo.value if call.excinfo is not None else None
     harness = getattr(item, "funcargs", {}).get("harness")
     if call.when == "call" and isinstance(harness, Harness) and harness.crash_cells:
-        report.user_properties.append(("crash_cells", [vars(cell) for cell in harness.crash_cells]))
+        item.stash[CRASH_CELLS] = tuple(harness.crash_cells)
     return report
 
 
@@ -289,7 +328,8 @@ def harness(
 ) -> Iterator[Harness]:
     """A harness over the implementation under test, with a fresh store directory and world."""
     # Requesting anyio_backend keeps anyio's plugin from re-parametrizing (and dropping) our callspec.
-    harness = Harness(implementation, tmp_path, request.config.stash[REFS].get(implementation.name, ""))
+    ref = request.config.stash[REFS].get(implementation.name, "")
+    harness = Harness(implementation, tmp_path, ref, run_id=request.config.stash[RUN_ID])
     yield harness
     for cleanup in reversed(harness.cleanups):
         cleanup()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import anyio
@@ -18,7 +18,9 @@ import psycopg
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
     BOUNDARY_CRASH_POINTS,
+    BatchPosition,
     ConformanceFailure,
+    CrashCell,
     CrashPlan,
     CrashPoint,
     Disposition,
@@ -29,16 +31,15 @@ from toolproof.spec import (
     InvocationStatus,
     Outcome,
     ProposedCall,
+    RecoveryMode,
     SimulatedCrash,
     StepRequest,
     Success,
+    Verdict,
 )
 
 from ._harness import USER_ITEM, Harness
 from ._worker import DISPOSITIONS, SIGKILLED, ToolRecipe, WorkerJob, Zygote, run_job
-
-Mode = Literal["simulated", "sigkill-sqlite", "sigkill-postgres"]
-Position = Literal["single", "first", "middle", "last"]
 
 BEFORE_ROW = frozenset(
     {
@@ -89,20 +90,12 @@ def expectation(point: CrashPoint, idempotency: IdempotencyClass) -> Expectation
 
 
 @dataclass
-class Cell:
-    """One crash-matrix cell as the report shows it."""
+class _Observed:
+    """What recovery reached so far; a scenario that stops early leaves the rest as it was."""
 
-    mode: Mode
-    point: CrashPoint
-    idempotency: IdempotencyClass
-    position: Position
-    expected: str
     observed: str = "not reached"
     effects: int = 0
     duplicates: int = 0
-    verdict: str = "error"
-    evidence: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def describe_status(d: Disposition | None) -> str:
@@ -135,11 +128,12 @@ def postgres_url(harness: Harness, base: str) -> str:
 class CrashRun:
     """Runs the two worker lives of one cell and judges the result."""
 
-    def __init__(self, harness: Harness, mode: Mode, database_url: str | None) -> None:
+    def __init__(self, harness: Harness, mode: RecoveryMode, database_url: str | None) -> None:
         self.harness = harness
         self.mode = mode
         self.ledger = harness.directory / "ledger.jsonl"
-        self.store_url = postgres_url(harness, database_url) if mode == "sigkill-postgres" and database_url else None
+        postgres = mode is RecoveryMode.SIGKILL_POSTGRES
+        self.store_url = postgres_url(harness, database_url) if postgres and database_url else None
 
     def _job(
         self, tools: list[ToolRecipe], step: StepRequest, action: Literal["submit", "recover"], crash: CrashPlan | None
@@ -163,7 +157,7 @@ class CrashRun:
     ) -> tuple[bool, list[Disposition] | None]:
         """One worker life: (died at its crash point, dispositions if it lived)."""
         job = self._job(tools, step, action, crash)
-        if self.mode == "simulated":
+        if self.mode is RecoveryMode.SIMULATED:
             try:
                 return False, await run_job(job)
             except SimulatedCrash:
@@ -180,28 +174,73 @@ class CrashRun:
         return False, DISPOSITIONS.validate_json(job.result.read_bytes())
 
 
-def batch(position: Position) -> tuple[int, int]:
+def batch(position: BatchPosition) -> tuple[int, int]:
     """(batch size, index of the crashing call)."""
-    return {"single": (1, 0), "first": (3, 0), "middle": (3, 1), "last": (3, 2)}[position]
+    return {
+        BatchPosition.SINGLE: (1, 0),
+        BatchPosition.FIRST: (3, 0),
+        BatchPosition.MIDDLE: (3, 1),
+        BatchPosition.LAST: (3, 2),
+    }[position]
 
 
 async def crash_cell(
     harness: Harness,
     *,
-    mode: Mode,
+    mode: RecoveryMode,
     point: CrashPoint,
     idempotency: IdempotencyClass,
-    position: Position,
+    position: BatchPosition,
     database_url: str | None = None,
-) -> Cell:
-    """Crash a worker at ``point`` with the target call at ``position``; recover in another worker; judge."""
+) -> CrashCell:
+    """Crash a worker at ``point`` with the target call at ``position``; recover in another worker; judge.
+
+    The cell goes to ``harness.crash_cells`` however the scenario ends: ``pass``, ``fail`` with the
+    failure as evidence, or ``error`` when something else stopped it.
+    """
     want = expectation(point, idempotency)
     expected = "UNCERTAIN effect_unknown" if want.status is InvocationStatus.UNCERTAIN else want.status.value
-    cell = Cell(mode, point, idempotency, position, expected=expected)
-    harness.crash_cells.append(cell)
+    seen = _Observed()
+    verdict, evidence = Verdict.ERROR, ""
+    try:
+        await _crash_and_judge(harness, seen, mode, point, idempotency, position, database_url, want)
+    except ConformanceFailure as failure:
+        verdict, evidence = Verdict.FAIL, str(failure)
+        raise
+    else:
+        verdict = Verdict.PASS
+    finally:
+        cell = CrashCell(
+            run_id=harness.run_id,
+            implementation=harness.implementation.name,
+            mode=mode,
+            crash_point=point,
+            idempotency=idempotency,
+            position=position,
+            expected=expected,
+            observed=seen.observed,
+            effects=seen.effects,
+            duplicates=seen.duplicates,
+            verdict=verdict,
+            evidence=evidence,
+        )
+        harness.crash_cells.append(cell)
+    return cell
+
+
+async def _crash_and_judge(
+    harness: Harness,
+    seen: _Observed,
+    mode: RecoveryMode,
+    point: CrashPoint,
+    idempotency: IdempotencyClass,
+    position: BatchPosition,
+    database_url: str | None,
+    want: Expectation,
+) -> None:
     run = CrashRun(harness, mode, database_url)
     size, target = batch(position)
-    kill_mode = "raise" if mode == "simulated" else "sigkill"
+    kill_mode = "raise" if mode is RecoveryMode.SIMULATED else "sigkill"
     names = [f"orders.place_{i}" for i in range(size)]
     spec = {"idempotency": idempotency.value, "mode": kill_mode}
     crashing = [
@@ -221,31 +260,10 @@ async def crash_cell(
     if point in BOUNDARY_CRASH_POINTS.values():
         plan = CrashPlan(point=point, call_id=calls[target].call_id, mode=kill_mode)
     harness.log.append(
-        f"{mode}: batch of {size}, call-{target} ({idempotency.value}) dies at {point.value}; "
+        f"{mode.value}: batch of {size}, call-{target} ({idempotency.value}) dies at {point.value}; "
         f"then another worker sweeps {LEASE_S:.0f}+1 s later and replays the step"
     )
 
-    try:
-        await _crash_and_judge(harness, cell, run, want, crashing, calm, step, plan, target)
-    except ConformanceFailure as failure:
-        cell.verdict, cell.evidence = "fail", str(failure)
-        raise
-    cell.verdict = "pass"
-    return cell
-
-
-async def _crash_and_judge(
-    harness: Harness,
-    cell: Cell,
-    run: CrashRun,
-    want: Expectation,
-    crashing: list[ToolRecipe],
-    calm: list[ToolRecipe],
-    step: StepRequest,
-    plan: CrashPlan | None,
-    target: int,
-) -> None:
-    point, idempotency, calls = cell.point, cell.idempotency, step.calls
     died, _ = await run.life(crashing, step, "submit", plan)
     harness.expect(
         want.rule, died, f"the worker did not die at {point.value}: the implementation ignored its crash plan"
@@ -261,9 +279,9 @@ async def _crash_and_judge(
     mine = [e for e in effects if e.arguments == {"item": target}]
     kept = [e for e in mine if not e.deduplicated]
     outcome = dispositions[target]
-    cell.observed = describe_status(outcome)
-    cell.effects = len(kept)
-    cell.duplicates = max(0, len(kept) - 1) if idempotency is IdempotencyClass.NON_IDEMPOTENT else 0
+    seen.observed = describe_status(outcome)
+    seen.effects = len(kept)
+    seen.duplicates = max(0, len(kept) - 1) if idempotency is IdempotencyClass.NON_IDEMPOTENT else 0
     harness.log.append(
         f"  recovered: {[describe_status(d) for d in dispositions]}; target effects {len(mine)} ({len(kept)} kept)"
     )
@@ -275,7 +293,7 @@ async def _crash_and_judge(
     harness.expect(
         want.rule,
         outcome.status is want.status,
-        f"after a crash at {point.value} a {idempotency.value} call ended {cell.observed}; expected {want.status.value}",
+        f"after a crash at {point.value} a {idempotency.value} call ended {seen.observed}; expected {want.status.value}",
     )
     harness.expect(
         want.rule,

@@ -12,27 +12,35 @@ import os
 import pytest
 
 from toolproof.fakes import CrashingTool
-from toolproof.spec import CrashPlan, CrashPoint, IdempotencyClass, InvocationStatus, SimulatedCrash
+from toolproof.spec import (
+    BatchPosition,
+    CrashPlan,
+    CrashPoint,
+    IdempotencyClass,
+    InvocationStatus,
+    RecoveryMode,
+    SimulatedCrash,
+)
 
 from ._harness import Harness
-from ._recovery import LEASE_S, Mode, Position, crash_cell, expectation, lease_race, postgres_url
+from ._recovery import LEASE_S, crash_cell, expectation, lease_race, postgres_url
 
 
 def _cells() -> list[object]:
     cells: list[object] = []
-    plans: list[tuple[Mode, tuple[Position, ...]]] = [
-        ("simulated", ("single", "first", "middle", "last")),
-        ("sigkill-sqlite", ("single",)),
-        ("sigkill-postgres", ("single",)),
+    plans: list[tuple[RecoveryMode, tuple[BatchPosition, ...]]] = [
+        (RecoveryMode.SIMULATED, tuple(BatchPosition)),
+        (RecoveryMode.SIGKILL_SQLITE, (BatchPosition.SINGLE,)),
+        (RecoveryMode.SIGKILL_POSTGRES, (BatchPosition.SINGLE,)),
     ]
     for mode, positions in plans:
         for point in CrashPoint:
             for idempotency in IdempotencyClass:
                 for position in positions:
                     marks = [pytest.mark.rules(expectation(point, idempotency).rule, "D4.7")]
-                    if mode == "sigkill-postgres":
+                    if mode is RecoveryMode.SIGKILL_POSTGRES:
                         marks.append(pytest.mark.needs_database)
-                    if mode != "simulated":
+                    if mode is not RecoveryMode.SIMULATED:
                         marks.append(pytest.mark.slow)
                     cells.append(pytest.param(mode, point, idempotency, position, marks=marks))
     return cells
@@ -43,10 +51,10 @@ def _cells() -> list[object]:
 async def test_crash_at_every_point_is_recovered_by_the_watermark(
     harness: Harness,
     database_url: str | None,
-    mode: Mode,
+    mode: RecoveryMode,
     point: CrashPoint,
     idempotency: IdempotencyClass,
-    position: Position,
+    position: BatchPosition,
 ) -> None:
     await crash_cell(
         harness, mode=mode, point=point, idempotency=idempotency, position=position, database_url=database_url

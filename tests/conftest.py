@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolproof._run import RunOutcome, run_suite
-from toolproof.reports import ResultRow, load_run
+from toolproof.reports import load_run
+from toolproof.spec import ResultRow
 
 # Nested runs of the suite explore a little; the CI-profile test sets the full figures itself.
 os.environ.setdefault("TOOLPROOF_STATEFUL_EXAMPLES", "10")

@@ -15,15 +15,15 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from toolproof._cli import app
-from toolproof._expectations import (
+from toolproof.expectations import (
     ExpectationsError,
     LoadedExpectations,
     ScenarioIndex,
     apply_expectations,
     load_expectations,
 )
-from toolproof.reports import ResultRow, RunInfo, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, write_run
+from toolproof.spec import ResultRow, Verdict
 
 WITNESS_REF = "toolproof.reference.witnesses:chatty_messages"
 WITNESS = "witness:chatty_messages"

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from toolproof.reports import CrashCell, ResultRow, RunInfo, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, write_run
+from toolproof.spec import CrashCell, ResultRow, Verdict
 
 pytestmark = pytest.mark.browser
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from toolproof.reports import CrashCell, ResultRow, RunInfo, render_html, render_markdown, write_run
-from toolproof.spec import Verdict, load_catalog
+from toolproof.reports import RunInfo, render_html, render_markdown, write_run
+from toolproof.spec import CrashCell, ResultRow, Verdict, load_catalog
 
 EVIDENCE = (
     "D13.4: the remote error text reached message: '</pre><script>alert(1)</script> & \x1b[31m'\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolproof.reports import ResultRow, RunInfo, render_junit, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, render_junit, write_run
+from toolproof.spec import ResultRow, Verdict
 
 FAILURE = "D13.4: the remote error text reached message: '\x1b[31m<boom> & co'\nreproduction:\n  submit step=1"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from toolproof.reports import CrashCell, ResultRow, RunInfo, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, write_run
+from toolproof.spec import CrashCell, ResultRow, Verdict
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 README_SECTION = "## Querying results.duckdb"

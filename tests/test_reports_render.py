@@ -13,8 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from toolproof.reports import CrashCell, ResultRow, RunInfo, rerender, write_run
-from toolproof.spec import Verdict
+from toolproof.reports import RunInfo, rerender, write_run
+from toolproof.spec import CrashCell, ResultRow, Verdict
 
 RUN = "run-fixed"
 WITNESS = "witness:narrates_remote_errors"

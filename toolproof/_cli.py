@@ -17,6 +17,7 @@ from toolproof.spec import (
     ConfigurationError,
     HarnessError,
     Profile,
+    ResultRow,
     Verdict,
     available_implementations,
     load_catalog,
@@ -147,10 +148,7 @@ def run(
     """
     from ._run import run_suite
 
-    def progress(result: object, done: int, total: int) -> None:
-        from toolproof.scenarios._plugin import ScenarioResult
-
-        assert isinstance(result, ScenarioResult)
+    def progress(result: ResultRow, done: int, total: int) -> None:
         style = {"pass": "green", "fail": "red", "error": "red", "xfail": "yellow"}.get(result.verdict.value, "dim")
         width = len(str(total))
         err.print(

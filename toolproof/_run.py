@@ -13,23 +13,23 @@ from pathlib import Path
 import pytest
 
 from toolproof.driver import load
-from toolproof.reports import (
-    CrashCell,
+from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
+from toolproof.scenarios._plugin import ResultCollector
+from toolproof.spec import (
+    ConfigurationError,
+    HarnessError,
     ResultRow,
-    RunInfo,
     StaleExpectation,
-    selected_rules,
-    verdict_table,
-    write_run,
+    Verdict,
+    load_catalog,
+    new_run_id,
 )
-from toolproof.scenarios._plugin import ResultCollector, ScenarioResult
-from toolproof.spec import ConfigurationError, HarnessError, Verdict, load_catalog
 
 from . import __version__
-from ._expectations import ScenarioIndex, apply_expectations, load_expectations
+from .expectations import Expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
-Progress = Callable[[ScenarioResult, int, int], None]
+Progress = Callable[[ResultRow, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,6 @@ def _check_writable(out_dir: Path) -> None:
         ) from None
 
 
-def new_run_id() -> str:
-    """A sortable, unique run id."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
-
-
 def run_suite(
     impls: Sequence[str],
     rules: str | None,
@@ -88,7 +83,7 @@ def run_suite(
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
-    ``expectations`` are expectations files (see ``toolproof._expectations``): the failures they
+    ``expectations`` are expectations files (see ``toolproof.expectations``): the failures they
     declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
 
     Raises:
@@ -103,12 +98,12 @@ def run_suite(
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
-    expected = load_expectations(expectations, names)
+    expected = Expectations.load(expectations, names)
     _check_writable(out_dir)
 
     started = datetime.now(UTC)
+    run_id = new_run_id(started)
     collector = ResultCollector(progress)
-    index = ScenarioIndex()
     scenarios_dir = Path(str(files("toolproof.scenarios")))
     args = [
         "--pyargs",
@@ -125,6 +120,8 @@ def run_suite(
         str(scenarios_dir),
         "-W",
         "ignore::DeprecationWarning",
+        "--toolproof-run-id",
+        run_id,
     ]
     for ref in refs:
         args += ["--toolproof-impl", ref]
@@ -132,13 +129,12 @@ def run_suite(
         args += ["--toolproof-rules", rules]
     if database_url:
         args += ["--toolproof-database-url", database_url]
-    code = pytest.main(args, plugins=[collector, index])
+    code = pytest.main(args, plugins=[collector, expected.index])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
 
-    run_id = new_run_id()
     selected = [rule.id for rule in selection]
     info = RunInfo(
         run_id=run_id,
@@ -149,38 +145,10 @@ def run_suite(
         profiles={impl.name: sorted(p.value for p in impl.profiles) for impl in loaded},
     )
     chosen = set(selected)
-    rows = [
-        ResultRow(
-            run_id=run_id,
-            implementation=r.implementation,
-            rule_id=r.rule_id,
-            scenario=r.scenario,
-            verdict=r.verdict,
-            duration_s=r.duration_s,
-            evidence=r.evidence,
-        )
-        for r in collector.results
-        if r.rule_id in chosen  # A scenario may also judge rules outside the selection.
-    ]
-    crash_cells = [
-        CrashCell(
-            run_id=run_id,
-            implementation=str(cell["implementation"]),
-            mode=str(cell["mode"]),
-            crash_point=str(cell["point"]),
-            idempotency=str(cell["idempotency"]),
-            position=str(cell["position"]),
-            expected=str(cell["expected"]),
-            observed=str(cell["observed"]),
-            effects=int(str(cell["effects"])),
-            duplicates=int(str(cell["duplicates"])),
-            verdict=Verdict(str(cell["verdict"])),
-            evidence=str(cell["evidence"]),
-        )
-        for cell in collector.crash_cells
-    ]
-    rows, stale = apply_expectations(run_id, expected, rows, frozenset(selected), index)
-    write_run(out_dir, info, rows, crash_cells, stale)
+    # A scenario may also judge rules outside the selection.
+    judged = [row for row in collector.results if row.rule_id in chosen]
+    rows, stale = expected.apply(run_id, judged, frozenset(selected))
+    write_run(out_dir, info, rows, collector.crash_cells, stale)
     return RunOutcome(
         run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
     )

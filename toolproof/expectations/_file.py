@@ -1,32 +1,21 @@
-"""Expectations files: the failures an implementation declares, turned into ``xfail`` after a run.
-
-A file applies to one implementation (its ``Implementation.name``) and lists ``[[expect]]`` entries,
-each naming a rule or a scenario, the verdict it yields instead of ``pass``, and why. After the run,
-a scenario row an entry names that yields the entry's verdict becomes ``xfail``; an entry the run
-contradicts (a row it names passed, or nothing it names ran although it was selected) is stale and
-fails the run, so the file cannot silently outlive the failures it describes.
-"""
+"""Reading an expectations file: its entries, checked against the catalog, or one line saying what is wrong."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from toolproof.reports import ResultRow, StaleExpectation
-from toolproof.spec import ConfigurationError, Verdict, load_catalog
+from toolproof.spec import ConfigurationError, ResultRow, load_catalog
 
 SCENARIO = re.compile(r"^[^\s:\[\]]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[.+\])?$")
 """A scenario as reports name it: ``module.py::test_name``, or one cell ``module.py::test_name[param]``."""
 
-# Verdicts of a scenario that ran and judged; ``not-claimed`` rows never ran, so nothing there can fail.
-_JUDGED = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR})
 _FILE_KEYS = "the file's keys are implementation and [[expect]] entries"
 _ENTRY_KEYS = "an entry's keys are rule or scenario, verdict, reason and link"
 
@@ -133,34 +122,6 @@ class LoadedExpectations:
     """Its entries; ``entries[0]`` is entry 1."""
 
 
-@dataclass
-class ScenarioIndex:
-    """Which scenario functions the suite holds, the rules each judges, and which the run kept.
-
-    A pytest plugin: it reads every collected scenario before the scenarios plugin deselects what the
-    run does not need, so an entry for a scenario outside the selection is told from one for no scenario.
-    """
-
-    rules: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Scenario function (``module.py::test_name``) to the rules it judges, for every scenario collected."""
-    cells: set[str] = field(default_factory=set)
-    """Every scenario cell collected (``module.py::test_name[param]``; a function without cells is its own)."""
-    kept: set[str] = field(default_factory=set)
-    """Scenario functions and cells the run went on to execute."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            marker = item.get_closest_marker("rules")
-            judged = frozenset(str(rule) for rule in marker.args) if marker else frozenset()
-            function, cell = _names(item)
-            self.rules[function] = self.rules.get(function, frozenset()) | judged
-            self.cells.add(cell)
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.kept = {name for item in session.items for name in _names(item)}
-
-
 def load_expectations(paths: Sequence[Path], implementations: Sequence[str]) -> list[LoadedExpectations]:
     """Read and check every expectations file.
 
@@ -170,100 +131,6 @@ def load_expectations(paths: Sequence[Path], implementations: Sequence[str]) -> 
             not among ``implementations``.
     """
     return [_load(path, implementations) for path in paths]
-
-
-def apply_expectations(
-    run_id: str,
-    files: Sequence[LoadedExpectations],
-    rows: Sequence[ResultRow],
-    selected: frozenset[str],
-    index: ScenarioIndex,
-) -> tuple[list[ResultRow], list[StaleExpectation]]:
-    """Turn the rows the entries expect into ``xfail`` and find the stale entries.
-
-    A scenario row of the file's implementation that an entry names and whose verdict is the entry's
-    becomes ``xfail``, its evidence kept and the entry's reason appended. An entry is stale when a row
-    it names passed (an unexpected pass: the row stays ``pass``), or when it names no row that ran
-    although it was selected: its rule is selected, or its scenario is one the run executed or one the
-    suite does not have. A row whose verdict is neither (expected ``fail``, got ``error``) stays as it is.
-
-    Returns:
-        The rows, in the order given, and the stale entries, in file and entry order.
-    """
-    result = list(rows)
-    stale: list[StaleExpectation] = []
-    for loaded in files:
-        for number, entry in enumerate(loaded.entries, 1):
-            named = [
-                i for i, row in enumerate(rows) if row.implementation == loaded.implementation and entry.matches(row)
-            ]
-            judged = [i for i in named if rows[i].verdict in _JUDGED]
-            problem = ""
-            if not judged:
-                problem = _unmatched(entry, loaded.implementation, [rows[i] for i in named], selected, index)
-            passed = [rows[i] for i in judged if rows[i].verdict is Verdict.PASS]
-            if passed:
-                more = f" (and {len(passed) - 1} more)" if len(passed) > 1 else ""
-                problem = f"unexpected pass: {passed[0].scenario} passed {passed[0].rule_id}{more}"
-            if problem:
-                stale.append(
-                    StaleExpectation(
-                        run_id=run_id,
-                        implementation=loaded.implementation,
-                        file=loaded.path,
-                        entry=number,
-                        target=entry.target,
-                        problem=problem,
-                    )
-                )
-            for i in judged:
-                # Invariant: the actual verdict is the one the scenario gave, whatever an earlier entry made of it.
-                if rows[i].verdict.value == entry.verdict and result[i].verdict is not Verdict.XFAIL:
-                    result[i] = rows[i].model_copy(
-                        update={"verdict": Verdict.XFAIL, "evidence": _with_reason(rows[i].evidence, loaded, number)}
-                    )
-    return result, stale
-
-
-def _unmatched(
-    entry: Expectation, implementation: str, named: Sequence[ResultRow], selected: frozenset[str], index: ScenarioIndex
-) -> str:
-    """Why an entry that named no judged row is stale; ``""`` when the run had no reason to reach it."""
-    if named:  # Rows exist, but none ran: the implementation does not claim the profile.
-        return f"{implementation} does not claim the profile: every scenario it names is not-claimed"
-    if entry.rule is not None:
-        judging = {name for name, rules in index.rules.items() if entry.rule in rules}
-        if entry.rule not in selected or (judging and not judging & index.kept):
-            return ""  # Not selected, or its scenarios did not run (they need a database the run lacks).
-        if not judging:
-            return f"no scenario of the suite judges {entry.rule}, so nothing can fail"
-        return f"{entry.rule} is selected but no scenario of it ran for {implementation}"
-    function, scenario = entry.function or "", entry.scenario or ""
-    if function not in index.rules:
-        return f"the suite has no scenario {function}"
-    if scenario not in index.cells | index.rules.keys():
-        return f"the suite has no cell {scenario}"
-    if scenario not in index.kept:
-        return ""  # Its rules are not selected, or it needs a database the run lacks.
-    return f"{scenario} ran, but no row of it judged a selected rule for {implementation}"
-
-
-def _with_reason(evidence: str, loaded: LoadedExpectations, number: int) -> str:
-    entry = loaded.entries[number - 1]
-    link = f" {entry.link}" if entry.link else ""
-    note = f"expected {entry.verdict} ({loaded.path} entry {number}): {entry.reason}{link}"
-    return f"{evidence.rstrip()}\n\n{note}" if evidence.strip() else note
-
-
-def _names(item: pytest.Item) -> tuple[str, str]:
-    """The scenario function and the cell of ``item``, named as the scenarios plugin names a row's scenario."""
-    # Invariant: the same rule as scenarios/_plugin.py's pytest_runtest_setup (module file :: function, then
-    # the parameters but the implementation and the anyio backend); test_expectations pins it with real cells.
-    function = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params if callspec is not None else {}
-    shown = [str(getattr(v, "value", v)) for k, v in params.items() if k not in ("implementation", "anyio_backend")]
-    return function, f"{function}[{'-'.join(shown)}]" if shown else function
 
 
 def _load(path: Path, implementations: Sequence[str]) -> LoadedExpectations:
