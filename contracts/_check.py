@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import hypothesis
 import jsonschema
 from hypothesis import HealthCheck, Phase, Verbosity, find, given, reporting
+from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument, NoSuchExample, Unsatisfiable
 
@@ -130,6 +134,12 @@ def check_tool(
     """
     __tracebackhide__ = True
     options = _options(key_in, requests_act, strict, observation)
+    with _hypothesis_storage():
+        return _check(factory, settings, options)
+
+
+def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, options: CheckOptions) -> ContractReport:
+    __tracebackhide__ = True
     spec = load_tool(factory).spec
     chosen = hypothesis.settings(settings or DEFAULT_SETTINGS, deadline=None, database=None, report_multiple_bugs=False)
     try:
@@ -198,6 +208,21 @@ def check_tool(
         strict=options.strict,
         passed=not found and not (options.strict and (warnings or partial)),
     )
+
+
+@contextmanager
+def _hypothesis_storage() -> Iterator[None]:
+    """Keep hypothesis's caches out of the working directory: in the user's cache folder, unless configured."""
+    configured = getattr(hypothesis_configuration, "__hypothesis_home_directory", None)
+    if configured is not None or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolproof" / "hypothesis"
+    hypothesis_configuration.set_hypothesis_home_dir(cache)
+    try:
+        yield
+    finally:
+        hypothesis_configuration.set_hypothesis_home_dir(None)
 
 
 def _listed(items: tuple[str, ...]) -> str:

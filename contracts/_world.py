@@ -15,11 +15,10 @@ import hashlib
 import ipaddress
 import os
 import shutil
+import socket
 import stat
 import tempfile
 from pathlib import Path
-
-import socket
 
 from toolproof.spec import HarnessError
 
