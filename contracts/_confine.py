@@ -52,7 +52,7 @@ TRACED_CALLS = (
     "?truncate,ftruncate,fallocate,?rename,renameat,?renameat2,?unlink,unlinkat,?mkdir,mkdirat,?rmdir,"
     "?link,linkat,?symlink,symlinkat,?mknod,mknodat,?chmod,fchmod,fchmodat,?chown,fchown,?lchown,fchownat,"
     "?utime,?utimes,utimensat,?futimesat,setxattr,lsetxattr,fsetxattr,removexattr,lremovexattr,"
-    "fremovexattr,mmap,connect,sendto,sendmsg,sendmmsg,execve,execveat"
+    "fremovexattr,mmap,connect,sendto,sendmsg,sendmmsg,execve,execveat,chdir,fchdir,clone,?clone3,?fork,?vfork"
 )
 """The system calls the tracer logs: every one that can leave a mark, connect, send, or start a program."""
 

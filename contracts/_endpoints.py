@@ -25,7 +25,7 @@ _WAIT_S = 5.0
 _QUIET_S = 0.3
 """Silence that ends a raw stream."""
 _MAX_BYTES = 1 << 20
-_REQUEST_LINE = re.compile(rb"^[A-Z]{3,10} \S+ HTTP/\d")
+_REQUEST_LINE = re.compile(rb"^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|TRACE|CONNECT) ")
 
 
 def serve(recorder: Recorder, tcp: socket.socket, udp: socket.socket) -> Callable[[], None]:

@@ -109,6 +109,8 @@ class Observer:
         self._gone: set[str] = set()
         self._sent: set[str] = set()
         self._reported: set[str] = set()
+        self._cwd: dict[int, str] = {}
+        self._pid = 0
         self._tcp = {a.peer[1]: a for a in scene.arrivals if a.kind is not ArrivalKind.UDP}
         self._udp = [a for a in scene.arrivals if a.kind is ArrivalKind.UDP]
 
@@ -152,7 +154,25 @@ class Observer:
 
     # -- judging one call ------------------------------------------------------------------------
 
+    def _follow_cwd(self, call: Syscall) -> None:
+        """Keep each process's working directory: relative paths of calls that are not ``*at`` need it."""
+        self._pid = call.pid
+        for arg in call.args:
+            if arg.startswith("AT_FDCWD<"):
+                self._cwd[call.pid] = decoration(arg) or self.scene.cwd
+        if not call.ok:
+            return
+        if call.name in ("clone", "clone3", "fork", "vfork") and call.result.isdigit():
+            self._cwd[int(call.result)] = self._cwd.get(call.pid, self.scene.cwd)
+        elif call.name == "chdir":
+            path = self._path("AT_FDCWD", call.arg(0))
+            if path is not None:
+                self._cwd[call.pid] = path
+        elif call.name == "fchdir":
+            self._cwd[call.pid] = decoration(call.arg(0)) or self._cwd.get(call.pid, self.scene.cwd)
+
     def _classify(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
+        self._follow_cwd(call)
         name = call.name
         if name in ("execve", "execveat"):
             return self._process(call)
@@ -219,8 +239,8 @@ class Observer:
         if path is None:
             return None
         if not path.startswith("/"):
-            base = decoration(dir_arg) or self.scene.cwd
-            path = os.path.join(base, path)
+            base = decoration(dir_arg) if dir_arg != "AT_FDCWD" else None
+            path = os.path.join(base or self._cwd.get(self._pid, self.scene.cwd), path)
         return os.path.normpath(path)
 
     def _open(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
