@@ -23,12 +23,13 @@ import anyio
 from toolproof.spec import ConfigurationError, HarnessError, JsonObject
 
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
-from ._confine import Layout, kill_group, launch, repoint_inherited
+from ._confine import Layout, kill_group, launch
 from ._observe import Observer, Scene
 from ._result import describe_error
 from ._syscalls import parse_log
 from ._trace import EventKind, Trace
 from ._transport import TransportMode, service_state
+from ._view import repoint_inherited
 from ._world import show_path, snapshot, under
 
 if TYPE_CHECKING:

@@ -140,9 +140,12 @@ class Runner:
             self.effects_seen += 1
         if any(e.kind is EventKind.MARK for e in events):
             self.marks_seen += 1
-        elif self.reads_only is None and any(e.kind is EventKind.HTTP for e in events):
-            if not any(e.effect or e.kind is EventKind.OUTSIDE for e in events):
-                self.reads_only = run
+        elif (
+            self.reads_only is None
+            and any(e.kind is EventKind.HTTP for e in events)
+            and not any(e.effect or e.kind is EventKind.OUTSIDE for e in events)
+        ):
+            self.reads_only = run
         if deadline_s is None and any(a.cancelled for a in run.attempts):
             self.deadlines_reached += 1
         return run

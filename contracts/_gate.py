@@ -104,7 +104,7 @@ def _on_connect(op: str) -> Callable[[GateWatch, tuple[Any, ...]], None]:
 def _on_lookup(watch: GateWatch, args: tuple[Any, ...]) -> None:
     host = args[0]
     if host not in (None, b"", ""):
-        port = args[1] if isinstance(args[1], int) else None
+        port = args[1] if len(args) > 1 and isinstance(args[1], int) else None
         watch.connect("name lookup", os.fsdecode(host) if isinstance(host, bytes) else str(host), port)
 
 

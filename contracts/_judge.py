@@ -5,12 +5,12 @@ from __future__ import annotations
 from toolproof.spec import IdempotencyClass, SideEffect, ToolSpec
 
 from ._attempts import AttemptRun
-from ._confine import describe_changes
 from ._execute import GRACE_S, PROBE_DEADLINE_S, ExampleRun
 from ._findings import Finding, finding
 from ._options import CheckOptions, KeyPlace
 from ._trace import EventKind, TraceEvent
 from ._transport import short_key
+from ._view import describe_changes
 from ._world import describe_change
 
 _REMOTE = (EventKind.HTTP, EventKind.NETWORK)

@@ -93,8 +93,8 @@ class ExampleWorld:
 
     def connect(self, op: str, host: str, port: int | None) -> None:
         """A connect: only the recorded transport is reachable."""
-        if op == "name lookup" and _is_address(host):
-            return  # a literal address needs no lookup: its connect is judged
+        if op == "name lookup" and (_is_address(host) or host == socket.gethostname()):
+            return  # a literal address needs no lookup, and the machine's own name is local: its connect is judged
         if host in _LOOPBACK_NAMES and port in (None, 0, self.recorder.port):
             if op == "connect" and host == self.recorder.address[0]:
                 self.recorder.note_connect()

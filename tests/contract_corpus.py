@@ -25,12 +25,11 @@ import shutil
 import smtplib
 import socket
 import sqlite3
-import subprocess
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -263,9 +262,13 @@ class GetWebhookUnmarked(_Tool):
     spec = _spec("get_webhook_unmarked", _EXTERNAL, _NON)
 
     async def act(self, text: str, context: ToolExecutionContext) -> None:
-        await _blocking(lambda: urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
-            f"{context.target}/hooks/deploy", timeout=5
-        ).read())
+        await _blocking(
+            lambda: (
+                urllib.request.build_opener(urllib.request.ProxyHandler({}))
+                .open(f"{context.target}/hooks/deploy", timeout=5)
+                .read()
+            )
+        )
 
 
 class GetWebhookMarked(_Tool):
@@ -275,9 +278,13 @@ class GetWebhookMarked(_Tool):
 
     async def act(self, text: str, context: ToolExecutionContext) -> None:
         await context.mark_effect_sent()
-        await _blocking(lambda: urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
-            f"{context.target}/hooks/deploy", timeout=5
-        ).read())
+        await _blocking(
+            lambda: (
+                urllib.request.build_opener(urllib.request.ProxyHandler({}))
+                .open(f"{context.target}/hooks/deploy", timeout=5)
+                .read()
+            )
+        )
 
 
 class BodyKeyOrder(_Tool):
@@ -455,7 +462,7 @@ class OsSystemOutside(_Tool):
 
     async def act(self, text: str, context: ToolExecutionContext) -> None:
         await context.mark_effect_sent()
-        os.system(f"echo corpus >> {OUTSIDE.folder / 'ledger.txt'}")  # noqa: S605 - the misbehaviour under test
+        os.system(f"echo corpus >> {OUTSIDE.folder / 'ledger.txt'}")  # noqa: ASYNC221 - as tools do
 
 
 class OsSystemWorkspace(_Tool):
@@ -465,7 +472,7 @@ class OsSystemWorkspace(_Tool):
 
     async def act(self, text: str, context: ToolExecutionContext) -> None:
         await context.mark_effect_sent()
-        os.system(f"echo corpus >> {context.workspace / 'ledger.txt'}")  # noqa: S605 - the workspace is ours
+        os.system(f"echo corpus >> {context.workspace / 'ledger.txt'}")  # noqa: ASYNC221 - as tools do
 
 
 class WorkspaceGitCommit(_Tool):
@@ -625,7 +632,7 @@ class MmapWorkspaceUnmarked(_Tool):
     async def act(self, text: str, context: ToolExecutionContext) -> None:
         path = context.workspace / "counters.bin"
         if not path.exists():
-            with path.open("wb") as new:  # noqa: ASYNC230 - small, local
+            with path.open("wb") as new:
                 new.write(bytes(16))
         _map_and_write(path)
 
@@ -634,7 +641,7 @@ class QueuesInMemory(_Tool):
     """NON_IDEMPOTENT: claims an external effect, but only appends to a list in memory (no observable effect)."""
 
     spec = _spec("queues_in_memory", _EXTERNAL, _NON)
-    queued: list[str] = []
+    queued: ClassVar[list[str]] = []
 
     async def act(self, text: str, context: ToolExecutionContext) -> None:
         await context.mark_effect_sent()
@@ -699,7 +706,7 @@ CASES: tuple[Case, ...] = (
     Case("ctypes-fwrite-before-mark", NativeWriteBeforeMark, ("D4.1",), blind="native"),
     Case("ctypes-fwrite-marked", NativeWriteMarked, (), blind="native"),
     Case("mmap-outside", MmapOutside, ("D2.7",)),
-    Case("mmap-workspace-unmarked", MmapWorkspaceUnmarked, ("D4.10",), blind="native"),
+    Case("mmap-workspace-unmarked", MmapWorkspaceUnmarked, ("D4.10",)),
     Case("in-memory-only", QueuesInMemory, (), warning=True),
 )
 """Every corpus tool with its expected verdict."""

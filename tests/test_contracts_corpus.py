@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from contract_corpus import AUDIT, BLIND_SPOTS, CASES, OUTSIDE, Case
+
 from toolproof.contracts import PYTHON_BLIND_SPOTS, ContractReport, check_tool
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,10 @@ class _Listeners:
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind(("127.0.0.1", 0))
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._accept, daemon=True), threading.Thread(target=self._read, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._accept, daemon=True),
+            threading.Thread(target=self._read, daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -167,9 +170,27 @@ def test_python_level_observation_marks_each_effect_kind_it_cannot_see_as_partia
 def test_the_corpus_covers_what_the_issue_names() -> None:
     assert len(CASES) >= 25
     names = " ".join(case.name for case in CASES)
-    for kind in ("sync", "async", "urllib", "requests", "tcp", "udp", "smtplib", "sqlite-outside", "subprocess",
-                 "os-system", "shutil", "logging", "touch-existing", "chmod", "ctypes", "mmap", "get-webhook",
-                 "body-key", "git"):
+    for kind in (
+        "sync",
+        "async",
+        "urllib",
+        "requests",
+        "tcp",
+        "udp",
+        "smtplib",
+        "sqlite-outside",
+        "subprocess",
+        "os-system",
+        "shutil",
+        "logging",
+        "touch-existing",
+        "chmod",
+        "ctypes",
+        "mmap",
+        "get-webhook",
+        "body-key",
+        "git",
+    ):
         assert kind in names, kind
     assert {bool(case.expected) for case in CASES} == {True, False}
 
