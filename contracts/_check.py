@@ -29,7 +29,7 @@ from ._world import ContractWorld
 
 PYTHON_BLIND_SPOTS = (
     "writes by native code outside the workspace (C extensions, ctypes, memory maps)",
-    "writes through file handles opened before the check",
+    "writes through file handles and connections opened before the check",
     "what a started process does (process starts are refused)",
 )
 """What Python-level observation cannot see: every partial verdict names them."""

@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -203,6 +204,7 @@ def launch(layout: Layout, example: Callable[[], int], close_in_example: list[in
 def _supervise(layout: Layout, example: Callable[[], int], close_in_example: list[int]) -> NoReturn:
     status = 1
     try:
+        _die_with_parent()
         os.setpgid(0, 0)
         overlays = build_view(layout)
         libc_call("setns", layout.net_fd, CLONE_NEWNET)
@@ -227,6 +229,11 @@ def _supervise(layout: Layout, example: Callable[[], int], close_in_example: lis
     os._exit(status)
 
 
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: if the check dies, its example does not live on unobserved.
+    libc_call("prctl", 1, signal.SIGKILL, 0, 0, 0)
+
+
 def _enter_view(layout: Layout) -> None:
     cwd = os.getcwd()
     os.chroot(layout.merged)
@@ -239,6 +246,7 @@ def _enter_view(layout: Layout) -> None:
 def _run_example(layout: Layout, example: Callable[[], int], close_in_example: list[int]) -> NoReturn:
     status = 70
     try:
+        _die_with_parent()
         os.setpgid(0, 0)  # the tool's own processes share this group, ended with the example
         for fd in (*close_in_example, layout.trace_fd, layout.net_fd):
             with contextlib.suppress(OSError):

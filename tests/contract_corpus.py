@@ -72,6 +72,8 @@ class Outside:
     """A listener of the real system's network (a Graphite- or API-like endpoint)."""
     udp: tuple[str, int] = ("127.0.0.1", 9)
     """A datagram socket of the real system's network (a statsd-like endpoint)."""
+    connection: socket.socket | None = None
+    """A connection to ``tcp`` opened before the check (a client a module keeps)."""
 
 
 OUTSIDE = Outside()
@@ -637,6 +639,18 @@ class MmapWorkspaceUnmarked(_Tool):
         _map_and_write(path)
 
 
+class SendsOnConnectionOpenedBefore(_Tool):
+    """NON_IDEMPOTENT: marks, then sends on a connection its module opened before the check (a kept client)."""
+
+    spec = _spec("connection_opened_before", _EXTERNAL, _NON)
+
+    async def act(self, text: str, context: ToolExecutionContext) -> None:
+        await context.mark_effect_sent()
+        if OUTSIDE.connection is None:
+            raise OSError("no connection")
+        OUTSIDE.connection.sendall(f"event {text!r}\n".encode())
+
+
 class QueuesInMemory(_Tool):
     """NON_IDEMPOTENT: claims an external effect, but only appends to a list in memory (no observable effect)."""
 
@@ -707,13 +721,14 @@ CASES: tuple[Case, ...] = (
     Case("ctypes-fwrite-marked", NativeWriteMarked, (), blind="native"),
     Case("mmap-outside", MmapOutside, ("D2.7",)),
     Case("mmap-workspace-unmarked", MmapWorkspaceUnmarked, ("D4.10",)),
+    Case("socket-opened-before", SendsOnConnectionOpenedBefore, ("D2.7",), blind="handle"),
     Case("in-memory-only", QueuesInMemory, (), warning=True),
 )
 """Every corpus tool with its expected verdict."""
 
 BLIND_SPOTS = {
     "native": "writes by native code",
-    "handle": "file handles opened before the check",
+    "handle": "handles opened before the check",
     "process": "what a started process does",
 }
 """Each blind-spot kind of Python-level observation and the words its partial verdict uses for it."""

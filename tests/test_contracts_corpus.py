@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -47,10 +48,9 @@ class _Listeners:
                 return
             with conn:
                 conn.settimeout(1)
-                try:
-                    self.received.append(f"tcp: {conn.recv(1024)!r}")
-                except OSError:
-                    self.received.append("tcp: a connection")
+                with contextlib.suppress(OSError):
+                    if data := conn.recv(1024):
+                        self.received.append(f"tcp: {data!r}")
 
     def _read(self) -> None:
         self.udp.settimeout(0.05)
@@ -109,9 +109,12 @@ def outside(tmp_path: Path) -> Iterator[_Listeners]:
     OUTSIDE.folder = folder
     OUTSIDE.tcp = listeners.tcp.getsockname()
     OUTSIDE.udp = listeners.udp.getsockname()
+    OUTSIDE.connection = socket.create_connection(OUTSIDE.tcp)  # a client a module keeps, opened before the check
     try:
         yield listeners
     finally:
+        OUTSIDE.connection.close()
+        OUTSIDE.connection = None
         AUDIT.removeHandler(handler)
         handler.close()
         listeners.close()
