@@ -149,9 +149,7 @@ def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, opt
             f"tool {spec.name!r}: input_schema is not a valid JSON Schema: {exc.message}"
         ) from None
     minimal = _minimal_arguments(spec, strategy, chosen)
-    why_not = (
-        unavailable() if options.observation is not Observation.PYTHON else "Python-level observation was asked for"
-    )
+    why_not = unavailable() if options.observation is not Observation.PYTHON else "observation='python' was asked for"
     if why_not is not None and options.observation is Observation.OS:
         raise ConfigurationError(f"observation='os' needs confinement, which is unavailable here: {why_not}")
     world = ContractWorld(options, confined=why_not is None)

@@ -301,14 +301,19 @@ class Observer:
         if family == "AF_UNIX":
             if not where or where.startswith("@") or call.error == "ENOENT":
                 return []  # an abstract socket lives in the private namespace; a missing one is no effect
-            return self._outside(f"connect the Unix socket {self.scene.show(where)!r}", where)
+            verb = "connected" if call.ok else "tried to connect"
+            return self._outside(f"{verb} to the Unix socket {self.scene.show(where)!r}", where)
         if family not in ("AF_INET", "AF_INET6") or where == self.scene.target:
             return []
         protocol = (endpoints(decoration(call.arg(0)) or "")[0] or "TCP").replace("v6", "")
         if where.endswith(":53"):
             return self._outside("looked a name up over DNS, which is not context.target", "dns")
-        failed = f": {call.error}, since nothing else is reachable in the check" if call.error else ""
-        return self._outside(f"connect {where} ({protocol}), which is not context.target{failed}", where)
+        if call.error:
+            text = f"tried to connect to {where} ({protocol}), which is not context.target: {call.error}, since "
+            text += "nothing else is reachable in the check"
+        else:
+            text = f"connected to {where} ({protocol}), which is not context.target"
+        return self._outside(text, where)
 
     def _outside(self, text: str, what: str) -> list[tuple[EventKind, str, bool]]:
         if what in self._reported:

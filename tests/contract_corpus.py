@@ -728,7 +728,7 @@ CASES: tuple[Case, ...] = (
 
 BLIND_SPOTS = {
     "native": "writes by native code",
-    "handle": "handles opened before the check",
+    "handle": "connections opened before the check",
     "process": "what a started process does",
 }
 """Each blind-spot kind of Python-level observation and the words its partial verdict uses for it."""
