@@ -7,7 +7,7 @@ from ._confine import unavailable as confinement_unavailable
 from ._context import ContractContext
 from ._execute import GRACE_S, NORMAL_DEADLINE_S, PROBE_DEADLINE_S
 from ._findings import CONTRACT_RULES, PROVISIONAL_RULES, ContractReport, ContractRule, Finding, rule_text
-from ._options import CheckOptions, KeyCarrier, KeyPlace, Observation
+from ._options import KeyCarrier, KeyPlace, Observation
 from ._transport import IDEMPOTENCY_HEADER, REMOTE_ERROR_TEXT, SAFE_METHODS
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "PYTHON_BLIND_SPOTS",
     "REMOTE_ERROR_TEXT",
     "SAFE_METHODS",
-    "CheckOptions",
     "ContractContext",
     "ContractReport",
     "ContractRule",

@@ -16,7 +16,7 @@ import select
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -24,6 +24,7 @@ from toolproof.spec import ConfigurationError, HarnessError, JsonObject
 
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
 from ._confine import Layout, kill_group, launch
+from ._execute import GRACE_S, ExampleRun, Runner  # _execute imports this module only to run an example
 from ._observe import Observer, Scene
 from ._result import describe_error
 from ._syscalls import parse_log
@@ -31,11 +32,6 @@ from ._trace import EventKind, Trace
 from ._transport import TransportMode, service_state
 from ._view import repoint_inherited
 from ._world import show_path, snapshot, under
-
-if TYPE_CHECKING:
-    from ._execute import ExampleRun, Runner
-
-_GRACE_S = 0.5  # as _execute.GRACE_S, which imports this module lazily
 
 
 class _Channel:
@@ -102,8 +98,6 @@ def run_confined(
     label: str,
 ) -> ExampleRun:
     """Run one example confined and build its trace from what the system saw."""
-    from ._execute import ExampleRun
-
     world = runner.world
     assert world.net is not None
     _warm_up()
@@ -174,7 +168,7 @@ def run_confined(
     run = ExampleRun(arguments, trace, confined=True, changes=changes)
     run.abandoned = abandoned
     if abandoned:
-        trace.add(EventKind.END, f"still running {_GRACE_S}s after its deadline: killed")
+        trace.add(EventKind.END, f"still running {GRACE_S}s after its deadline: killed")
     run.attempts = _attempts(messages, trace)
     for attempt in run.attempts:
         mine = sorted((a for a in arrivals if a.attempt == attempt.number), key=lambda a: a.index)
@@ -216,7 +210,7 @@ def _follow(read_fd: int, release: Any) -> tuple[dict[int, dict[str, Any]], bool
                     release()
                 elif message["type"] == "event":
                     deadline = float(message["deadline"]) if message["kind"] != EventKind.END else float("inf")
-        if not abandoned and pid is not None and time.time() > deadline + _GRACE_S:
+        if not abandoned and pid is not None and time.time() > deadline + GRACE_S:
             abandoned = True
             kill_group(pid)
     return messages, abandoned

@@ -57,6 +57,7 @@ def _client_module() -> Any:
 
 httpx = _client_module()
 HTTPX_NAME: str = httpx.__name__
+requests: Any
 try:
     import requests
 except ImportError:  # pragma: no cover - requests comes with schemathesis, but need not

@@ -40,7 +40,7 @@ def _scene(messages: dict[int, dict[str, object]], arrivals: list[Arrival] | Non
         cwd="/work",
         target=TARGET,
         channel="pipe:[9]",
-        messages=messages,  # type: ignore[arg-type]
+        messages=messages,
         arrivals=arrivals or [],
         show=lambda path: path.replace(WS + "/", "").replace(WS, "."),
     )
