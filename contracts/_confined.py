@@ -148,11 +148,15 @@ def run_confined(
     failure = _failure(messages, layout)
     if failure is not None:
         raise failure
+    hello = next(m for m in messages.values() if m["type"] == "hello")
+    # Reopening an inherited file for writing copies it up whether or not the tool writes: its writes are judged
+    # from the trace, and the real file may go on changing under the overlay's copy.
+    repointed = set(hello["files"].values())
     changes = [
         {**change, "path": show_path(change["path"], world.root, workspace)}
         for change in json.loads(layout.changes.read_text(encoding="utf-8"))
+        if change["path"] not in repointed
     ]
-    hello = next(m for m in messages.values() if m["type"] == "hello")
     scene = Scene(
         workspace=str(workspace),
         cwd=cwd,
@@ -226,10 +230,11 @@ def _failure(messages: dict[int, dict[str, Any]], layout: Layout) -> Exception |
         changes = json.loads(layout.changes.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         changes = {"error": "its supervisor wrote no account of the overlay"}
+    fallback = "; observation='python' (--observation python) checks without confinement"
     if isinstance(changes, dict):
-        return HarnessError(f"the confined example could not run: {changes['error']}")
+        return HarnessError(f"the confined example could not run: {changes['error']}{fallback}")
     if not any(m["type"] == "hello" for m in messages.values()):
-        return HarnessError("the confined example never started (see the check's standard error)")
+        return HarnessError(f"the confined example never started (see the check's standard error){fallback}")
     return None
 
 

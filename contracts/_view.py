@@ -10,6 +10,7 @@ file) is listed, never made. Descriptors the example inherited are pointed at th
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import filecmp
 import os
@@ -164,11 +165,16 @@ def repoint_inherited(keep: set[int], inside: Callable[[str], bool]) -> tuple[di
 
     A regular file open for writing outside the workspace is opened again by its path (now
     the overlay's) in its mode and at its offset; a socket is replaced by an unconnected one of
-    its kind. Returns the re-pointed files (descriptor -> path) and the cut sockets
+    its kind. The standard output and error, under whatever number, are left alone. Returns the re-pointed files (descriptor -> path) and the cut sockets
     (the replacement's inode -> what the original was connected to).
     """
     files: dict[int, str] = {}
     cut: dict[str, str] = {}
+    streams = set()
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            info = os.fstat(fd)
+            streams.add((info.st_dev, info.st_ino))
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd in keep or fd <= 2:
@@ -178,6 +184,8 @@ def repoint_inherited(keep: set[int], inside: Callable[[str], bool]) -> tuple[di
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
+        if (info.st_dev, info.st_ino) in streams:
+            continue  # the process's own output, held open again (by a test runner capturing it)
         if stat.S_ISSOCK(info.st_mode):
             cut.update(_cut_socket(fd))
         elif stat.S_ISREG(info.st_mode) and target.startswith("/") and not inside(target):

@@ -84,6 +84,8 @@ class ExampleWorld:
     def file_write(self, op: str, path: str) -> None:
         """A write: inside the workspace it is an effect; elsewhere it is refused."""
         if _under(path, str(self.workspace)):
+            if op == "open the SQLite database":
+                return  # it may only read: what it changes, the snapshot at the next mark or end sees
             self._writes_since_checkpoint += 1
             self.trace.add(EventKind.WORKSPACE, f"{op} {self.show(path)!r} in the workspace", effect=True)
             return
