@@ -53,20 +53,24 @@ def load_factory(ref: str) -> Callable[[], Any]:
     return found  # type: ignore[no-any-return]
 
 
-def run_check_tool(ref: str, *, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_check_tool(
+    ref: str, *, as_json: bool, out: TextIO | None = None, err: TextIO | None = None, **options: Any
+) -> int:
     """Check the tool ``ref`` names and print the verdict; return the exit status.
 
     Prints the report as readable text (one block per violated rule: rule ID, what was seen,
     how to fix it, the minimal arguments and their trace), or with ``as_json`` as stable JSON
     (sorted keys, no timestamps, no absolute paths). Bad input prints one line on ``err``.
+    ``options`` are ``check_tool``'s keyword options (``key_in``, ``requests_act``, ``strict``,
+    ``observation``).
 
     Returns:
-        0 when the tool conforms, 1 when a rule is violated, 2 for bad input.
+        0 when the tool passes, 1 when a rule is violated (or, with ``strict``, a warning), 2 for bad input.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        report = check_tool(load_factory(ref))
+        report = check_tool(load_factory(ref), **options)
     except ConfigurationError as exc:
         err.write(f"toolproof check-tool: error: {exc}\n")
         return EXIT_BAD_INPUT

@@ -17,7 +17,7 @@ import anyio
 
 from toolproof.spec import ArtifactRef, ArtifactWriter, Budget, Cancellation, CredentialResolver, Identity
 
-from ._trace import EventKind, Trace
+from ._trace import EventKind, TraceSink
 
 
 class ContractCancellation:
@@ -96,7 +96,7 @@ class ContractContext:
         target: str,
         workspace: Path,
         scopes: frozenset[str],
-        trace: Trace,
+        trace: TraceSink,
         before_mark: Callable[[], Awaitable[None]],
         stall: bool = False,
     ) -> None:

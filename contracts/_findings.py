@@ -53,7 +53,7 @@ _RULES: tuple[ContractRule, ...] = (
         "D2.7",
         "effect outside the workspace and the target",
         "Write only under `context.workspace` (resolve user-supplied paths and refuse any that leave it) "
-        "and send only to `context.target`; start no processes.",
+        "and send only to `context.target`; a process the tool starts must keep to them too.",
     ),
     ContractRule(
         "D6.5",
@@ -64,9 +64,10 @@ _RULES: tuple[ContractRule, ...] = (
     ContractRule(
         "D10.6",
         "a repeat under the same key changed the world again",
-        "Make the effect idempotent: overwrite or upsert keyed by the arguments (IDEMPOTENT), or send "
-        "`context.identity.idempotency_key` as the `Idempotency-Key` header so the service deduplicates "
-        "(CONDITIONALLY_IDEMPOTENT); otherwise declare NON_IDEMPOTENT and mark the watermark.",
+        "Make the effect idempotent: overwrite or upsert keyed by the arguments (IDEMPOTENT), or hand the "
+        "service `context.identity.idempotency_key` where it deduplicates (CONDITIONALLY_IDEMPOTENT: the "
+        "`Idempotency-Key` header, or declare your service's place with key_in / --key-in); otherwise declare "
+        "NON_IDEMPOTENT and mark the watermark.",
     ),
     ContractRule(
         "D10.2",
@@ -166,18 +167,35 @@ class ContractReport(_Frozen):
     findings: list[Finding]
     """One finding per violated rule, in ``CONTRACT_RULES`` order."""
     notes: list[str]
-    """What limited the check without being a violation (unsupported schema keywords, no effect seen)."""
+    """What limited the check without being a violation (unsupported schema keywords, deadlines reached)."""
+    observation: str
+    """Where effects were observed: ``os`` (the operating-system boundary) or ``python`` (partial)."""
+    partial: str | None = None
+    """Why the observation was partial and what it could not see; None under confinement."""
+    warnings: list[str] = []
+    """What keeps a check without findings from being a plain "conforms" (no observable effect)."""
+    strict: bool = False
+    """Whether warnings and a partial observation fail the check."""
     passed: bool
-    """True exactly when there are no findings."""
+    """No findings, and under ``strict`` no warnings and a full observation."""
+
+    def headline(self) -> str:
+        """The verdict in one line: never a plain "conforms" unless the whole world was observed and no warning."""
+        head = f"{self.tool} ({self.side_effect}, {self.idempotency})"
+        if self.findings:
+            count = len(self.findings)
+            extra = f"; partial observation: {self.partial}" if self.partial else ""
+            return f"{head}: {count} finding{'s' if count != 1 else ''}{extra}"
+        cautions = [f"partial observation: {self.partial}"] if self.partial else []
+        cautions += [f"warning: {warning}" for warning in self.warnings]
+        if not cautions:
+            return f"{head}: conforms to the tool-author contract"
+        verdict = "fails the strict check" if self.strict else "no violation found"
+        return f"{head}: {verdict}; {'; '.join(cautions)}"
 
     def render(self) -> str:
-        """The report as readable text: a verdict line, then one block per finding."""
-        head = f"{self.tool} ({self.side_effect}, {self.idempotency})"
-        if self.passed:
-            lines = [f"{head}: conforms to the tool-author contract"]
-        else:
-            count = len(self.findings)
-            lines = [f"{head}: {count} finding{'s' if count != 1 else ''}"]
+        """The report as readable text: the headline, then one block per finding."""
+        lines = [self.headline()]
         for finding in self.findings:
             lines += ["", f"{finding.rule_id} {finding.title}", f"  seen: {finding.seen}", f"  fix:  {finding.fix}"]
             lines.append(f"  arguments: {_json(finding.arguments)}")

@@ -73,6 +73,14 @@ def _on_path(op: str, index: int = 0, dir_fd_index: int | None = None) -> Callab
     return handle
 
 
+def _on_sqlite(watch: GateWatch, args: tuple[Any, ...]) -> None:
+    database = args[0] if args else None
+    if isinstance(database, str | bytes | os.PathLike):
+        text = os.fsdecode(database)
+        if text and text != ":memory:" and not text.startswith("file:"):
+            watch.file_write("open the SQLite database", os.path.realpath(text))
+
+
 def _on_rename(watch: GateWatch, args: tuple[Any, ...]) -> None:
     for path, dir_fd in ((args[0], args[2]), (args[1], args[3])):
         resolved = _resolve(path, dir_fd)
@@ -96,7 +104,7 @@ def _on_connect(op: str) -> Callable[[GateWatch, tuple[Any, ...]], None]:
 def _on_lookup(watch: GateWatch, args: tuple[Any, ...]) -> None:
     host = args[0]
     if host not in (None, b"", ""):
-        port = args[1] if isinstance(args[1], int) else None
+        port = args[1] if len(args) > 1 and isinstance(args[1], int) else None
         watch.connect("name lookup", os.fsdecode(host) if isinstance(host, bytes) else str(host), port)
 
 
@@ -117,6 +125,10 @@ _HANDLERS: dict[str, Callable[[GateWatch, tuple[Any, ...]], None]] = {
     "os.symlink": _on_path("symlink", 1, 2),
     "os.link": _on_path("link", 1, 3),
     "os.rename": _on_rename,
+    "os.chmod": _on_path("change the mode of", 0, 2),
+    "os.chown": _on_path("change the owner of", 0, 3),
+    "os.utime": _on_path("change the times of", 0, 3),
+    "sqlite3.connect": _on_sqlite,
     "socket.connect": _on_connect("connect"),
     "socket.sendto": _on_connect("send datagram"),
     "socket.sendmsg": _on_connect("send datagram"),

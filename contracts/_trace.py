@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 
 class EventKind(StrEnum):
@@ -23,8 +24,12 @@ class EventKind(StrEnum):
     """A request reached the recorded transport."""
     WORKSPACE = "workspace"
     """A write inside the workspace (opened for writing, created, renamed, removed)."""
+    NETWORK = "network"
+    """Bytes that reached the target other than an HTTP request: a raw TCP stream or a UDP datagram."""
     OUTSIDE = "outside"
-    """An operation outside the workspace and the target, refused by the gate."""
+    """An operation outside the workspace and the target: refused by the gate, or kept from escaping."""
+    PROCESS = "process"
+    """A process started (observed under confinement; its own effects are judged like the tool's)."""
     CANCEL = "cancel"
     """The harness requested cancellation (the deadline passed)."""
     END = "end"
@@ -45,6 +50,14 @@ class TraceEvent:
     """The execution attempt it belongs to (1-based)."""
     effect: bool = False
     """Whether it can leave a mark on the world (an unsafe request, a workspace write)."""
+
+
+class TraceSink(Protocol):
+    """Where the context records its watermark: a trace, or a confined example's channel."""
+
+    def add(self, kind: EventKind, text: str, *, effect: bool = False) -> object:
+        """Record an event."""
+        ...
 
 
 class Trace:

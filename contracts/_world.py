@@ -1,9 +1,11 @@
-"""The instrumented world of one check: a workspace per example, the recorded transport, the gate.
+"""The instrumented world of one check: a workspace per example, the recording service, the gate.
 
-Effects are judged here, never from the tool's word: the transport numbers the requests
-it receives, the gate numbers writes in the workspace and refuses everything outside it
-and the target, and the workspace is snapshotted (paths and sha256) at every watermark and
-at the end, which catches a change the gate could not see.
+Under Python-level observation effects are judged here, never from the tool's word: the
+service numbers what it receives, the gate numbers writes in the workspace and refuses
+everything outside it and the target, and the workspace is snapshotted (paths and sha256)
+at every watermark and at the end, which catches a change the gate could not see. Under
+confinement only the workspace, the service and the network namespace it listens in come
+from here; the observation is ``_confined``'s.
 """
 
 from __future__ import annotations
@@ -13,20 +15,20 @@ import hashlib
 import ipaddress
 import os
 import shutil
+import socket
 import stat
 import tempfile
 from pathlib import Path
 
 from toolproof.spec import HarnessError
 
+from ._confine import NetNamespace
+from ._options import CheckOptions
 from ._trace import EventKind, Trace
 from ._transport import Recorder, TransportMode
 
 Snapshot = dict[str, str]
 """Workspace path (relative, ``/``-separated) -> sha256 of the file, or ``dir/``."""
-
-WorldState = tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, ...]]]
-"""What "the world" is for the idempotency check: the workspace and the service's state."""
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -82,6 +84,8 @@ class ExampleWorld:
     def file_write(self, op: str, path: str) -> None:
         """A write: inside the workspace it is an effect; elsewhere it is refused."""
         if _under(path, str(self.workspace)):
+            if op == "open the SQLite database":
+                return  # it may only read: what it changes, the snapshot at the next mark or end sees
             self._writes_since_checkpoint += 1
             self.trace.add(EventKind.WORKSPACE, f"{op} {self.show(path)!r} in the workspace", effect=True)
             return
@@ -91,18 +95,20 @@ class ExampleWorld:
 
     def connect(self, op: str, host: str, port: int | None) -> None:
         """A connect: only the recorded transport is reachable."""
-        if op == "name lookup" and _is_address(host):
-            return  # a literal address needs no lookup: its connect is judged
+        if op == "name lookup" and (_is_address(host) or host == socket.gethostname()):
+            return  # a literal address needs no lookup, and the machine's own name is local: its connect is judged
         if host in _LOOPBACK_NAMES and port in (None, 0, self.recorder.port):
-            if op == "connect" and host == "127.0.0.1":
+            if op == "connect" and host == self.recorder.address[0]:
                 self.recorder.note_connect()
             return
         where = host if port is None else f"{host}:{port}"
         self._refuse(f"{op} {where}, which is not context.target")
 
     def process(self, op: str, what: str) -> None:
-        """A process start: its effects could not be observed, so it is refused."""
-        self._refuse(f"{op} {Path(what).name!r}")
+        """A process start: without confinement its effects cannot be observed, so it is refused (not a finding)."""
+        text = f"{op} {Path(what).name!r}: refused, since what a process does cannot be observed without confinement"
+        self.trace.add(EventKind.PROCESS, text)
+        raise PermissionError(errno.EACCES, f"toolproof contract check refused: {op} {Path(what).name!r}")
 
     def _refuse(self, text: str) -> None:
         self.outside.append(text)
@@ -120,16 +126,17 @@ class ExampleWorld:
         self._last, self._writes_since_checkpoint = current, 0
         return current
 
-    def state(self) -> WorldState:
-        """The world as the idempotency check compares it."""
-        return tuple(sorted(snapshot(self.workspace).items())), self.recorder.state()
-
     def show(self, path: str) -> str:
-        """A path as the report shows it: relative to the workspace when it is near, never machine-specific."""
-        if _under(path, str(self.root)):
-            return os.path.relpath(path, self.workspace)
-        home = os.path.expanduser("~")
-        return "~" + path[len(home) :] if _under(path, home) else path
+        """A path as the report shows it (see ``show_path``)."""
+        return show_path(path, self.root, self.workspace)
+
+
+def show_path(path: str, root: Path, workspace: Path) -> str:
+    """A path as the report shows it: relative to the workspace when it is near, never machine-specific."""
+    if _under(path, str(root)):
+        return os.path.relpath(path, workspace)
+    home = os.path.expanduser("~")
+    return "~" + path[len(home) :] if home != "/" and _under(path, home) else path
 
 
 def _is_address(host: str) -> bool:
@@ -140,26 +147,56 @@ def _is_address(host: str) -> bool:
     return True
 
 
+def under(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or inside it (textually)."""
+    return _under(path, directory)
+
+
 def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 class ContractWorld:
-    """Owns the temporary root and the recorded transport of one check."""
+    """Owns the temporary root and the recording service of one check.
 
-    def __init__(self) -> None:
+    With ``confined``, the service listens in a private network namespace at a fixed address
+    (``NetNamespace.TARGET``), the only address a confined example can reach; otherwise on
+    a free loopback port of this process's network.
+    """
+
+    def __init__(self, options: CheckOptions | None = None, *, confined: bool = False) -> None:
+        options = options or CheckOptions()
         self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="toolproof-contract-")))
-        self.recorder = Recorder()
+        self.net: NetNamespace | None = None
+        try:
+            if confined:
+                self.net = NetNamespace()
+                tcp, udp = self.net.sockets()
+                target = self.net.target
+            else:
+                tcp, udp = _loopback_sockets()
+                target = f"http://127.0.0.1:{tcp.getsockname()[1]}"
+            self.recorder = Recorder(tcp, udp, target=target, key_in=options.key_in, requests_act=options.requests_act)
+        except BaseException:
+            if self.net is not None:
+                self.net.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self._examples = 0
+
+    def example_dir(self) -> Path:
+        """A fresh example folder holding an empty ``workspace``."""
+        self._examples += 1
+        folder = self.root / f"example-{self._examples}"
+        try:
+            (folder / "workspace").mkdir(parents=True)
+        except OSError as exc:
+            raise HarnessError(f"cannot create the example workspace {folder}: {exc}") from exc
+        return folder
 
     def example(self, mode: TransportMode = TransportMode.ANSWER, hold_s: float = 1.0) -> ExampleWorld:
         """A fresh workspace and trace; the transport starts recording onto it."""
-        self._examples += 1
-        workspace = self.root / f"example-{self._examples}" / "workspace"
-        try:
-            workspace.mkdir(parents=True)
-        except OSError as exc:
-            raise HarnessError(f"cannot create the example workspace {workspace}: {exc}") from exc
+        workspace = self.example_dir() / "workspace"
         trace = Trace()
         self.recorder.begin(trace, mode, hold_s)
         return ExampleWorld(self.root, workspace, self.recorder, trace)
@@ -167,4 +204,22 @@ class ContractWorld:
     def close(self) -> None:
         """Stop the transport and remove every workspace."""
         self.recorder.close()
+        if self.net is not None:
+            self.net.close()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _loopback_sockets() -> tuple[socket.socket, socket.socket]:
+    """A TCP listener and a UDP socket on one free loopback port."""
+    for _ in range(20):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+        except OSError:
+            tcp.close()
+            udp.close()
+            continue
+        return tcp, udp
+    raise HarnessError("no loopback port is free for both TCP and UDP")

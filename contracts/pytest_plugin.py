@@ -15,22 +15,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import hypothesis
 import pytest
 
 from ._check import assert_conforms
 from ._findings import ContractReport
 
 ToolContract = Callable[..., ContractReport]
-"""``tool_contract(factory, *, settings=None) -> ContractReport``, raising ContractViolation on findings."""
+"""``tool_contract(factory, **options) -> ContractReport`` (``check_tool``'s options), raising ContractViolation."""
 
 
 @pytest.fixture
 def tool_contract() -> ToolContract:
     """Check a tool factory against the tool-author contract; fails the test with every finding."""
 
-    def check(factory: Callable[[], Any], *, settings: hypothesis.settings | None = None) -> ContractReport:
+    def check(factory: Callable[[], Any], **options: Any) -> ContractReport:
         __tracebackhide__ = True
-        return assert_conforms(factory, settings=settings)
+        return assert_conforms(factory, **options)
 
     return check

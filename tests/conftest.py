@@ -35,6 +35,19 @@ def postgres_url() -> str:
     return POSTGRES_URL
 
 
+@pytest.fixture(scope="session")
+def confinement() -> None:
+    """Confinement for contract checks; fails loudly under CI when unavailable, skips with the reason elsewhere."""
+    from toolproof.contracts import confinement_unavailable
+
+    reason = confinement_unavailable()
+    if reason is not None:
+        message = f"contract checks cannot be confined here: {reason}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 @dataclass(frozen=True)
 class Run:
     """One suite run's outcome, its stored rows, and its folder."""

@@ -23,12 +23,14 @@ def _run(ref: str, *, as_json: bool = False) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.usefixtures("confinement")
 def test_a_conforming_tool_exits_0_with_one_line() -> None:
     status, out, err = _run(f"{MODULE}:SendsMessageTool")
     assert (status, err) == (EXIT_CONFORMS, "")
     assert out == "messages.send (EXTERNAL_WRITE, NON_IDEMPOTENT): conforms to the tool-author contract\n"
 
 
+@pytest.mark.usefixtures("confinement")
 def test_a_violating_tool_exits_1_with_one_readable_finding_per_rule() -> None:
     status, out, err = _run(f"{MODULE}:MarksAfterPostTool")
     assert (status, err) == (EXIT_FINDINGS, "")
@@ -77,6 +79,7 @@ def test_a_tool_instance_is_accepted_as_its_own_factory() -> None:
     assert out.startswith("notes.put (WORKSPACE_WRITE, IDEMPOTENT): conforms")
 
 
+@pytest.mark.usefixtures("confinement")
 @pytest.mark.parametrize("tool", [*GOOD_AUTHOR_TOOLS[:2], *BAD_AUTHOR_TOOLS], ids=lambda t: t.__name__)
 def test_json_output_is_stable(tool: type, snapshot: SnapshotAssertion) -> None:
     status, out, _ = _run(f"{MODULE}:{tool.__name__}", as_json=True)
@@ -87,6 +90,7 @@ def test_json_output_is_stable(tool: type, snapshot: SnapshotAssertion) -> None:
     assert "toolproof-contract-" not in out
     assert not re.search(r"0x[0-9a-f]{6,}", out)
     assert "127.0.0.1" not in out  # the transport's port changes from run to run
+    assert '"observation": "os"' in out
     assert out == snapshot
 
 

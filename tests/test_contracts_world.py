@@ -48,8 +48,8 @@ class _Tool:
         return result
 
 
-def _findings(behave: Any, **spec: Any) -> list[str]:
-    return [f.rule_id for f in check_tool(lambda: _Tool(behave, **spec)).findings]
+def _findings(behave: Any, observation: str = "auto", **spec: Any) -> list[str]:
+    return [f.rule_id for f in check_tool(lambda: _Tool(behave, **spec), observation=observation).findings]
 
 
 _CONSEQUENTIAL = {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.NON_IDEMPOTENT}
@@ -66,7 +66,8 @@ def test_the_context_has_exactly_the_nine_members_and_satisfies_the_protocol() -
         seen["artifact"] = await context.artifact_writer.write("out.txt", b"abc")
         return _OK
 
-    assert _findings(probe, required_scopes=frozenset({"orders:write"})) == []
+    # Python-level observation runs the tool in this process, so the probe's notes are readable here.
+    assert _findings(probe, "python", required_scopes=frozenset({"orders:write"})) == []
     assert isinstance(seen["context"], ContractContext)
     assert isinstance(seen["context"], ToolExecutionContext)
     assert seen["members"] == sorted(CONTEXT_MEMBERS)
@@ -134,9 +135,10 @@ def test_a_workspace_write_the_gate_cannot_see_is_caught_by_the_snapshot_at_the_
         await context.mark_effect_sent()
         return _OK
 
-    report = check_tool(
-        lambda: _Tool(write_then_mark, side_effect=SideEffect.WORKSPACE_WRITE, idempotency="NON_IDEMPOTENT")
-    )
+    def tool() -> _Tool:
+        return _Tool(write_then_mark, side_effect=SideEffect.WORKSPACE_WRITE, idempotency="NON_IDEMPOTENT")
+
+    report = check_tool(tool, observation="python")
     assert [f.rule_id for f in report.findings] == ["D4.1"]
     assert "workspace changed unseen by the gate: created 'db.sqlite'" in report.findings[0].seen
 
@@ -166,7 +168,7 @@ def test_the_gate_refuses_what_leaves_the_workspace_and_the_target(act: Any, sho
         act(context)
         return _OK
 
-    report = check_tool(lambda: _Tool(escape))
+    report = check_tool(lambda: _Tool(escape), observation="python")
     assert [f.rule_id for f in report.findings] == ["D2.7"]
     assert shown in report.findings[0].seen
     assert not Path("/dev/shm/toolproof-contract-escape").exists()

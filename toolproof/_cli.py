@@ -252,14 +252,44 @@ def check_tool_command(
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
+    key_in: Annotated[
+        str | None,
+        typer.Option(
+            "--key-in",
+            metavar="PLACE:NAME",
+            help="Where the tool's requests carry the idempotency key for the service to deduplicate on: "
+            "header:NAME (default header:Idempotency-Key), body:FIELD.PATH (JSON body) or query:NAME.",
+        ),
+    ] = None,
+    requests_act: Annotated[
+        bool, typer.Option("--requests-act", help="The tool's requests act even with a safe method (GET webhooks).")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail (exit 1) on a warning or a partial observation too.")
+    ] = False,
+    observation: Annotated[
+        str,
+        typer.Option(
+            "--observation",
+            help="auto: confined at the operating-system boundary when possible, else Python-level (partial); "
+            "os: confined or exit 2; python: Python-level only.",
+        ),
+    ] = "auto",
 ) -> None:
     """Check one tool against the tool-author contract (watermark before effect, and the other tool-side rules).
 
-    Exit status: 0 when the tool conforms; 1 with one finding per violated rule; 2 for bad input.
+    Each example runs confined (private mount and network namespaces, an overlay over the system, strace)
+    where Linux allows it; elsewhere the verdict says the observation was partial.
+    Exit status: 0 when the tool passes; 1 with one finding per violated rule (or, with --strict, a warning);
+    2 for bad input.
     """
     from toolproof.contracts import run_check_tool
 
-    raise typer.Exit(run_check_tool(ref, as_json=as_json))
+    raise typer.Exit(
+        run_check_tool(
+            ref, as_json=as_json, key_in=key_in, requests_act=requests_act, strict=strict, observation=observation
+        )
+    )
 
 
 @app.command()
