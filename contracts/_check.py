@@ -71,7 +71,7 @@ def load_tool(factory: object) -> Tool:
     try:
         tool = factory()
     except Exception as exc:
-        raise ConfigurationError(f"factory={name!r} raised {one_line(exc)}") from None
+        raise ConfigurationError(f"factory={name!r} raised {one_line(exc)}") from exc
     if not isinstance(tool, Tool):
         raise ConfigurationError(
             f"factory={name!r} returned {type(tool).__name__}, which is not a Tool: "

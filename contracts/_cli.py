@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
-from toolproof.spec import ConfigurationError, Tool
+from toolproof.spec import ConfigurationError, Tool, load_object
 
-from ._check import check_tool, one_line
+from ._check import check_tool
 
 EXIT_CONFORMS = 0
 """The tool conforms."""
@@ -21,36 +19,32 @@ EXIT_BAD_INPUT = 2
 """The reference does not load, or does not make a Tool."""
 
 
-def load_factory(ref: str) -> Callable[[], Any]:
-    """Resolve ``package.module:factory`` (the attribute may be dotted: ``module:Class.make``).
+def _tool_or_factory(found: object) -> bool:
+    return isinstance(found, Tool) or callable(found)
 
-    The working directory is importable, as with ``python -m``. A Tool instance is accepted
-    too, and wrapped as a factory that returns it.
+
+def load_factory(ref: str) -> Callable[[], Any]:
+    """Resolve ``package.module:factory`` with ``spec.load_object`` (the attribute may be dotted:
+    ``module:Class.make``; the working directory is importable during the import).
+
+    A Tool instance is accepted too, and wrapped as a factory that returns it; whether the
+    factory makes a Tool is ``load_tool``'s to judge.
 
     Raises:
-        ConfigurationError: malformed reference, module not importable, attribute missing.
+        ConfigurationError: malformed reference, module not importable, attribute missing, or
+            neither a Tool nor callable (a ``LoadError``, its cause kept).
     """
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigurationError(f"tool reference {ref!r} is not module:factory (e.g. mypackage.tools:SendEmailTool)")
-    # A console script does not put the working directory on sys.path; the author's module is usually there.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        found: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigurationError(
-            f"tool reference {ref!r}: module {module_name!r} cannot be imported ({one_line(exc)})"
-        ) from None
-    for part in attr.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            raise ConfigurationError(f"tool reference {ref!r}: {module_name!r} has no attribute {attr!r}") from None
+    found = load_object(
+        ref,
+        expect=_tool_or_factory,
+        expected="a Tool or a zero-argument callable that makes one",
+        what="tool reference",
+        form="module:factory (e.g. mypackage.tools:SendEmailTool)",
+    )
     if isinstance(found, Tool) and not isinstance(found, type):
         instance = found
         return lambda: instance
-    return found  # type: ignore[no-any-return]
+    return cast(Callable[[], Any], found)
 
 
 def run_check_tool(

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import inspect
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from anyio.abc import Process
@@ -30,6 +30,7 @@ from toolproof.spec import (
     ScriptRun,
     StepRequest,
     Suspended,
+    load_object,
 )
 
 from ._state import DISPOSITION
@@ -38,10 +39,10 @@ from ._tables import dump_json
 if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
-# The sandbox: imports the script, hands it a bridge, speaks JSON lines. Kept as source so the child
-# imports nothing of the pipeline.
+# The sandbox: loads the script (through the one loader, as the host did), hands it a bridge, speaks
+# JSON lines. Kept as source so the child imports nothing of the pipeline, only the spec.
 SANDBOX = r"""
-import importlib, json, sys
+import json, sys
 
 class Bridge:
     def call(self, tool_name, arguments=None, provenance=None):
@@ -53,9 +54,10 @@ class Bridge:
             sys.exit(0)
         return reply["disposition"]
 
-module, _, name = sys.argv[1].partition(":")
 try:
-    getattr(importlib.import_module(module), name)(Bridge())
+    from toolproof.spec import load_object
+
+    load_object(sys.argv[1], expect=callable, what="script", form="package.module:function")(Bridge())
 except SystemExit:
     raise
 except BaseException as exc:
@@ -68,13 +70,17 @@ sys.stdout.flush()
 
 
 def script_hash(ref: str) -> str:
-    """Digest of the script's reference and source: the same script hashes the same in any worker."""
-    module_name, _, name = ref.partition(":")
+    """Digest of the script's reference and source: the same script hashes the same in any worker.
+
+    Raises:
+        ConfigurationError: ``ref`` does not load as a callable (``spec.LoadError``), or its source
+            cannot be read.
+    """
+    function = load_object(ref, expect=callable, what="script", form="package.module:function")
     try:
-        function = getattr(importlib.import_module(module_name), name)
-        source = inspect.getsource(function)
-    except (ImportError, AttributeError, OSError, TypeError) as exc:
-        raise ConfigurationError(f"script {ref!r} cannot be loaded: {exc}") from None
+        source = inspect.getsource(cast(Callable[..., object], function))
+    except (OSError, TypeError) as exc:
+        raise ConfigurationError(f"script {ref!r}: its source cannot be read ({type(exc).__name__}: {exc})") from exc
     return hashlib.sha256(f"{ref}\n{source}".encode()).hexdigest()
 
 

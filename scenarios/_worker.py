@@ -13,22 +13,22 @@ report per stdout line.
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from toolproof.driver import load
 from toolproof.fakes import FakeClock, World
-from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool
+from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool, load_object
 
 DISPOSITIONS: TypeAdapter[list[Disposition]] = TypeAdapter(list[Disposition])
 
@@ -45,8 +45,8 @@ class ToolRecipe(BaseModel):
 
     def build(self, world: World) -> Tool:
         """The tool, recording into ``world``."""
-        module, _, name = self.factory.partition(":")
-        tool: Tool = getattr(importlib.import_module(module), name)(world, **self.options)
+        factory = load_object(self.factory, expect=callable, what="tool factory", form="package.module:Class")
+        tool: Tool = cast(Callable[..., Tool], factory)(world, **self.options)
         return tool
 
 

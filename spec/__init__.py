@@ -57,6 +57,7 @@ from ._errors import (
     sole_exception,
 )
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
+from ._loader import LoadError, LoadProblem, load_object
 from ._mcp import (
     DEFINITION_FIELDS,
     MAX_REMOTE_SEGMENT,
@@ -211,6 +212,8 @@ __all__ = [
     "InvocationStatus",
     "Invocations",
     "JsonObject",
+    "LoadError",
+    "LoadProblem",
     "McpClassification",
     "McpOrigin",
     "McpServerConfig",
@@ -261,6 +264,7 @@ __all__ = [
     "is_valid_name",
     "load_catalog",
     "load_implementation",
+    "load_object",
     "lowest_trust",
     "mcp_tool_name",
     "new_run_id",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -15,6 +14,7 @@ from ._crash import CrashPlan
 from ._enums import Profile
 from ._errors import ConfigurationError
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
+from ._loader import load_object
 from ._mcp import Advertisement, CatalogChange, McpServerConfig
 from ._types import (
     ArtifactRef,
@@ -286,38 +286,36 @@ def available_implementations() -> list[str]:
     return sorted({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
 
 
+def _implementation_or_factory(found: object) -> bool:
+    return isinstance(found, Implementation) or callable(found)
+
+
 def load_implementation(ref: str) -> Implementation:
-    """Load an implementation by entry-point name or by ``package.module:factory``.
+    """Load an implementation by entry-point name or by ``package.module:factory`` (see ``load_object``).
+
+    The object named is an Implementation, or a factory called with no arguments to make one (a
+    class is always called: it satisfies the protocol structurally too).
 
     Raises:
-        ConfigurationError: the name is unknown, the module does not import, or the
-            factory does not produce an Implementation.
+        ConfigurationError: the name is unknown, the module does not import, the attribute is
+            missing (``LoadError``), or the factory raises or does not produce an Implementation.
     """
-    if ":" in ref:
-        module_name, _, attr = ref.partition(":")
+    found = load_object(
+        ref,
+        expect=_implementation_or_factory,
+        expected="an Implementation or a factory that makes one",
+        group=ENTRY_POINT_GROUP,
+        what="implementation",
+        form="package.module:factory",
+    )
+    if isinstance(found, type) or (callable(found) and not isinstance(found, Implementation)):
         try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"implementation {ref!r}: module {module_name!r} cannot be imported ({exc})"
-            ) from None
-        try:
-            factory = getattr(module, attr)
-        except AttributeError:
-            raise ConfigurationError(
-                f"implementation {ref!r}: module {module_name!r} has no attribute {attr!r}"
-            ) from None
+            impl = found()
+        except Exception as exc:  # A user's factory: its failure is bad input, shown in one line.
+            problem = f"implementation {ref!r}: its factory raised {type(exc).__name__}: {exc}".splitlines()[0]
+            raise ConfigurationError(problem) from exc
     else:
-        eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
-        if not eps:
-            known = ", ".join(available_implementations()) or "none"
-            raise ConfigurationError(
-                f"unknown implementation {ref!r}: registered names are {known}; or give package.module:factory"
-            )
-        factory = eps[0].load()
-    # A class satisfies the protocol structurally too, so classes are always called.
-    is_factory = isinstance(factory, type) or (callable(factory) and not isinstance(factory, Implementation))
-    impl = factory() if is_factory else factory
+        impl = found
     if not isinstance(impl, Implementation):
         raise ConfigurationError(
             f"implementation {ref!r} produced {type(impl).__name__}, which lacks name, profiles or open()"

@@ -81,7 +81,7 @@ def test_impls_lists_the_reference_and_the_witnesses() -> None:
         ),
         (
             ["run", "--impl", "no_such_module:factory"],
-            "toolproof: error: implementation 'no_such_module:factory': module 'no_such_module' cannot be imported (No module named 'no_such_module')",
+            "toolproof: error: implementation 'no_such_module:factory': module 'no_such_module' cannot be imported (ModuleNotFoundError: No module named 'no_such_module')",
         ),
         (["run", "--rules", "D99"], "toolproof: error: rule selector 'D99' matches no rule in the catalog"),
         (["run", "--rules", "D1.99"], "toolproof: error: unknown rule id 'D1.99': see `toolproof rules`"),

@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
@@ -55,7 +58,11 @@ def test_a_violating_tool_exits_1_with_one_readable_finding_per_rule() -> None:
         ("SendsMessageTool", r"is not module:factory \(e\.g\. mypackage\.tools:SendEmailTool\)$"),
         ("no_such_module_xyz:Tool", r"module 'no_such_module_xyz' cannot be imported \(ModuleNotFoundError: "),
         (f"{MODULE}:NoSuchTool", rf"'{re.escape(MODULE)}' has no attribute 'NoSuchTool'$"),
-        (f"{MODULE}:BAD_AUTHOR_TOOLS", r"factory='dict' is not callable"),
+        (
+            f"{MODULE}:BAD_AUTHOR_TOOLS",
+            r"'toolproof.fakes._authors:BAD_AUTHOR_TOOLS': expected a Tool or a zero-argument callable that makes one, "
+            r"found dict \{",
+        ),
         (f"{MODULE}:reply", r"factory='reply' raised TypeError: "),
         (f"{MODULE}:ContentPart", r"factory='ContentPart' raised ValidationError: "),
         (f"{MODULE}:Path", r"factory='Path' returned PosixPath, which is not a Tool: it needs a `spec`"),
@@ -106,3 +113,20 @@ def test_json_output_is_stable(tool: type, snapshot: SnapshotAssertion) -> None:
 def test_the_typer_wiring_passes_the_exit_status_through(args: list[str], code: int) -> None:
     result = CliRunner().invoke(app, ["check-tool", *args])
     assert result.exit_code == code
+
+
+def test_the_console_script_imports_a_module_from_the_working_directory(tmp_path: Path) -> None:
+    # A console script, unlike `python -m`, does not put the working directory on sys.path: the loader does.
+    (tmp_path / "beside_the_author.py").write_text(
+        "from toolproof.fakes import PutsFileTool\n\n\ndef make():\n    return PutsFileTool()\n", encoding="utf-8"
+    )
+    script = Path(sys.executable).with_name("toolproof")
+    completed = subprocess.run(
+        [str(script), "check-tool", "beside_the_author:make", "--observation", "python"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (completed.returncode, completed.stderr) == (EXIT_CONFORMS, "")
+    assert completed.stdout.startswith("notes.put (WORKSPACE_WRITE, IDEMPOTENT): no violation found")

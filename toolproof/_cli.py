@@ -107,8 +107,9 @@ def run(
         typer.Option(
             "--impl",
             help=(
-                "Implementation: an entry-point name (see `toolproof impls`), package.module:factory, or a driver"
-                " URL (http://127.0.0.1:PORT, see serve-reference). Repeatable: one report, side by side."
+                "Implementation: an entry-point name (see `toolproof impls`), package.module:factory (the working"
+                " directory is importable while the module is imported), or a driver URL (http://127.0.0.1:PORT,"
+                " see serve-reference). Repeatable: one report, side by side."
             ),
         ),
     ] = None,
@@ -248,7 +249,8 @@ def check_tool_command(
         str,
         typer.Argument(
             metavar="MODULE:FACTORY",
-            help="A zero-argument callable that returns a Tool, e.g. mypackage.tools:SendEmailTool.",
+            help="A zero-argument callable that returns a Tool, e.g. mypackage.tools:SendEmailTool (the attribute "
+            "may be dotted; the working directory is importable while the module is imported).",
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
@@ -334,7 +336,11 @@ def serve_reference(
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 8787,
     impl: Annotated[
         str,
-        typer.Option("--impl", help="A Python implementation to serve instead (entry-point name or module:factory)."),
+        typer.Option(
+            "--impl",
+            help="A Python implementation to serve instead (entry-point name or module:factory, the working "
+            "directory importable while the module is imported).",
+        ),
     ] = "reference",
     root: Annotated[
         Path | None,
