@@ -4,5 +4,6 @@ Scenarios talk to the Implementation port only; they never import an implementat
 """
 
 from ._harness import USER_ITEM, Harness, Session, describe
+from ._plugin import PLUGIN, ResultCollector, scenario_names
 
-__all__ = ["USER_ITEM", "Harness", "Session", "describe"]
+__all__ = ["PLUGIN", "USER_ITEM", "Harness", "ResultCollector", "Session", "describe", "scenario_names"]

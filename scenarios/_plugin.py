@@ -39,6 +39,8 @@ from toolproof.spec import (
 
 from ._harness import Harness
 
+PLUGIN = __name__
+"""The plugin's module name, for ``pytest -p``: what turns scenario modules into per-rule verdicts."""
 _SCENARIOS_DIR = Path(__file__).resolve().parent
 IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
 REFS = pytest.StashKey[dict[str, str]]()

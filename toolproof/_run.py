@@ -14,7 +14,7 @@ import pytest
 
 from toolproof.driver import load
 from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
-from toolproof.scenarios._plugin import ResultCollector
+from toolproof.scenarios import PLUGIN, ResultCollector
 from toolproof.spec import (
     ConfigurationError,
     HarnessError,
@@ -109,7 +109,7 @@ def run_suite(
         "--pyargs",
         "toolproof.scenarios",
         "-p",
-        "toolproof.scenarios._plugin",
+        PLUGIN,
         "-p",
         "no:terminal",
         "-p",

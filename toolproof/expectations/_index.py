@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from toolproof.scenarios._plugin import scenario_names
+from toolproof.scenarios import scenario_names
 
 
 @dataclass
