@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 
-from toolproof.reference._excerpt import excerpt_parts
+from toolproof.reference.hooks import excerpt_parts
 from toolproof.spec import TrustLabel
 
 CHUNK_CHARS = 64 * 1024

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import anyio
 
-from toolproof._bench_pipeline import ReferenceRig, Sample, Workload
+from toolproof.bench import ReferenceRig, Sample, Workload
 
 
 async def profile(directory: Path, workload: Workload, calls: int, repetitions: int) -> list[Sample]:

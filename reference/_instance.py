@@ -37,6 +37,11 @@ class ReferenceInstance:
         self._store = pipeline.store
         self._clock = pipeline.clock
 
+    @property
+    def store(self) -> Store:
+        """The instance's store, for measuring it (``toolproof bench`` counts the commits on its engine)."""
+        return self._store
+
     async def submit(self, step: StepRequest) -> list[Disposition]:
         """Run the batch through the pipeline."""
         return await self._pipeline.run_step(step)

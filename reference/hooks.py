@@ -11,12 +11,13 @@
   ``mcp_class`` and ``bridge_class`` name the parts it is built with.
 - ``CallState`` and its records ``Resolved`` (step 1) and ``Prepared`` (step 9); ``ContextParts``,
   the public fields a context is built from.
-- The MCP adapter (``McpAdapter`` and what its hooks take), the bridge, the registry, and the
-  store's tables.
+- The MCP adapter (``McpAdapter`` and what its hooks take), the bridge, the registry, the store
+  (``Store``) and its tables, and decision 12's excerpter (``excerpt_parts``).
 """
 
 from ._bridge import Bridge, bridge_call_id
 from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
+from ._excerpt import excerpt_parts
 from ._instance import ReferenceImplementation
 from ._keys import idempotency_key
 from ._mcp import McpAdapter
@@ -60,6 +61,7 @@ __all__ = [
     "Store",
     "bridge_call_id",
     "dump_json",
+    "excerpt_parts",
     "idempotency_key",
     "invocation_row",
     "resolved_step",

@@ -12,12 +12,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from toolproof._bench import QUICK, run_bench
-from toolproof._bench_catalog import definitions, measure_catalog
-from toolproof._bench_dbos import unavailable_reason
-from toolproof._bench_render import TARGETS, render
-from toolproof._bench_sqlite import sigkill_survival
-from toolproof._bench_stats import Figure, ratios
+from toolproof.bench import (
+    QUICK,
+    TARGETS,
+    Figure,
+    definitions,
+    measure_catalog,
+    ratios,
+    render,
+    run_bench,
+    sigkill_survival,
+    unavailable_reason,
+)
 
 TINY = replace(
     QUICK,
@@ -189,7 +195,7 @@ def test_a_sigkilled_writer_loses_no_acknowledged_commit(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_quick_bench_runs_as_a_module_and_writes_bench_json(tmp_path: Path) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "toolproof._bench", "--quick", "--out", str(tmp_path)],
+        [sys.executable, "-m", "toolproof.bench", "--quick", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         check=False,

@@ -303,7 +303,7 @@ def bench(
 
     Prints a table and writes bench.json. Exit status 0 once written: a missed target is a figure, not an error.
     """
-    from ._bench import bench_command
+    from toolproof.bench import bench_command
 
     raise typer.Exit(bench_command(out_dir, quick=quick))
 

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 
-from ._bench_pipeline import Sample, Workload
-from ._bench_sqlite import CommitCounter, apply_durability, engine_settings
+from ._pipeline import Sample, Workload
+from ._sqlite import CommitCounter, apply_durability, engine_settings
 
 PEER_NOTE = (
     "DBOS: one workflow per call whose single step does the tool's work (echo, or append one effect); "

@@ -3,7 +3,7 @@
 ``peak_rss_mib`` is the whole process's high-water mark (interpreter and imports included);
 ``rss_growth_mib`` is how far RSS rose above where it stood when the excerpt began.
 
-Run as ``python -m toolproof._bench_excerpt --bytes N`` it prints one JSON object; the bench runs
+Run as ``python -m toolproof.bench._excerpt --bytes N`` it prints one JSON object; the bench runs
 it in a fresh process so the peak belongs to the excerpt alone and not to the bench's own heap.
 The output is generated one chunk at a time (four parts with different labels, multi-byte text)
 and streamed to a temporary file as the artifact, so only the excerpter holds any of it.
@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from toolproof.reference._excerpt import excerpt_parts
+from toolproof.reference.hooks import excerpt_parts
 from toolproof.spec import TrustLabel
 
 CHUNK_CHARS = 64 * 1024
@@ -104,7 +104,7 @@ def excerpt_memory(total_bytes: int, limit: int = 64 * 1024) -> dict[str, Any]:
 
 def excerpt_memory_in_subprocess(total_bytes: int, limit: int = 64 * 1024) -> dict[str, Any]:
     """``excerpt_memory`` in a fresh interpreter: its peak RSS is the excerpt's plus the imports'."""
-    command = [sys.executable, "-m", "toolproof._bench_excerpt", "--bytes", str(total_bytes), "--limit", str(limit)]
+    command = [sys.executable, "-m", "toolproof.bench._excerpt", "--bytes", str(total_bytes), "--limit", str(limit)]
     completed = subprocess.run(command, capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(completed.stdout)
     return result

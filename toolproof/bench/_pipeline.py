@@ -30,7 +30,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._bench_sqlite import CommitCounter, engine_settings
+from ._sqlite import CommitCounter, engine_settings
 
 Workload = Literal["read", "write"]
 """``read``: an IDEMPOTENT read-only tool, no approval. ``write``: a NON_IDEMPOTENT write that sets the watermark."""
@@ -111,8 +111,7 @@ class ReferenceRig:
     def attach(self, instance: ReferenceInstance) -> None:
         """Measure ``instance`` (opened by ``open``) and count its commits until the rig closes."""
         self._instance = instance
-        # The bench reaches the store's engine through the instance to count commits; nothing else does.
-        self._counter = CommitCounter(instance._pipeline.store.engine)
+        self._counter = CommitCounter(instance.store.engine)
         self._stack.callback(self._counter.detach)
 
     def __exit__(
@@ -127,7 +126,7 @@ class ReferenceRig:
     def settings(self) -> dict[str, str]:
         """Journal mode and synchronous level of the reference store, read back from its engine."""
         assert self._instance is not None
-        return engine_settings(self._instance._pipeline.store.engine)
+        return engine_settings(self._instance.store.engine)
 
     def _next_step(self) -> int:
         self._step += 1

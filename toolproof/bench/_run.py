@@ -4,7 +4,7 @@ One run measures, on SQLite files with the reference's durability settings: the 
 the pipeline's throughput for an IDEMPOTENT read and a NON_IDEMPOTENT watermarked write (with
 committed transactions counted), DBOS running the same workloads interleaved with ours, batch
 parallelism, a 10,000-tool catalog, excerpt memory and the quick conformance run. It prints a
-table and writes ``bench.json``; run it as ``python -m toolproof._bench [--out DIR] [--quick]``.
+table and writes ``bench.json``; run it as ``python -m toolproof.bench [--out DIR] [--quick]``.
 """
 
 from __future__ import annotations
@@ -24,20 +24,21 @@ from typing import Any
 
 from rich.console import Console
 
-from . import __version__
-from ._bench_catalog import METHOD, measure_catalog
-from ._bench_dbos import PEER_NOTE, DbosRig, unavailable_reason
-from ._bench_excerpt import excerpt_memory, excerpt_memory_in_subprocess
-from ._bench_pipeline import ReferenceRig, Sample, Workload
-from ._bench_render import evaluate_targets, render
-from ._bench_sqlite import (
+from toolproof import __version__
+
+from ._catalog import METHOD, measure_catalog
+from ._dbos import PEER_NOTE, DbosRig, unavailable_reason
+from ._excerpt import excerpt_memory, excerpt_memory_in_subprocess
+from ._pipeline import ReferenceRig, Sample, Workload
+from ._render import evaluate_targets, render
+from ._sqlite import (
     DURABILITY_PRAGMAS,
     DURABILITY_PROMISE,
     commit_limit,
     probe_settings,
     sigkill_survival,
 )
-from ._bench_stats import Figure, load_average, machine_info, ratios
+from ._stats import Figure, load_average, machine_info, ratios
 
 WORKLOADS: tuple[Workload, ...] = ("read", "write")
 SUITE_RULES = "D1,D2,D3"
@@ -299,16 +300,12 @@ def bench_command(out_dir: Path, *, quick: bool, console: Console | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m toolproof._bench [--out DIR] [--quick]``."""
+    """``python -m toolproof.bench [--out DIR] [--quick]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m toolproof._bench",
+        prog="python -m toolproof.bench",
         description="Measure the reference pipeline; print a table, write bench.json.",
     )
     parser.add_argument("--out", type=Path, default=Path("toolproof-bench"), help="folder for bench.json")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions: under a minute")
     args = parser.parse_args(argv)
     return bench_command(args.out, quick=args.quick)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

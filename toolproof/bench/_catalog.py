@@ -20,8 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from toolproof.fakes import FakeClock
-from toolproof.reference._mcp import McpAdapter
-from toolproof.reference._store import Store
+from toolproof.reference.hooks import McpAdapter, Store
 from toolproof.spec import (
     Advertisement,
     CatalogChangeKind,

@@ -1,0 +1,33 @@
+"""toolproof.bench: what the reference pipeline costs (``toolproof bench``, ``python -m toolproof.bench``).
+
+It reaches the reference only through its public surface (``toolproof.reference`` and
+``toolproof.reference.hooks``) and registers the public fake tools, like any measuring harness would.
+"""
+
+from ._catalog import definitions, measure_catalog
+from ._dbos import unavailable_reason
+from ._pipeline import ReferenceRig, Sample, Workload
+from ._render import TARGETS, render
+from ._run import FULL, QUICK, BenchSizes, bench_command, main, run_bench
+from ._sqlite import sigkill_survival
+from ._stats import Figure, ratios
+
+__all__ = [
+    "FULL",
+    "QUICK",
+    "TARGETS",
+    "BenchSizes",
+    "Figure",
+    "ReferenceRig",
+    "Sample",
+    "Workload",
+    "bench_command",
+    "definitions",
+    "main",
+    "measure_catalog",
+    "ratios",
+    "render",
+    "run_bench",
+    "sigkill_survival",
+    "unavailable_reason",
+]
