@@ -53,15 +53,19 @@ class LoadError(ConfigurationError):
 
 
 @contextmanager
-def _working_directory_importable() -> Iterator[None]:
+def _working_directory_importable() -> Iterator[str | None]:
     # A console script (unlike ``python -m``) does not put the working directory on sys.path, yet a
     # user running `toolproof check-tool mymod:make` beside mymod.py expects it to import. Front of
     # the path, for this import only: the user's module wins over an installed namesake, and
     # nothing later imports from the working directory by accident.
-    entry = os.getcwd()
+    try:
+        entry = os.getcwd()
+    except OSError:  # The working directory was removed: there is nothing beside the user to import.
+        yield None
+        return
     sys.path.insert(0, entry)
     try:
-        yield
+        yield entry
     finally:
         # Invariant: the entry inserted above is removed, whatever the import did to sys.path.
         if entry in sys.path:
@@ -86,17 +90,18 @@ def _describe(found: object) -> str:
 
 
 def _import(ref: str, shown: str, module_name: str) -> ModuleType:
-    try:
-        with _working_directory_importable():
+    with _working_directory_importable() as entry:
+        try:
             return importlib.import_module(module_name)
-    except Exception as exc:  # Whatever the import raised is the user's to see, with its cause kept.
-        error = LoadError(
-            f"{shown}: module {module_name!r} cannot be imported ({_one_line(exc)})",
-            ref=ref,
-            problem=LoadProblem.IMPORT_FAILED,
-        )
-        error.add_note(f"the working directory {os.getcwd()!r} was first on sys.path during the import")
-        raise error from exc
+        except Exception as exc:  # Whatever the import raised is the user's to see, with its cause kept.
+            error = LoadError(
+                f"{shown}: module {module_name!r} cannot be imported ({_one_line(exc)})",
+                ref=ref,
+                problem=LoadProblem.IMPORT_FAILED,
+            )
+            if entry is not None:
+                error.add_note(f"the working directory {entry!r} was first on sys.path during the import")
+            raise error from exc
 
 
 def _walk(ref: str, shown: str, module: ModuleType, attr: str) -> object:
