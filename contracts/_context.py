@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from toolproof.spec import ArtifactRef, ArtifactWriter, Budget, Cancellation, CredentialResolver, Identity
+from toolproof.spec import ArtifactRef, Budget, ContextBase, Identity
 
 from ._trace import EventKind, TraceSink
 
@@ -71,22 +71,10 @@ class ContractCredentials:
         return f"contract-credential:{scope}" if scope in self._scopes else None
 
 
-class ContractContext:
+class ContractContext(ContextBase):
     """A ToolExecutionContext whose watermark is numbered on the trace."""
 
-    __slots__ = (
-        "_artifacts",
-        "_before_mark",
-        "_budget",
-        "_cancellation",
-        "_credentials",
-        "_deadline",
-        "_identity",
-        "_stall",
-        "_target",
-        "_trace",
-        "_workspace",
-    )
+    __slots__ = ("_before_mark", "_signal", "_stall", "_trace")
 
     def __init__(
         self,
@@ -100,66 +88,30 @@ class ContractContext:
         before_mark: Callable[[], Awaitable[None]],
         stall: bool = False,
     ) -> None:
-        self._identity = identity
-        self._budget = Budget(max_output_bytes=64 * 1024)
-        self._deadline = deadline
-        self._target = target
-        self._workspace = workspace
-        self._cancellation = ContractCancellation()
-        self._artifacts = ContractArtifacts(self._cancellation, stall)
-        self._credentials = ContractCredentials(scopes, self._cancellation, stall)
+        signal = ContractCancellation()
+        super().__init__(
+            identity=identity,
+            budget=Budget(max_output_bytes=64 * 1024),
+            deadline=deadline,
+            target=target,
+            workspace=workspace,
+            artifact_writer=ContractArtifacts(signal, stall),
+            credential_resolver=ContractCredentials(scopes, signal, stall),
+            cancellation=signal,
+        )
+        self._signal = signal
         self._trace = trace
         self._before_mark = before_mark
         self._stall = stall
-
-    @property
-    def identity(self) -> Identity:
-        """Who and what this execution is."""
-        return self._identity
-
-    @property
-    def budget(self) -> Budget:
-        """What the call may spend."""
-        return self._budget
-
-    @property
-    def deadline(self) -> float:
-        """Absolute ``time.time()`` by which the tool must return."""
-        return self._deadline
-
-    @property
-    def target(self) -> str | None:
-        """The recorded transport's base URL."""
-        return self._target
-
-    @property
-    def workspace(self) -> Path:
-        """The example's workspace directory."""
-        return self._workspace
-
-    @property
-    def artifact_writer(self) -> ArtifactWriter:
-        """Stores blobs in memory."""
-        return self._artifacts
-
-    @property
-    def credential_resolver(self) -> CredentialResolver:
-        """Resolves the spec's required scopes to fake credentials."""
-        return self._credentials
-
-    @property
-    def cancellation(self) -> Cancellation:
-        """Set at the deadline."""
-        return self._cancellation
 
     async def mark_effect_sent(self) -> None:
         """Number the watermark after everything already sent; stall afterwards in the deadline probe."""
         await self._before_mark()
         self._trace.add(EventKind.MARK, "mark_effect_sent()")
         if self._stall:
-            await self._cancellation.wait()
+            await self._signal.wait()
 
 
 def request_cancellation(context: ContractContext) -> None:
     """Set the context's cancellation signal (harness side; not part of the nine members)."""
-    context._cancellation.set()
+    context._signal.set()

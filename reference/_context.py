@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 
-from toolproof.spec import ArtifactRef, ArtifactWriter, Budget, Cancellation, CredentialResolver, Identity
+from toolproof.spec import ArtifactRef, Budget, ContextBase, CredentialResolver, Identity
 
 
 class FileArtifactWriter:
@@ -130,54 +130,24 @@ class ContextParts:
     """Commits the watermark: what ``mark_effect_sent`` awaits."""
 
 
-class ExecutionContext:
+class ExecutionContext(ContextBase):
     """The nine members over one ``ContextParts``; the parts stay private, so a tool sees nothing else."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_mark",)
 
     def __init__(self, parts: ContextParts) -> None:
-        self._parts = parts
-
-    @property
-    def identity(self) -> Identity:
-        """Who and what this execution is."""
-        return self._parts.identity
-
-    @property
-    def budget(self) -> Budget:
-        """What the call may spend."""
-        return self._parts.budget
-
-    @property
-    def deadline(self) -> float:
-        """Absolute ``time.time()`` by which the tool must return."""
-        return self._parts.deadline
-
-    @property
-    def target(self) -> str | None:
-        """The configured target, if any."""
-        return self._parts.target
-
-    @property
-    def workspace(self) -> Path:
-        """The run's workspace."""
-        return self._parts.workspace
-
-    @property
-    def artifact_writer(self) -> ArtifactWriter:
-        """Stores blobs."""
-        return self._parts.artifact_writer
-
-    @property
-    def credential_resolver(self) -> CredentialResolver:
-        """Resolves credentials of required scopes."""
-        return self._parts.credential_resolver
-
-    @property
-    def cancellation(self) -> Cancellation:
-        """Cancellation signal."""
-        return self._parts.cancellation
+        super().__init__(
+            identity=parts.identity,
+            budget=parts.budget,
+            deadline=parts.deadline,
+            target=parts.target,
+            workspace=parts.workspace,
+            artifact_writer=parts.artifact_writer,
+            credential_resolver=parts.credential_resolver,
+            cancellation=parts.cancellation,
+        )
+        self._mark = parts.mark
 
     async def mark_effect_sent(self) -> None:
         """Commit effect_sent_at; returns after the commit."""
-        await self._parts.mark()
+        await self._mark()

@@ -1,6 +1,7 @@
 """toolproof.spec: the single source of truth — rules, port types, outcome table, implementation port."""
 
 from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
+from ._context import ContextBase
 from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
 from ._driver import (
     DRIVER_PROTOCOL,
@@ -183,6 +184,7 @@ __all__ = [
     "ConfigurationError",
     "ConformanceFailure",
     "ContentPart",
+    "ContextBase",
     "ContextItem",
     "ContractViolation",
     "CrashCell",

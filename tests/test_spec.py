@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from toolproof.spec import (
+    CONTEXT_MEMBERS,
     FAILURE_REASONS,
     NON_SUCCESS_STATUSES,
     OUTCOME_TABLE,
     PERSIST_STEPS,
     STEPS,
+    Budget,
     ConfigurationError,
     ContentPart,
+    ContextBase,
     CrashPoint,
     FailureKind,
+    Identity,
     InvocationStatus,
     Outcome,
     ReasonCode,
     Step,
+    ToolExecutionContext,
     ToolFailure,
     ToolResult,
     TrustLabel,
@@ -163,3 +170,66 @@ def test_catalog_selection_errors_name_the_selector() -> None:
         catalog.select("D0")
     with pytest.raises(ConfigurationError, match=r"^--rules is empty"):
         catalog.select(" , ")
+
+
+class _Signal:
+    def is_set(self) -> bool:
+        return False
+
+    async def wait(self) -> None:
+        return None
+
+
+class _Nowhere:
+    async def write(self, name: str, data: bytes) -> object:
+        raise AssertionError("not written in this test")
+
+    async def resolve(self, scope: str) -> str | None:
+        return None
+
+
+def _parts() -> dict[str, object]:
+    identity = Identity(
+        tenant="t",
+        run_id="run-1",
+        step_number=1,
+        call_id="call-1",
+        invocation_id="inv-1",
+        tool_name="files.read",
+        tool_version="1",
+        attempt=1,
+        idempotency_key="k",
+    )
+    nowhere = _Nowhere()
+    return {
+        "identity": identity,
+        "budget": Budget(max_output_bytes=1024),
+        "deadline": 5.0,
+        "target": None,
+        "workspace": Path("/nowhere"),
+        "artifact_writer": nowhere,
+        "credential_resolver": nowhere,
+        "cancellation": _Signal(),
+    }
+
+
+def test_a_context_base_exposes_the_nine_members_and_the_parts_it_was_given() -> None:
+    class Marked(ContextBase):
+        __slots__ = ()
+
+        async def mark_effect_sent(self) -> None:
+            return None
+
+    parts = _parts()
+    context = Marked(**parts)  # type: ignore[arg-type]
+    assert sorted(n for n in dir(context) if not n.startswith("_")) == sorted(CONTEXT_MEMBERS)
+    assert isinstance(context, ToolExecutionContext)
+    assert {name: getattr(context, name) for name in parts} == parts
+
+
+def test_a_context_base_without_mark_effect_sent_cannot_be_built() -> None:
+    class Unmarked(ContextBase):
+        __slots__ = ()
+
+    with pytest.raises(TypeError, match="mark_effect_sent"):
+        Unmarked(**_parts())  # type: ignore[abstract, arg-type]

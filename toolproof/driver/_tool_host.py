@@ -27,11 +27,10 @@ from starlette.routing import Route
 from toolproof.spec import (
     ArtifactRef,
     ArtifactUpload,
-    Budget,
+    ContextBase,
     Credential,
     ExecuteTool,
     HarnessError,
-    Identity,
     ScopeQuery,
     SimulatedCrash,
     Tool,
@@ -69,44 +68,26 @@ async def serving(app: Any) -> AsyncIterator[str]:
     sock.close()
 
 
-class _HostContext:
+class _HostContext(ContextBase):
     """Decision 2's nine members, for a harness tool the driver executes; callables call the driver back."""
+
+    __slots__ = ("_base", "_cancelled", "_client")
 
     def __init__(self, request: ExecuteTool, client: httpx2.AsyncClient) -> None:
         wire = request.context
         self._base = f"{wire.driver_url.rstrip('/')}/v1/contexts/{wire.context_id}"
         self._client = client
-        self._identity, self._budget, self._deadline = wire.identity, wire.budget, wire.deadline
-        self._target, self._workspace = wire.target, Path(wire.workspace)
         self._cancelled = anyio.Event()
-        self.artifact_writer = self._Artifacts(self)
-        self.credential_resolver = self._Credentials(self)
-        self.cancellation = self._Cancellation(self)
-
-    @property
-    def identity(self) -> Identity:
-        """Who and what this execution is."""
-        return self._identity
-
-    @property
-    def budget(self) -> Budget:
-        """What the call may spend."""
-        return self._budget
-
-    @property
-    def deadline(self) -> float:
-        """When the tool must have returned."""
-        return self._deadline
-
-    @property
-    def target(self) -> str | None:
-        """The configured target."""
-        return self._target
-
-    @property
-    def workspace(self) -> Path:
-        """The run's workspace."""
-        return self._workspace
+        super().__init__(
+            identity=wire.identity,
+            budget=wire.budget,
+            deadline=wire.deadline,
+            target=wire.target,
+            workspace=Path(wire.workspace),
+            artifact_writer=self._Artifacts(self),
+            credential_resolver=self._Credentials(self),
+            cancellation=self._Cancellation(self),
+        )
 
     async def mark_effect_sent(self) -> None:
         """Commit the watermark in the driver; returns once it answered."""
