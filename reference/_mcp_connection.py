@@ -20,7 +20,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from toolproof.spec import Clock, ConfigurationError, InstanceConfig, McpOrigin, McpServerConfig, McpTransport
+from toolproof.spec import (
+    Clock,
+    ConfigurationError,
+    InstanceConfig,
+    McpOrigin,
+    McpServerConfig,
+    McpTransport,
+    sole_exception,
+)
 
 from ._store import Store
 
@@ -57,16 +65,6 @@ class Link:
     prompts: bool = False
     """Whether the server answers prompts/list (then its prompts become skills)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one leaf exception of nested single-member groups, or None."""
-    inner: BaseException = group
-    while isinstance(inner, BaseExceptionGroup):
-        if len(inner.exceptions) != 1:
-            return None
-        inner = inner.exceptions[0]
-    return inner
 
 
 async def _answers(method: Callable[[], Awaitable[Any]]) -> bool:
@@ -126,7 +124,7 @@ class McpConnections:
                     await self._connect(stack, group, server)
                 yield self
         except BaseExceptionGroup as wrapped:
-            leaf = _single(wrapped)
+            leaf = sole_exception(wrapped)
             if leaf is None:
                 raise
             raise leaf from None
