@@ -41,9 +41,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def stateful(session: nox.Session) -> None:
-    """The long exploration of decision 4: 5,000 random crash/recover/approve/replay sequences."""
+    """The long exploration of decision 4: the thorough profile's 5,000 random crash/recover/approve/replay sequences.
+
+    ``nox -s stateful -- dev`` (or ``ci``) explores with another profile instead.
+    """
     session.install(".")
-    session.env["TOOLPROOF_STATEFUL_EXAMPLES"] = session.posargs[0] if session.posargs else "5000"
+    session.env["TOOLPROOF_HYPOTHESIS_PROFILE"] = session.posargs[0] if session.posargs else "thorough"
     with session.chdir(session.create_tmp()):
         session.run(
             "python",

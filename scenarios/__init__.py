@@ -3,7 +3,21 @@
 Scenarios talk to the Implementation port only; they never import an implementation.
 """
 
+from ._exploration import PROFILE_VARIABLE, PROFILES, Exploration, ExplorationError, selected_exploration
 from ._harness import USER_ITEM, Harness, Session, describe
 from ._plugin import PLUGIN, ResultCollector, scenario_names
 
-__all__ = ["PLUGIN", "USER_ITEM", "Harness", "ResultCollector", "Session", "describe", "scenario_names"]
+__all__ = [
+    "PLUGIN",
+    "PROFILES",
+    "PROFILE_VARIABLE",
+    "USER_ITEM",
+    "Exploration",
+    "ExplorationError",
+    "Harness",
+    "ResultCollector",
+    "Session",
+    "describe",
+    "scenario_names",
+    "selected_exploration",
+]

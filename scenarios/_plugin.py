@@ -37,6 +37,7 @@ from toolproof.spec import (
     new_run_id,
 )
 
+from ._exploration import selected_exploration
 from ._harness import Harness
 
 PLUGIN = __name__
@@ -241,6 +242,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REFS] = {impl.name: ref for impl, ref in zip(loaded, refs, strict=True)}
         config.stash[DATABASE_URL] = config.getoption("--toolproof-database-url") or None
         selection = load_catalog().select(config.getoption("--toolproof-rules"))
+        selected_exploration()
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SELECTED] = frozenset(rule.id for rule in selection)

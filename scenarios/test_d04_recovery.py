@@ -7,8 +7,6 @@ last in its batch, in-process; and every point x class with the worker really ki
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from toolproof.fakes import CrashingTool
@@ -22,6 +20,7 @@ from toolproof.spec import (
     SimulatedCrash,
 )
 
+from ._exploration import selected_exploration
 from ._harness import Harness
 from ._recovery import LEASE_S, crash_cell, expectation, lease_race, postgres_url
 
@@ -86,10 +85,6 @@ async def test_an_old_unmarked_orphan_is_retried_not_presumed_escaped(harness: H
     )
 
 
-def _races() -> int:
-    return int(os.environ.get("TOOLPROOF_RACES", "200"))
-
-
 @pytest.mark.rules("D4.9")
 @pytest.mark.parametrize(
     "backend", [pytest.param("sqlite"), pytest.param("postgres", marks=[pytest.mark.needs_database])]
@@ -98,7 +93,7 @@ async def test_two_workers_racing_for_one_expired_lease_execute_it_once(
     harness: Harness, database_url: str | None, backend: str
 ) -> None:
     store_url = postgres_url(harness, database_url) if backend == "postgres" and database_url else None
-    counts = await lease_race(harness, store_url, _races())
+    counts = await lease_race(harness, store_url, selected_exploration().races)
     doubled = [race for race, n in enumerate(counts) if n != 1]
     harness.expect(
         "D4.9",

@@ -3,12 +3,11 @@
 Invariants after every step: no NON_IDEMPOTENT effect twice; UNCERTAIN only where the
 watermark is set on a NON_IDEMPOTENT call; every effect of one invocation carries one key.
 At the end, after a last recovery, every call is terminal or held (approval or control).
-Examples: ``TOOLPROOF_STATEFUL_EXAMPLES`` (default 200; the long nox session runs 5,000).
+Examples: the exploration profile's (``TOOLPROOF_HYPOTHESIS_PROFILE``: ci 200, dev 10, thorough 5,000).
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -44,15 +43,12 @@ from toolproof.spec import (
     TrustLabel,
 )
 
+from ._exploration import selected_exploration
 from ._harness import USER_ITEM, Harness
 
 LEASE_S = 60.0
 PAGE = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="untrusted page")
 TOOLS = {idempotency: f"orders.{idempotency.value.lower()}" for idempotency in IdempotencyClass}
-
-
-def _examples() -> int:
-    return int(os.environ.get("TOOLPROOF_STATEFUL_EXAMPLES", "200"))
 
 
 def machine_for(implementation: Implementation, directory: Path, log: list[str]) -> type[RuleBasedStateMachine]:
@@ -209,7 +205,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
 async def test_random_crash_and_recovery_sequences_keep_the_invariants(harness: Harness) -> None:
     machine = machine_for(harness.implementation, harness.directory, harness.log)
     options = settings(
-        max_examples=_examples(),
+        selected_exploration().hypothesis_settings(),
         stateful_step_count=10,
         deadline=None,
         derandomize=True,

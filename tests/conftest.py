@@ -12,9 +12,8 @@ from toolproof._run import RunOutcome, run_suite
 from toolproof.reports import load_run
 from toolproof.spec import ResultRow
 
-# Nested runs of the suite explore a little; the CI-profile test sets the full figures itself.
-os.environ.setdefault("TOOLPROOF_STATEFUL_EXAMPLES", "10")
-os.environ.setdefault("TOOLPROOF_RACES", "10")
+# Nested runs of the suite explore a little (the dev profile); the CI-profile test asks for ci itself.
+os.environ.setdefault("TOOLPROOF_HYPOTHESIS_PROFILE", "dev")
 
 POSTGRES_URL = os.environ.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -8,6 +8,7 @@ import pytest
 
 from toolproof._run import run_suite
 from toolproof.reports import load_crash_cells, load_run
+from toolproof.scenarios import PROFILE_VARIABLE, selected_exploration
 from toolproof.spec import CrashPoint, IdempotencyClass, Verdict, load_catalog
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -16,8 +17,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 def test_recovery_passes_with_a_complete_crash_matrix(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TOOLPROOF_RACES", "200")
-    monkeypatch.setenv("TOOLPROOF_STATEFUL_EXAMPLES", "200")
+    monkeypatch.setenv(PROFILE_VARIABLE, "ci")
+    assert selected_exploration().races >= 200
     outcome = run_suite(["reference"], "D4", tmp_path, database_url=postgres_url)
 
     d4 = [rule.id for rule in load_catalog().rules if rule.decision == 4 and rule.profile.value != "contract"]

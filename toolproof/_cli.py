@@ -144,7 +144,8 @@ def run(
 
     Exit status: 0 when every claimed, covered rule passes or fails as expected;
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out);
+    2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out,
+    unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
     3 when the harness itself failed.
     """
     from ._run import run_suite

@@ -14,7 +14,7 @@ import pytest
 
 from toolproof.driver import load
 from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
-from toolproof.scenarios import PLUGIN, ResultCollector
+from toolproof.scenarios import PLUGIN, ResultCollector, selected_exploration
 from toolproof.spec import (
     ConfigurationError,
     HarnessError,
@@ -88,11 +88,13 @@ def run_suite(
 
     Raises:
         ConfigurationError: an unknown implementation or rule, a bad expectations file
-            (``ExpectationsError``), or an unwritable ``out_dir`` (checked before anything runs,
+            (``ExpectationsError``), an unknown ``TOOLPROOF_HYPOTHESIS_PROFILE`` (``ExplorationError``),
+            or an unwritable ``out_dir`` (checked before anything runs,
             so nothing is half-written).
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
     refs = list(impls) or ["reference"]
+    selected_exploration()
     selection = load_catalog().select(rules)
     loaded = [load(ref) for ref in refs]
     names = [impl.name for impl in loaded]
