@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-from toolproof._run import RunOutcome, run_suite
-from toolproof.reports import load_run
-from toolproof.spec import ResultRow
+from helpers import POSTGRES_URL, Run, run_and_load
 
 # Nested runs of the suite explore a little (the dev profile); the CI-profile test asks for ci itself.
 os.environ.setdefault("TOOLPROOF_HYPOTHESIS_PROFILE", "dev")
-
-POSTGRES_URL = os.environ.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 @pytest.fixture(scope="session")
@@ -45,21 +38,6 @@ def confinement() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-
-
-@dataclass(frozen=True)
-class Run:
-    """One suite run's outcome, its stored rows, and its folder."""
-
-    outcome: RunOutcome
-    rows: list[ResultRow]
-    out: Path
-
-
-def run_and_load(impls: str | list[str], rules: str | None, out: Path) -> Run:
-    """Run the suite on ``impls`` side by side (all rules when ``rules`` is None) and read back what it stored."""
-    outcome = run_suite([impls] if isinstance(impls, str) else impls, rules, out)
-    return Run(outcome, load_run(out, outcome.run_id)[1], out)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from contract_corpus import BodyKeyOrder, GetWebhookUnmarked
+from helpers.contract_corpus import BodyKeyOrder, GetWebhookUnmarked
 
 from toolproof.contracts import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, _confine, check_tool, run_check_tool
 from toolproof.fakes._authors import PutsFileTool
@@ -25,14 +25,14 @@ def _cli(ref: str, **options: object) -> tuple[int, str, str]:
 
 @pytest.mark.usefixtures("confinement")
 def test_a_consequential_tool_with_no_observable_effect_warns_and_fails_only_under_strict() -> None:
-    status, out, _ = _cli("contract_corpus:QueuesInMemory")
+    status, out, _ = _cli("helpers.contract_corpus:QueuesInMemory")
     assert status == EXIT_CONFORMS
     headline = out.splitlines()[0]
     assert headline.startswith(
         "corpus.queues_in_memory (EXTERNAL_WRITE, NON_IDEMPOTENT): no violation found; warning: "
     )
     assert "no example left an observable effect" in headline
-    strict_status, strict_out, _ = _cli("contract_corpus:QueuesInMemory", strict=True)
+    strict_status, strict_out, _ = _cli("helpers.contract_corpus:QueuesInMemory", strict=True)
     assert strict_status == EXIT_FINDINGS
     assert strict_out.splitlines()[0].startswith(
         "corpus.queues_in_memory (EXTERNAL_WRITE, NON_IDEMPOTENT): fails the strict check; warning: "
@@ -90,7 +90,7 @@ def test_without_confinement_auto_falls_back_and_says_so_and_os_refuses(monkeypa
 
 @pytest.mark.usefixtures("confinement")
 @pytest.mark.parametrize(
-    "ref", ["toolproof.fakes._authors:WritesOutsideWorkspaceTool", "contract_corpus:SyslogUdpUnmarked"]
+    "ref", ["toolproof.fakes._authors:WritesOutsideWorkspaceTool", "helpers.contract_corpus:SyslogUdpUnmarked"]
 )
 def test_json_is_byte_identical_from_run_to_run_and_names_nothing_of_this_machine(ref: str) -> None:
     first, second = _cli(ref, as_json=True)[1], _cli(ref, as_json=True)[1]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_corpus import AUDIT, BLIND_SPOTS, CASES, OUTSIDE, Case
+from helpers.contract_corpus import AUDIT, BLIND_SPOTS, CASES, OUTSIDE, Case
 
 from toolproof.contracts import PYTHON_BLIND_SPOTS, ContractReport, check_tool
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from conftest import Run
+from helpers import Run
 
 from toolproof._run import run_suite
 

@@ -7,7 +7,7 @@ is enough to prove that every scenario can fail and keeps the matrix affordable.
 from __future__ import annotations
 
 import pytest
-from conftest import Run, run_and_load
+from helpers import Run, run_and_load
 
 from toolproof.reference.witnesses import WITNESSES
 from toolproof.spec import Verdict, load_catalog

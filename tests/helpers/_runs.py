@@ -1,0 +1,29 @@
+"""A suite run in-process and what it stored; where the tests' PostgreSQL is."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolproof._run import RunOutcome, run_suite
+from toolproof.reports import load_run
+from toolproof.spec import ResultRow
+
+POSTGRES_URL = os.environ.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+"""The PostgreSQL the tests use: ``$TOOLPROOF_DATABASE_URL``, else the local server (trust auth)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One suite run's outcome, its stored rows, and its folder."""
+
+    outcome: RunOutcome
+    rows: list[ResultRow]
+    out: Path
+
+
+def run_and_load(impls: str | list[str], rules: str | None, out: Path) -> Run:
+    """Run the suite on ``impls`` side by side (all rules when ``rules`` is None) and read back what it stored."""
+    outcome = run_suite([impls] if isinstance(impls, str) else impls, rules, out)
+    return Run(outcome, load_run(out, outcome.run_id)[1], out)
