@@ -1,9 +1,11 @@
 """toolproof.contracts: the tool-author contract suite (``check_tool``), its CLI behaviour and pytest fixture."""
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._arguments import arguments_strategy
 from ._check import DEFAULT_SETTINGS, PYTHON_BLIND_SPOTS, assert_conforms, check_tool, load_tool
 from ._cli import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, load_factory, run_check_tool
-from ._confine import unavailable as confinement_unavailable
+from ._confine import confinement_unavailable
 from ._context import ContractContext
 from ._execute import GRACE_S, NORMAL_DEADLINE_S, PROBE_DEADLINE_S
 from ._findings import CONTRACT_RULES, PROVISIONAL_RULES, ContractReport, ContractRule, Finding, rule_text
@@ -40,3 +42,5 @@ __all__ = [
     "rule_text",
     "run_check_tool",
 ]
+
+_publish_exports(globals())

@@ -19,7 +19,7 @@ from hypothesis.errors import InvalidArgument, NoSuchExample, Unsatisfiable
 from toolproof.spec import ConfigurationError, ContractViolation, IdempotencyClass, JsonObject, Tool, ToolSpec
 
 from ._arguments import arguments_strategy
-from ._confine import unavailable
+from ._confine import confinement_unavailable
 from ._execute import PROBE_DEADLINE_S, Runner
 from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
 from ._judge import judge_deadline_probe, judge_example, judge_reads_only, judge_remote_probe, owes_watermark, repeats
@@ -149,7 +149,11 @@ def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, opt
             f"tool {spec.name!r}: input_schema is not a valid JSON Schema: {exc.message}"
         ) from None
     minimal = _minimal_arguments(spec, strategy, chosen)
-    why_not = unavailable() if options.observation is not Observation.PYTHON else "observation='python' was asked for"
+    why_not = (
+        confinement_unavailable()
+        if options.observation is not Observation.PYTHON
+        else "observation='python' was asked for"
+    )
     if why_not is not None and options.observation is Observation.OS:
         raise ConfigurationError(f"observation='os' needs confinement, which is unavailable here: {why_not}")
     world = ContractWorld(options, confined=why_not is None)

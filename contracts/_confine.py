@@ -56,7 +56,7 @@ TRACED_CALLS = (
 _probed: list[str | None] = []
 
 
-def unavailable() -> str | None:
+def confinement_unavailable() -> str | None:
     """Why confinement cannot be used here (one line), or None when it can. Probed once per process."""
     if not _probed:
         _probed.append(_probe())

@@ -1,5 +1,7 @@
 """toolproof.fakes: the fake world and fake tools, good and deliberately bad."""
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._authors import (
     BAD_AUTHOR_TOOLS,
     GOOD_AUTHOR_TOOLS,
@@ -93,3 +95,5 @@ __all__ = [
     "WritesWhileReadOnlyTool",
     "device_tool",
 ]
+
+_publish_exports(globals())

@@ -15,6 +15,8 @@
   (``Store``) and its tables, and decision 12's excerpter (``excerpt_parts``).
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._bridge import Bridge, bridge_call_id
 from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from ._excerpt import excerpt_parts
@@ -68,3 +70,5 @@ __all__ = [
     "step_table",
     "wire",
 ]
+
+_publish_exports(globals())

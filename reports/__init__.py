@@ -4,6 +4,8 @@
 It stores and renders the records ``toolproof.spec`` defines: ``ResultRow``, ``CrashCell`` and ``StaleExpectation``.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._diff import RunDiff, VerdictChange, diff_runs
 from ._files import rerender, write_run
 from ._html import render_html
@@ -28,3 +30,5 @@ __all__ = [
     "verdict_table",
     "write_run",
 ]
+
+_publish_exports(globals())

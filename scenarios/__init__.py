@@ -3,6 +3,8 @@
 Scenarios talk to the Implementation port only; they never import an implementation.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._exploration import PROFILE_VARIABLE, PROFILES, Exploration, ExplorationError, selected_exploration
 from ._harness import USER_ITEM, Harness, Session, describe
 from ._plugin import PLUGIN, ResultCollector, scenario_names
@@ -21,3 +23,5 @@ __all__ = [
     "scenario_names",
     "selected_exploration",
 ]
+
+_publish_exports(globals())

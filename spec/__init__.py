@@ -100,6 +100,7 @@ from ._port import (
     available_implementations,
     load_implementation,
 )
+from ._publish import publish_exports
 from ._results import (
     CRASH_VERDICTS,
     RULE_LEVEL_VERDICTS,
@@ -273,7 +274,10 @@ __all__ = [
     "normalize_remote_name",
     "openapi_document",
     "outcome_entry",
+    "publish_exports",
     "replay_history",
     "rule_decision",
     "sole_exception",
 ]
+
+publish_exports(globals())

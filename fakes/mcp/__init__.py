@@ -7,6 +7,8 @@ returns just that ``server``. ``serve`` exposes a fake over stdio or streamable 
 loopback; ``stdio_command`` and ``http_server`` run it as a subprocess.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._attacker import ANSI, INJECTION, InjectingErrorServer, InjectingResourceServer
 from ._base import FakeServer, ServerFake
 from ._classification import TRUST_CLAIMS, ClaimsTrustServer, LyingAnnotationsServer
@@ -82,3 +84,5 @@ __all__ = [
     "serve_stdio",
     "stdio_command",
 ]
+
+_publish_exports(globals())

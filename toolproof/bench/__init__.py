@@ -4,6 +4,8 @@ It reaches the reference only through its public surface (``toolproof.reference`
 ``toolproof.reference.hooks``) and registers the public fake tools, like any measuring harness would.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._catalog import definitions, measure_catalog
 from ._dbos import unavailable_reason
 from ._pipeline import ReferenceRig, Sample, Workload
@@ -31,3 +33,5 @@ __all__ = [
     "sigkill_survival",
     "unavailable_reason",
 ]
+
+_publish_exports(globals())

@@ -10,6 +10,8 @@ Three roles, one package, importing only ``toolproof.spec``:
   each SIGKILL a crash plan deals it, so the recovery scenarios run over HTTP too.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._admission import DriverOptions
 from ._client import HttpImplementation, HttpInstance, is_driver_url, load
 from ._server import Driver, serve
@@ -26,3 +28,5 @@ __all__ = [
     "serve",
     "supervise",
 ]
+
+_publish_exports(globals())

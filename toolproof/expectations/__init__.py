@@ -7,6 +7,8 @@ contradicts (a row it names passed, or nothing it names ran although it was sele
 (``spec.StaleExpectation``) and fails the run, so the file cannot silently outlive the failures it describes.
 """
 
+from toolproof.spec import publish_exports as _publish_exports
+
 from ._apply import apply_expectations
 from ._expectations import Expectations
 from ._file import Expectation, ExpectationsError, LoadedExpectations, load_expectations
@@ -21,3 +23,5 @@ __all__ = [
     "apply_expectations",
     "load_expectations",
 ]
+
+_publish_exports(globals())
