@@ -11,10 +11,12 @@ from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import RunInfo, rule_verdicts, selected_rules, verdict_table
 from ._store import load_crash_cells, load_run
+from ._verdict import RunVerdict, run_exit_code, run_verdict
 
 __all__ = [
     "RunDiff",
     "RunInfo",
+    "RunVerdict",
     "VerdictChange",
     "diff_runs",
     "load_crash_cells",
@@ -24,6 +26,8 @@ __all__ = [
     "render_markdown",
     "rerender",
     "rule_verdicts",
+    "run_exit_code",
+    "run_verdict",
     "selected_rules",
     "verdict_table",
     "write_run",

@@ -11,6 +11,7 @@ from ._crash import CrashTable, crash_order, crash_tables, effects_text, unliste
 from ._evidence import evidence_facts, printable
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._verdict import RunVerdict, run_verdict
 
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 _Table = dict[str, dict[str, Verdict]]
@@ -24,7 +25,8 @@ def render_html(
 ) -> str:
     """The text of ``report.html``.
 
-    Summary counts per implementation and per decision, the stale expectations (when there are
+    The verdict line first (conforms or not per implementation and claimed profile, the exit code, what was
+    not claimed or not covered), then summary counts per implementation and per decision, the stale expectations (when there are
     any), the rule × implementation matrix, the crash
     matrix per implementation and mode, every rule with its text, interpretation, scenarios and
     verdicts, then every failing or erroring row and crash cell with its evidence verbatim in a
@@ -67,6 +69,7 @@ def render_html(
         "<body>",
         "<header>",
         f"<h1>{_e(title)}</h1>",
+        _verdict_line(run_verdict(info, table, rules, stale)),
         f'<p class="meta">Started {_e(info.started_at)} with toolproof {_e(info.toolproof_version)};'
         f" {len(rules)} rules selected.</p>",
         f'<nav><a href="#summary">Summary</a>{stale_link} <a href="#matrix">Rule × implementation</a>'
@@ -87,6 +90,14 @@ def render_html(
         "</html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _verdict_line(verdict: RunVerdict) -> str:
+    shown = {True: Verdict.PASS, False: Verdict.FAIL, None: Verdict.NOT_COVERED}[verdict.conforms]
+    return (
+        f'<p id="verdict" class="verdict {_class(shown)}"><strong>{SYMBOLS[shown]} Verdict:</strong>'
+        f" {_e(verdict.line)}</p>"
+    )
 
 
 def _summary(info: RunInfo, table: _Table, rules: Sequence[Rule], titles: dict[int, str]) -> list[str]:

@@ -34,6 +34,7 @@ h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; border-bottom: 2px solid var(--l
 h3 { font-size: 1.1rem; margin: 1.4rem 0 .4rem; }
 h4 { font-size: 1rem; margin: 1.2rem 0 .3rem; }
 nav a { margin-right: 1rem; }
+p.verdict { font-size: 1.1rem; padding: .5rem .8rem; margin: .6rem 0; border-left: 6px solid currentColor; }
 .meta, .note, .legend, .status { color: var(--muted); }
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
 th, td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: left; vertical-align: top; }
@@ -45,7 +46,7 @@ tbody.group > tr.group-head > th { background: #e2e8f0; }
 td.text { font-size: .85rem; max-width: 44rem; }
 code, pre { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: .85rem; }
 pre.evidence { background: #f8fafc; border: 1px solid var(--line); border-left: 4px solid #b91c1c;
-  padding: .6rem .8rem; overflow-x: auto; white-space: pre; margin: .4rem 0 1rem; }
+  padding: .6rem .8rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: .4rem 0 1rem; }
 .v { white-space: nowrap; }
 .v-pass { background: #dcfce7; color: #14532d; }
 .v-fail { background: #fee2e2; color: #7f1d1d; font-weight: bold; }

@@ -10,6 +10,7 @@ from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict
 from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
 from ._evidence import evidence_facts, printable
 from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._verdict import run_verdict
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
 _COUNTED: tuple[Verdict, ...] = tuple(Verdict)
@@ -25,7 +26,8 @@ def render_markdown(
 ) -> str:
     """The text of ``report.md``.
 
-    Title and verdict counts, a per-decision summary table, the rule × implementation matrix (with
+    Title, the verdict line (conforms or not per implementation and claimed profile, the exit code, what
+    was not claimed or not covered), verdict counts, a per-decision summary table, the rule × implementation matrix (with
     several implementations), the stale expectations (when there are any), one section per decision
     listing each selected rule (ID, profile, catalog text, verdict per implementation, scenarios,
     interpretation), the crash matrix per implementation and mode, every failing or erroring row and
@@ -42,6 +44,7 @@ def render_markdown(
     ordered = sorted(rows, key=row_order(info))
     lines: list[str] = []
     lines += _title(info, table, len(rules))
+    lines[1:1] = ["", f"**Verdict:** {run_verdict(info, table, rules, stale).line}"]
     lines += _decision_summary(info, table, rules)
     if len(info.implementations) > 1:
         lines += _matrix(info, table, rules)

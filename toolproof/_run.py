@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolproof.driver import load
-from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
+from toolproof.reports import RunInfo, run_exit_code, selected_rules, verdict_table, write_run
 from toolproof.scenarios import PLUGIN, ResultCollector
 from toolproof.spec import (
     ConfigurationError,
@@ -44,6 +44,9 @@ class RunOutcome:
     """Implementation -> rule -> verdict."""
     stale: tuple[StaleExpectation, ...] = ()
     """Expectations file entries the run contradicted."""
+    exit_code: int = 0
+    """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1;
+    stored with the run, so the report states it."""
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -53,11 +56,6 @@ class RunOutcome:
             for impl, table in self.verdicts.items()
             if any(v in FAILING for v in table.values())
         }
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1."""
-        return 1 if self.failed or self.stale else 0
 
 
 def _check_writable(out_dir: Path) -> None:
@@ -143,12 +141,14 @@ def run_suite(
         started_at=started.isoformat(),
         toolproof_version=__version__,
         profiles={impl.name: sorted(p.value for p in impl.profiles) for impl in loaded},
+        implementation_refs=dict(zip(names, refs, strict=True)),
     )
     chosen = set(selected)
     # A scenario may also judge rules outside the selection.
     judged = [row for row in collector.results if row.rule_id in chosen]
     rows, stale = expected.apply(run_id, judged, frozenset(selected))
-    write_run(out_dir, info, rows, collector.crash_cells, stale)
-    return RunOutcome(
-        run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
-    )
+    verdicts = verdict_table(info, rows, selected_rules(info))
+    # The exit code is known before anything is written, so the report can state it.
+    code = run_exit_code(verdicts, stale)
+    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, collector.crash_cells, stale)
+    return RunOutcome(run_id=run_id, out_dir=out_dir, verdicts=verdicts, stale=tuple(stale), exit_code=code)
