@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
 from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
-from ._evidence import evidence_facts, printable
+from ._evidence import evidence_facts, printable, rerun_command
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, selected_rules, verdict_table
 from ._verdict import RunVerdict, run_verdict
@@ -29,8 +29,8 @@ def render_html(
     not claimed or not covered), then summary counts per implementation and per decision, the stale expectations (when there are
     any), the rule × implementation matrix, the crash
     matrix per implementation and mode, every rule with its text, interpretation, scenarios and
-    verdicts, then every failing or erroring row and crash cell with its evidence verbatim in a
-    ``<pre>`` (characters HTML cannot carry shown as escapes). Every verdict is a word and a symbol
+    verdicts, then every failing or erroring row (with the command that reruns its cell) and crash cell with
+    its evidence verbatim in a ``<pre>`` that wraps long lines (characters HTML cannot carry shown as escapes). Every verdict is a word and a symbol
     as well as a colour. Style and script are inline; the script only adds the filters (decision,
     profile, verdict), which stay hidden without it.
 
@@ -83,7 +83,7 @@ def render_html(
         *_matrix(info, table, rules, titles, anchors),
         *_crash_matrix(crash_tables(info, crash_cells), cell_anchors),
         *_rules(info, table, rules, titles, ordered),
-        *_failures(failing, crashed, {rule.id: rule for rule in rules}, table),
+        *_failures(info, failing, crashed, {rule.id: rule for rule in rules}),
         "</main>",
         f"<script>{SCRIPT}</script>",
         "</body>",
@@ -299,13 +299,14 @@ def _rules(
 
 
 def _failures(
-    failing: Sequence[ResultRow], crashed: Sequence[CrashCell], by_id: dict[str, Rule], table: _Table
+    info: RunInfo, failing: Sequence[ResultRow], crashed: Sequence[CrashCell], by_id: dict[str, Rule]
 ) -> list[str]:
     lines = ['<section id="failures">', "<h2>Failures</h2>"]
     if not failing and not crashed:
         return [*lines, "<p>No failures.</p>", "</section>"]
     lines.append(
-        '<p class="note">Each failure\'s evidence is verbatim: the rule it broke, the message, and the call sequence'
+        '<p class="note">Each failure names the command that reruns exactly its scenario cell against its'
+        " implementation, then its evidence verbatim: the rule it broke, the message, and the call sequence"
         " that reproduces it (with the crash point and seed when there are any).</p>"
     )
     for index, row in enumerate(failing, 1):
@@ -314,6 +315,11 @@ def _failures(
             ("Rule", f'<a href="#rule-{rule.id}">{rule.id}</a> ({rule.profile.value})'),
             ("Implementation", _e(row.implementation)),
             ("Scenario", f"<code>{_e(row.scenario)}</code>"),
+            (
+                "Rerun",
+                '<code class="command">'
+                f"{_e(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}</code>",
+            ),
             *((label, f"<code>{_e(value)}</code>") for label, value in evidence_facts(row.evidence)),
         ]
         lines += [

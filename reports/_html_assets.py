@@ -64,7 +64,7 @@ td.none { color: #94a3b8; text-align: center; }
 article.rule, article.failure { border-top: 1px solid var(--line); padding-top: .2rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .3rem 0; }
 dl.facts dt { font-weight: bold; }
-dl.facts dd { margin: 0; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 form#filters { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; align-items: center; padding: .4rem .8rem;
   margin: 1.5rem 0 0; background: #f1f5f9; border: 1px solid var(--line); font-size: .9rem; }
 form#filters select { margin-left: .3rem; max-width: 22rem; }

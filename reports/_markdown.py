@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
 from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
-from ._evidence import evidence_facts, printable
+from ._evidence import evidence_facts, printable, rerun_command
 from ._results import RunInfo, row_order, selected_rules, verdict_table
 from ._verdict import run_verdict
 
@@ -30,8 +30,8 @@ def render_markdown(
     was not claimed or not covered), verdict counts, a per-decision summary table, the rule × implementation matrix (with
     several implementations), the stale expectations (when there are any), one section per decision
     listing each selected rule (ID, profile, catalog text, verdict per implementation, scenarios,
-    interpretation), the crash matrix per implementation and mode, every failing or erroring row and
-    crash cell with its evidence, then every expected failure (``xfail``) with its evidence and reason.
+    interpretation), the crash matrix per implementation and mode, every failing or erroring row (with the
+    command that reruns its cell, and its evidence: the call trace) and crash cell with its evidence, then every expected failure (``xfail``) with its evidence and reason.
     Rule text comes only from the catalog. Characters XML cannot carry (a terminal escape among them)
     are shown as Python escapes such as ``\\x1b``.
 
@@ -55,7 +55,7 @@ def render_markdown(
         for rule in (r for r in rules if r.decision == number):
             lines += _rule_entry(info, table, rule, ordered)
     lines += _crash_matrix(crash_tables(info, crash_cells))
-    lines += _failures(ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
+    lines += _failures(info, ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
     lines += _expected_failures(ordered, {rule.id for rule in rules})
     # Evidence may quote a hostile tool: a raw escape character must not reach a terminal that cats the file.
     return printable("\n".join(lines) + "\n")
@@ -142,7 +142,9 @@ def _rule_entry(
     return lines
 
 
-def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequence[CrashCell]) -> list[str]:
+def _failures(
+    info: RunInfo, rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequence[CrashCell]
+) -> list[str]:
     failing = [row for row in rows if row.verdict in _FAILING and row.rule_id in selected]
     crashed = unlisted_failures(crash_cells, failing)
     lines = ["", "## Failures", ""]
@@ -151,6 +153,8 @@ def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequen
     for row in failing:
         lines += [
             f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} ({row.verdict.value})",
+            "",
+            f"Rerun: {_code(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}",
             "",
         ]
         lines += _evidence(row.evidence, evidence_facts(row.evidence))

@@ -29,7 +29,7 @@ WITNESS_REF = "toolproof.reference.witnesses:chatty_messages"
 WITNESS = "witness:chatty_messages"
 MESSAGE = "test_d13_outcomes.py::test_message_is_the_tables_message"
 BATCH = "test_d15_batches.py::test_batch_with_a_non_qualifying_member_never_overlaps"
-WRITE_CELL = BATCH + "[{'side_effect': 'WORKSPACE_WRITE'}]"
+WRITE_CELL = BATCH + "[side_effect=WORKSPACE_WRITE]"
 SMALL = "D13.1,D13.3,D13.7"  # A passing rule, the one the witness breaks, and one no pipeline claims.
 
 runner = CliRunner()
@@ -237,7 +237,7 @@ def test_an_entry_matching_nothing_although_selected_is_stale_and_one_outside_th
     entries = [
         ("rule", "D13.7"),  # Selected, but no scenario judges it (a tool-side rule).
         ("scenario", "test_d13_outcomes.py::test_no_such_scenario"),
-        ("scenario", BATCH + "[{'side_effect': 'NOPE'}]"),
+        ("scenario", BATCH + "[side_effect=NOPE]"),
         ("rule", "D5.1"),  # Not selected: left alone.
         ("scenario", "test_d09_catalog.py::test_list_changed_is_recorded_and_not_applied[legacy]"),  # Not selected.
     ]
@@ -252,8 +252,8 @@ def test_an_entry_matching_nothing_although_selected_is_stale_and_one_outside_th
         " so nothing can fail",
         f"toolproof: stale expectation: {file} entry 2 (scenario test_d13_outcomes.py::test_no_such_scenario):"
         " the suite has no scenario test_d13_outcomes.py::test_no_such_scenario",
-        f"toolproof: stale expectation: {file} entry 3 (scenario {BATCH}[{{'side_effect': 'NOPE'}}]):"
-        f" the suite has no cell {BATCH}[{{'side_effect': 'NOPE'}}]",
+        f"toolproof: stale expectation: {file} entry 3 (scenario {BATCH}[side_effect=NOPE]):"
+        f" the suite has no cell {BATCH}[side_effect=NOPE]",
     ]
 
 

@@ -129,6 +129,16 @@ def run(
             "without it they do not run and the crash matrix has no PostgreSQL column.",
         ),
     ] = None,
+    cells: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cell",
+            metavar="CELL",
+            help="Run only this scenario (module.py::test_name) or one cell of it (module.py::test_name[param]),"
+            " named as the report names it; the report then holds the rules it judges. Repeatable. A failure's"
+            " entry in the report gives the command that reruns it.",
+        ),
+    ] = None,
     expectations: Annotated[
         list[Path] | None,
         typer.Option(
@@ -144,7 +154,7 @@ def run(
 
     Exit status: 0 when every claimed, covered rule passes or fails as expected;
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out);
+    2 for bad input (unknown implementation, rule or cell, bad expectations file, unwritable --out);
     3 when the harness itself failed.
     """
     from ._run import run_suite
@@ -166,6 +176,7 @@ def run(
             progress=None if quiet else progress,
             database_url=database_url,
             expectations=expectations or [],
+            cells=cells or [],
         )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None

@@ -78,15 +78,18 @@ def run_suite(
     progress: Progress | None = None,
     database_url: str | None = None,
     expectations: Sequence[Path] = (),
+    cells: Sequence[str] = (),
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
     ``expectations`` are expectations files (see ``toolproof.expectations``): the failures they
     declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
+    ``cells`` narrow the run to those scenarios (``module.py::test_name``) or cells (``…[param]``), as reports
+    name them; the selected rules are then the ones they judge (within ``rules``).
 
     Raises:
-        ConfigurationError: an unknown implementation or rule, a bad expectations file
-            (``ExpectationsError``), or an unwritable ``out_dir`` (checked before anything runs,
+        ConfigurationError: an unknown implementation or rule, a cell that selects no scenario (nothing runs),
+            a bad expectations file (``ExpectationsError``), or an unwritable ``out_dir`` (checked before anything runs,
             so nothing is half-written).
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
@@ -127,13 +130,18 @@ def run_suite(
         args += ["--toolproof-rules", rules]
     if database_url:
         args += ["--toolproof-database-url", database_url]
+    for cell in cells:
+        args += ["--toolproof-cell", cell]
     code = pytest.main(args, plugins=[collector, expected.index])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
+    if collector.selection_problems:
+        raise ConfigurationError("; ".join(collector.selection_problems))
 
-    selected = [rule.id for rule in selection]
+    narrowed = collector.cell_rules
+    selected = [rule.id for rule in selection if narrowed is None or rule.id in narrowed]
     info = RunInfo(
         run_id=run_id,
         implementations=names,
