@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
 from ._evidence import evidence_facts, printable, rerun_command
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, selected_rules, verdict_table
@@ -212,11 +212,8 @@ def _crash_matrix(tables: Sequence[CrashTable], anchors: dict[tuple[str, ...], s
     lines = ['<section id="crash-matrix">', "<h2>Crash matrix</h2>"]
     if not tables:
         return [*lines, '<p class="note">No crash scenarios ran.</p>', "</section>"]
-    lines.append(
-        '<p class="note">Rows are crash points, columns idempotency classes. A cell is the disposition recovery'
-        " reached and the effects the world ledger recorded; a failing cell says so, with the expected"
-        " disposition when recovery reached another; — marks a combination no scenario ran.</p>"
-    )
+    legend = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in CRASH_LEGEND)
+    lines.append(f'<dl class="facts legend crash-legend">{legend}</dl>')
     for crash in tables:
         heads = "".join(f'<th scope="col">{_e(k)}</th>' for k in crash.classes)
         lines += [
@@ -233,7 +230,9 @@ def _crash_matrix(tables: Sequence[CrashTable], anchors: dict[tuple[str, ...], s
                     continue
                 worst = next(c.verdict for c in sorted(entries, key=_crash_rank))
                 cells.append(f'<td class="{_class(worst)}">{"".join(_crash_entry(c, anchors) for c in entries)}</td>')
-            lines.append(f'<tr><th scope="row">{_e(point)}</th>{"".join(cells)}</tr>')
+            lines.append(
+                f'<tr><th scope="row">{_e(point)}<br><small>{_e(point_text(point))}</small></th>{"".join(cells)}</tr>'
+            )
         lines.append("</tbody></table>")
     return [*lines, "</section>"]
 

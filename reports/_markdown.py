@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
 from ._evidence import evidence_facts, printable, rerun_command
 from ._results import RunInfo, row_order, selected_rules, verdict_table
 from ._verdict import run_verdict
@@ -191,11 +191,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
     lines = ["", "## Crash matrix", ""]
     if not tables:
         return [*lines, "No crash scenarios ran."]
-    lines += [
-        "Rows are crash points, columns idempotency classes. A cell is the disposition recovery reached and",
-        "the effects the world ledger recorded; **✗** marks a failing cell, with the expected disposition",
-        "when recovery reached another; — marks a combination no scenario ran.",
-    ]
+    lines += [f"- **{label}**: {text}" for label, text in CRASH_LEGEND]
     for crash in tables:
         lines += ["", f"### {crash.implementation}, {crash.mode}", ""]
         lines.append(_row(["Crash point", *crash.classes]))
@@ -204,7 +200,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
             entries = [
                 "; ".join(_crash_entry(c) for c in crash.cells.get((point, k), ())) or "—" for k in crash.classes
             ]
-            lines.append(_row([point, *entries]))
+            lines.append(_row([f"{point} ({point_text(point)})", *entries]))
     return lines
 
 

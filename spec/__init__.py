@@ -2,6 +2,7 @@
 
 from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
 from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
+from ._docs import member_doc
 from ._driver import (
     DRIVER_PROTOCOL,
     NOW_HEADER,
@@ -267,6 +268,7 @@ __all__ = [
     "load_object",
     "lowest_trust",
     "mcp_tool_name",
+    "member_doc",
     "new_run_id",
     "normalize_remote_name",
     "openapi_document",
