@@ -4,6 +4,7 @@
 It stores and renders the records ``toolproof.spec`` defines: ``ResultRow``, ``CrashCell`` and ``StaleExpectation``.
 """
 
+from ._assumptions import render_assumptions
 from ._diff import RunDiff, VerdictChange, diff_runs
 from ._files import rerender, write_run
 from ._html import render_html
@@ -21,6 +22,7 @@ __all__ = [
     "diff_runs",
     "load_crash_cells",
     "load_run",
+    "render_assumptions",
     "render_html",
     "render_junit",
     "render_markdown",

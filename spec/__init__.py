@@ -1,5 +1,6 @@
 """toolproof.spec: the single source of truth — rules, port types, outcome table, implementation port."""
 
+from ._assumptions import Assumptions, Topic, load_assumptions
 from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
 from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
 from ._docs import member_doc
@@ -173,6 +174,7 @@ __all__ = [
     "ArtifactRef",
     "ArtifactUpload",
     "ArtifactWriter",
+    "Assumptions",
     "BatchPosition",
     "Budget",
     "Cancellation",
@@ -256,6 +258,7 @@ __all__ = [
     "ToolSource",
     "ToolSpec",
     "ToolproofError",
+    "Topic",
     "TrustLabel",
     "Verdict",
     "available_implementations",
@@ -263,6 +266,7 @@ __all__ = [
     "definition_sha256",
     "domain_of",
     "is_valid_name",
+    "load_assumptions",
     "load_catalog",
     "load_implementation",
     "load_object",

@@ -488,6 +488,7 @@ def test_public_surface_is_the_list_of_re_exports() -> None:
         "diff_runs",
         "load_crash_cells",
         "load_run",
+        "render_assumptions",
         "render_html",
         "render_junit",
         "render_markdown",

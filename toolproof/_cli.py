@@ -67,8 +67,22 @@ def main_callback(
 def rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
     profile: Annotated[Profile | None, typer.Option(help="Only rules of this profile.")] = None,
+    interpretations: Annotated[
+        bool,
+        typer.Option(
+            "--interpretations",
+            help="Print instead the page of what toolproof assumes beyond the ADR (Markdown, as docs/assumptions.md):"
+            " the policy matrix, control suspension, refused calls' rows and events, cancellation order, clocks,"
+            " the idempotency key, event and metric names, and every interpretation.",
+        ),
+    ] = False,
 ) -> None:
     """List the rule catalog: every rule of the ADR's 18 decisions, with its ID, profile and text."""
+    if interpretations:
+        from toolproof.reports import render_assumptions
+
+        sys.stdout.write(render_assumptions())
+        return
     catalog = load_catalog()
     chosen = [r for r in catalog.rules if profile is None or r.profile is profile]
     if as_json:
