@@ -163,12 +163,23 @@ def run(
             "and fails the run. Repeatable.",
         ),
     ] = None,
+    write_expectations: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-expectations",
+            metavar="FILE",
+            help="Also draft an expectations file (a new FILE) from the run's failures, one entry each, for one"
+            " --impl; the reasons are left empty and the file is refused by --expectations until you write them"
+            " and delete its draft line.",
+        ),
+    ] = None,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
     Exit status: 0 when every claimed, covered rule passes or fails as expected;
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation, rule or cell, bad expectations file, unwritable --out);
+    2 for bad input (unknown implementation, rule or cell, bad or draft expectations file, unwritable --out,
+    an existing --write-expectations file);
     3 when the harness itself failed.
     """
     from ._run import run_suite
@@ -191,6 +202,7 @@ def run(
             database_url=database_url,
             expectations=expectations or [],
             cells=cells or [],
+            write_expectations=write_expectations,
         )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
@@ -208,6 +220,12 @@ def run(
         f"report: {outcome.out_dir / 'report.md'} and {outcome.out_dir / 'report.html'} (run {outcome.run_id})",
         markup=False,
     )
+    if outcome.draft is not None:
+        out.print(
+            f"expectations draft: {outcome.draft} (write its reasons, then delete its draft line)",
+            markup=False,
+            soft_wrap=True,
+        )
     raise typer.Exit(outcome.exit_code)
 
 

@@ -26,7 +26,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from .expectations import Expectations
+from .expectations import Expectations, draft_expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 Progress = Callable[[ResultRow, int, int], None]
@@ -44,6 +44,8 @@ class RunOutcome:
     """Implementation -> rule -> verdict."""
     stale: tuple[StaleExpectation, ...] = ()
     """Expectations file entries the run contradicted."""
+    draft: Path | None = None
+    """The expectations file drafted from the run's failures, when one was asked for."""
     exit_code: int = 0
     """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1;
     stored with the run, so the report states it."""
@@ -79,17 +81,20 @@ def run_suite(
     database_url: str | None = None,
     expectations: Sequence[Path] = (),
     cells: Sequence[str] = (),
+    write_expectations: Path | None = None,
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
     ``expectations`` are expectations files (see ``toolproof.expectations``): the failures they
     declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
     ``cells`` narrow the run to those scenarios (``module.py::test_name``) or cells (``…[param]``), as reports
-    name them; the selected rules are then the ones they judge (within ``rules``).
+    name them; the selected rules are then the ones they judge (within ``rules``). ``write_expectations`` is a
+    new file to draft an expectations file into from the run's failures (one implementation only).
 
     Raises:
         ConfigurationError: an unknown implementation or rule, a cell that selects no scenario (nothing runs),
-            a bad expectations file (``ExpectationsError``), or an unwritable ``out_dir`` (checked before anything runs,
+            a bad expectations file (``ExpectationsError``), an unwritable ``out_dir``, or a ``write_expectations``
+            file that exists or a run of several implementations to draft it from (checked before anything runs,
             so nothing is half-written).
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
@@ -101,6 +106,8 @@ def run_suite(
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
     expected = Expectations.load(expectations, names)
     _check_writable(out_dir)
+    if write_expectations is not None:
+        _check_draft(write_expectations, names)
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
@@ -159,4 +166,35 @@ def run_suite(
     # The exit code is known before anything is written, so the report can state it.
     code = run_exit_code(verdicts, stale)
     write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, collector.crash_cells, stale)
-    return RunOutcome(run_id=run_id, out_dir=out_dir, verdicts=verdicts, stale=tuple(stale), exit_code=code)
+    if write_expectations is not None:
+        # Drafted from the rows as the scenarios gave them: a failure an expectations file already expects stays in.
+        _write_draft(write_expectations, draft_expectations(names[0], judged, run_id))
+    return RunOutcome(
+        run_id=run_id,
+        out_dir=out_dir,
+        verdicts=verdicts,
+        stale=tuple(stale),
+        draft=write_expectations,
+        exit_code=code,
+    )
+
+
+def _check_draft(path: Path, names: Sequence[str]) -> None:
+    if len(names) != 1:
+        raise ConfigurationError(
+            f"--write-expectations drafts one implementation's file, and the run has {len(names)}: give one --impl"
+        )
+    if path.exists():
+        raise ConfigurationError(f"--write-expectations {str(path)!r} already exists: give a new file")
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"--write-expectations {str(path)!r}: its folder does not exist")
+
+
+def _write_draft(path: Path, text: str) -> None:
+    try:
+        with path.open("x", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--write-expectations {str(path)!r} cannot be written ({exc.strerror or exc})"
+        ) from None
