@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, get_origin
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -68,6 +69,10 @@ def loaded(columns: Sequence[Column], values: Sequence[object]) -> dict[str, Any
 
 
 def _column(model: type[BaseModel], name: str, annotation: object) -> Column:
+    if isinstance(annotation, UnionType) and NoneType in get_args(annotation):
+        # ``X | None`` is X's column holding NULL.
+        (inner,) = [arg for arg in get_args(annotation) if arg is not NoneType]
+        return _column(model, name, inner)
     if isinstance(annotation, type) and issubclass(annotation, StrEnum):
         return Column(name, "VARCHAR", is_json=False)
     if annotation in _SCALARS:
@@ -76,5 +81,5 @@ def _column(model: type[BaseModel], name: str, annotation: object) -> Column:
         return Column(name, "VARCHAR", is_json=True)
     raise HarnessError(
         f"{model.__name__}.{name} has type {annotation!r}, which no results column can hold:"
-        " use str, int, float, bool, a StrEnum, a list or a mapping"
+        " use str, int, float, bool, a StrEnum, a list or a mapping, or one of these or None"
     )

@@ -14,6 +14,7 @@ from toolproof.spec import (
     RecoveryMode,
     ResultRow,
     Verdict,
+    member_doc,
 )
 
 from ._results import RunInfo
@@ -111,8 +112,46 @@ def unlisted_failures(cells: Sequence[CrashCell], failing: Sequence[ResultRow]) 
 
 
 def effects_text(cell: CrashCell) -> str:
-    """``1 effect`` / ``2 effects, 1 duplicate``: what the ledger saw."""
+    """``1 effect`` / ``2 effects, 1 duplicate``: what the ledger saw; a rerun an IDEMPOTENT class allows says so."""
     text = f"{cell.effects} effect{'' if cell.effects == 1 else 's'}"
     if cell.duplicates:
         text += f", {cell.duplicates} duplicate{'' if cell.duplicates == 1 else 's'}"
+    elif cell.effects > 1 and cell.idempotency is IdempotencyClass.IDEMPOTENT:
+        text += " (rerun: harmless for IDEMPOTENT)"
     return text
+
+
+def point_text(point: CrashPoint) -> str:
+    """Where a crash point is, from its spec docstring: ``between steps 1 and 2``, ``inside step 10, …``."""
+    doc = member_doc(point).rstrip(".")
+    return doc[:1].lower() + doc[1:]
+
+
+CRASH_LEGEND: tuple[tuple[str, str], ...] = (
+    (
+        "Rows",
+        "where the worker died: after_<step> between two of the fourteen steps; before_watermark, after_watermark"
+        " and after_effect inside step 10, where the tool itself dies.",
+    ),
+    ("Columns", "the crashed call's idempotency class."),
+    (
+        "Entries",
+        "the disposition recovery reached, then the effects the world ledger kept for the call. An entry without"
+        " a prefix is a call alone in its step (single); first:, middle: and last: give the crashed call's place"
+        " in a batch of three (simulated crashes only).",
+    ),
+    (
+        "Colours",
+        "green (✓) recovery reached the disposition the rule requires with the effects it allows; red (✗) it did"
+        " not, and the expected disposition follows when it reached another; orange (⚠) the scenario could not"
+        " judge; — no scenario ran that combination.",
+    ),
+    (
+        "Effects",
+        "an IDEMPOTENT call that crashed past its effect is run again, and running it twice leaves the world as"
+        " once, so two effects are green; a CONDITIONALLY_IDEMPOTENT call is retried under the same key and the"
+        " service deduplicates, so one; a NON_IDEMPOTENT call past its watermark is never retried (UNCERTAIN"
+        " effect_unknown), and an effect beyond its first is counted as a duplicate.",
+    ),
+)
+"""What the crash matrix's rows, columns, entries and colours mean: both reports print it above the tables."""

@@ -1,8 +1,10 @@
-"""A failure's evidence: the facts a reviewer reproduces it from, and its text made safe to embed."""
+"""A failure's evidence: the facts and the command a reviewer reproduces it from, and its text made safe to embed."""
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Mapping
 
 from toolproof.spec import CrashPoint
 
@@ -61,3 +63,14 @@ def headline(evidence: str) -> str:
 def _escape(match: re.Match[str]) -> str:
     code = ord(match[0])
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def rerun_command(refs: Mapping[str, str], implementation: str, rule_id: str, scenario: str) -> str:
+    """The shell command that reruns one scenario cell against one implementation and judges one rule.
+
+    ``refs`` maps implementation names to the ``--impl`` each was loaded from (``RunInfo.implementation_refs``);
+    an implementation missing there is named as itself, which an entry-point name such as ``reference`` is.
+    """
+    ref = refs.get(implementation, implementation)
+    words = ["toolproof", "run", "--impl", ref, "--rules", rule_id, "--cell", scenario, "--out", "toolproof-rerun"]
+    return shlex.join(words)

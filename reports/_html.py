@@ -7,10 +7,11 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
-from ._evidence import evidence_facts, printable
+from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
+from ._evidence import evidence_facts, printable, rerun_command
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._verdict import RunVerdict, run_verdict
 
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 _Table = dict[str, dict[str, Verdict]]
@@ -24,11 +25,12 @@ def render_html(
 ) -> str:
     """The text of ``report.html``.
 
-    Summary counts per implementation and per decision, the stale expectations (when there are
+    The verdict line first (conforms or not per implementation and claimed profile, the exit code, what was
+    not claimed or not covered), then summary counts per implementation and per decision, the stale expectations (when there are
     any), the rule × implementation matrix, the crash
     matrix per implementation and mode, every rule with its text, interpretation, scenarios and
-    verdicts, then every failing or erroring row and crash cell with its evidence verbatim in a
-    ``<pre>`` (characters HTML cannot carry shown as escapes). Every verdict is a word and a symbol
+    verdicts, then every failing or erroring row (with the command that reruns its cell) and crash cell with
+    its evidence verbatim in a ``<pre>`` that wraps long lines (characters HTML cannot carry shown as escapes). Every verdict is a word and a symbol
     as well as a colour. Style and script are inline; the script only adds the filters (decision,
     profile, verdict), which stay hidden without it.
 
@@ -67,6 +69,7 @@ def render_html(
         "<body>",
         "<header>",
         f"<h1>{_e(title)}</h1>",
+        _verdict_line(run_verdict(info, table, rules, stale)),
         f'<p class="meta">Started {_e(info.started_at)} with toolproof {_e(info.toolproof_version)};'
         f" {len(rules)} rules selected.</p>",
         f'<nav><a href="#summary">Summary</a>{stale_link} <a href="#matrix">Rule × implementation</a>'
@@ -80,13 +83,21 @@ def render_html(
         *_matrix(info, table, rules, titles, anchors),
         *_crash_matrix(crash_tables(info, crash_cells), cell_anchors),
         *_rules(info, table, rules, titles, ordered),
-        *_failures(failing, crashed, {rule.id: rule for rule in rules}, table),
+        *_failures(info, failing, crashed, {rule.id: rule for rule in rules}),
         "</main>",
         f"<script>{SCRIPT}</script>",
         "</body>",
         "</html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _verdict_line(verdict: RunVerdict) -> str:
+    shown = {True: Verdict.PASS, False: Verdict.FAIL, None: Verdict.NOT_COVERED}[verdict.conforms]
+    return (
+        f'<p id="verdict" class="verdict {_class(shown)}"><strong>{SYMBOLS[shown]} Verdict:</strong>'
+        f" {_e(verdict.line)}</p>"
+    )
 
 
 def _summary(info: RunInfo, table: _Table, rules: Sequence[Rule], titles: dict[int, str]) -> list[str]:
@@ -201,11 +212,8 @@ def _crash_matrix(tables: Sequence[CrashTable], anchors: dict[tuple[str, ...], s
     lines = ['<section id="crash-matrix">', "<h2>Crash matrix</h2>"]
     if not tables:
         return [*lines, '<p class="note">No crash scenarios ran.</p>', "</section>"]
-    lines.append(
-        '<p class="note">Rows are crash points, columns idempotency classes. A cell is the disposition recovery'
-        " reached and the effects the world ledger recorded; a failing cell says so, with the expected"
-        " disposition when recovery reached another; — marks a combination no scenario ran.</p>"
-    )
+    legend = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in CRASH_LEGEND)
+    lines.append(f'<dl class="facts legend crash-legend">{legend}</dl>')
     for crash in tables:
         heads = "".join(f'<th scope="col">{_e(k)}</th>' for k in crash.classes)
         lines += [
@@ -222,7 +230,9 @@ def _crash_matrix(tables: Sequence[CrashTable], anchors: dict[tuple[str, ...], s
                     continue
                 worst = next(c.verdict for c in sorted(entries, key=_crash_rank))
                 cells.append(f'<td class="{_class(worst)}">{"".join(_crash_entry(c, anchors) for c in entries)}</td>')
-            lines.append(f'<tr><th scope="row">{_e(point)}</th>{"".join(cells)}</tr>')
+            lines.append(
+                f'<tr><th scope="row">{_e(point)}<br><small>{_e(point_text(point))}</small></th>{"".join(cells)}</tr>'
+            )
         lines.append("</tbody></table>")
     return [*lines, "</section>"]
 
@@ -288,13 +298,14 @@ def _rules(
 
 
 def _failures(
-    failing: Sequence[ResultRow], crashed: Sequence[CrashCell], by_id: dict[str, Rule], table: _Table
+    info: RunInfo, failing: Sequence[ResultRow], crashed: Sequence[CrashCell], by_id: dict[str, Rule]
 ) -> list[str]:
     lines = ['<section id="failures">', "<h2>Failures</h2>"]
     if not failing and not crashed:
         return [*lines, "<p>No failures.</p>", "</section>"]
     lines.append(
-        '<p class="note">Each failure\'s evidence is verbatim: the rule it broke, the message, and the call sequence'
+        '<p class="note">Each failure names the command that reruns exactly its scenario cell against its'
+        " implementation, then its evidence verbatim: the rule it broke, the message, and the call sequence"
         " that reproduces it (with the crash point and seed when there are any).</p>"
     )
     for index, row in enumerate(failing, 1):
@@ -303,6 +314,11 @@ def _failures(
             ("Rule", f'<a href="#rule-{rule.id}">{rule.id}</a> ({rule.profile.value})'),
             ("Implementation", _e(row.implementation)),
             ("Scenario", f"<code>{_e(row.scenario)}</code>"),
+            (
+                "Rerun",
+                '<code class="command">'
+                f"{_e(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}</code>",
+            ),
             *((label, f"<code>{_e(value)}</code>") for label, value in evidence_facts(row.evidence)),
         ]
         lines += [

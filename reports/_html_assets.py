@@ -34,6 +34,7 @@ h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; border-bottom: 2px solid var(--l
 h3 { font-size: 1.1rem; margin: 1.4rem 0 .4rem; }
 h4 { font-size: 1rem; margin: 1.2rem 0 .3rem; }
 nav a { margin-right: 1rem; }
+p.verdict { font-size: 1.1rem; padding: .5rem .8rem; margin: .6rem 0; border-left: 6px solid currentColor; }
 .meta, .note, .legend, .status { color: var(--muted); }
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
 th, td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: left; vertical-align: top; }
@@ -45,7 +46,7 @@ tbody.group > tr.group-head > th { background: #e2e8f0; }
 td.text { font-size: .85rem; max-width: 44rem; }
 code, pre { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: .85rem; }
 pre.evidence { background: #f8fafc; border: 1px solid var(--line); border-left: 4px solid #b91c1c;
-  padding: .6rem .8rem; overflow-x: auto; white-space: pre; margin: .4rem 0 1rem; }
+  padding: .6rem .8rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: .4rem 0 1rem; }
 .v { white-space: nowrap; }
 .v-pass { background: #dcfce7; color: #14532d; }
 .v-fail { background: #fee2e2; color: #7f1d1d; font-weight: bold; }
@@ -63,7 +64,7 @@ td.none { color: #94a3b8; text-align: center; }
 article.rule, article.failure { border-top: 1px solid var(--line); padding-top: .2rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .3rem 0; }
 dl.facts dt { font-weight: bold; }
-dl.facts dd { margin: 0; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 form#filters { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; align-items: center; padding: .4rem .8rem;
   margin: 1.5rem 0 0; background: #f1f5f9; border: 1px solid var(--line); font-size: .9rem; }
 form#filters select { margin-left: .3rem; max-width: 22rem; }

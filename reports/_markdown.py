@@ -7,9 +7,10 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
-from ._evidence import evidence_facts, printable
+from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
+from ._evidence import evidence_facts, printable, rerun_command
 from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._verdict import run_verdict
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
 _COUNTED: tuple[Verdict, ...] = tuple(Verdict)
@@ -25,11 +26,12 @@ def render_markdown(
 ) -> str:
     """The text of ``report.md``.
 
-    Title and verdict counts, a per-decision summary table, the rule × implementation matrix (with
+    Title, the verdict line (conforms or not per implementation and claimed profile, the exit code, what
+    was not claimed or not covered), verdict counts, a per-decision summary table, the rule × implementation matrix (with
     several implementations), the stale expectations (when there are any), one section per decision
     listing each selected rule (ID, profile, catalog text, verdict per implementation, scenarios,
-    interpretation), the crash matrix per implementation and mode, every failing or erroring row and
-    crash cell with its evidence, then every expected failure (``xfail``) with its evidence and reason.
+    interpretation), the crash matrix per implementation and mode, every failing or erroring row (with the
+    command that reruns its cell, and its evidence: the call trace) and crash cell with its evidence, then every expected failure (``xfail``) with its evidence and reason.
     Rule text comes only from the catalog. Characters XML cannot carry (a terminal escape among them)
     are shown as Python escapes such as ``\\x1b``.
 
@@ -42,6 +44,7 @@ def render_markdown(
     ordered = sorted(rows, key=row_order(info))
     lines: list[str] = []
     lines += _title(info, table, len(rules))
+    lines[1:1] = ["", f"**Verdict:** {run_verdict(info, table, rules, stale).line}"]
     lines += _decision_summary(info, table, rules)
     if len(info.implementations) > 1:
         lines += _matrix(info, table, rules)
@@ -52,7 +55,7 @@ def render_markdown(
         for rule in (r for r in rules if r.decision == number):
             lines += _rule_entry(info, table, rule, ordered)
     lines += _crash_matrix(crash_tables(info, crash_cells))
-    lines += _failures(ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
+    lines += _failures(info, ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
     lines += _expected_failures(ordered, {rule.id for rule in rules})
     # Evidence may quote a hostile tool: a raw escape character must not reach a terminal that cats the file.
     return printable("\n".join(lines) + "\n")
@@ -139,7 +142,9 @@ def _rule_entry(
     return lines
 
 
-def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequence[CrashCell]) -> list[str]:
+def _failures(
+    info: RunInfo, rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequence[CrashCell]
+) -> list[str]:
     failing = [row for row in rows if row.verdict in _FAILING and row.rule_id in selected]
     crashed = unlisted_failures(crash_cells, failing)
     lines = ["", "## Failures", ""]
@@ -148,6 +153,8 @@ def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequen
     for row in failing:
         lines += [
             f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} ({row.verdict.value})",
+            "",
+            f"Rerun: {_code(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}",
             "",
         ]
         lines += _evidence(row.evidence, evidence_facts(row.evidence))
@@ -184,11 +191,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
     lines = ["", "## Crash matrix", ""]
     if not tables:
         return [*lines, "No crash scenarios ran."]
-    lines += [
-        "Rows are crash points, columns idempotency classes. A cell is the disposition recovery reached and",
-        "the effects the world ledger recorded; **✗** marks a failing cell, with the expected disposition",
-        "when recovery reached another; — marks a combination no scenario ran.",
-    ]
+    lines += [f"- **{label}**: {text}" for label, text in CRASH_LEGEND]
     for crash in tables:
         lines += ["", f"### {crash.implementation}, {crash.mode}", ""]
         lines.append(_row(["Crash point", *crash.classes]))
@@ -197,7 +200,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
             entries = [
                 "; ".join(_crash_entry(c) for c in crash.cells.get((point, k), ())) or "—" for k in crash.classes
             ]
-            lines.append(_row([point, *entries]))
+            lines.append(_row([f"{point} ({point_text(point)})", *entries]))
     return lines
 
 

@@ -30,6 +30,11 @@ class RunInfo(BaseModel):
     """Version of toolproof that produced the run."""
     profiles: dict[str, list[str]] = Field(default_factory=dict)
     """Implementation name to the profiles it claims."""
+    exit_code: int | None = None
+    """The exit status ``toolproof run`` returned for the run (0 conforms, 1 a failure or a stale expectation);
+    None for a run recorded before toolproof stored it."""
+    implementation_refs: dict[str, str] = Field(default_factory=dict)
+    """Implementation name to the ``--impl`` it was loaded from, for the commands that rerun one failure."""
 
     @field_validator("implementations", "selected_rules")
     @classmethod

@@ -24,6 +24,9 @@ _SCHEMA: dict[str, type[BaseModel]] = {"results": ResultRow, "runs": RunInfo}
 # Tables a database written by an older toolproof may lack: created on the next write, read as empty.
 _OPTIONAL: dict[str, type[BaseModel]] = {"crash_matrix": CrashCell, "stale_expectations": StaleExpectation}
 _COLUMNS: dict[str, tuple[Column, ...]] = {table: columns_of(model) for table, model in (_SCHEMA | _OPTIONAL).items()}
+# Columns a table written by an older toolproof may lack, always the last of their table: added on the next
+# write, read as the field's default (a NULL in a column added to old rows reads so too).
+_LATE: dict[str, frozenset[str]] = {"runs": frozenset({"exit_code", "implementation_refs"})}
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -152,6 +155,25 @@ def _select(connection: duckdb.DuckDBPyConnection, table: str, run_id: str) -> l
     return connection.execute(f"SELECT {names} FROM {table} WHERE run_id = ?", [run_id]).fetchall()
 
 
+def _present(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[Column, ...]:
+    """The table's columns as stored: all of them, or all but some late ones."""
+    found = {
+        str(name)
+        for (name,) in connection.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = 'main' AND table_catalog = current_database() AND table_name = ?",
+            [table],
+        ).fetchall()
+    }
+    return tuple(column for column in _COLUMNS[table] if column.name in found)
+
+
+def _fields(columns: Sequence[Column], values: Sequence[object], table: str) -> dict[str, object]:
+    fields = loaded(columns, values)
+    # A late column's NULL is a row written before it existed: the field's default says what that means.
+    return {name: value for name, value in fields.items() if value is not None or name not in _LATE.get(table, ())}
+
+
 def _validated(
     model: type[_Model], table: str, fetched: list[tuple[object, ...]], db_path: Path, what: str
 ) -> list[_Model]:
@@ -181,6 +203,10 @@ def _create_missing(connection: duckdb.DuckDBPyConnection) -> None:
     present = _tables(connection)
     for table, columns in _COLUMNS.items():
         if table in present:
+            stored_names = {column.name for column in _present(connection, table)}
+            for column in columns:
+                if column.name not in stored_names:
+                    connection.execute(f"ALTER TABLE {table} ADD COLUMN {column.name} {column.sql_type}")
             continue
         spec = ", ".join(f"{column.name} {column.sql_type}" for column in columns)
         key = ", PRIMARY KEY (run_id)" if table == "runs" else ""
@@ -200,18 +226,24 @@ def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
         ).fetchall()
         if not found:
             raise _not_ours(db_path, f"it has no {table!r} table")
-        if [(str(n), str(k)) for n, k in found] != [(column.name, column.sql_type) for column in columns]:
+        wanted = [(column.name, column.sql_type) for column in columns]
+        missing = len(wanted) - len(found)
+        late = _LATE.get(table, frozenset())
+        # An older toolproof wrote the table without some late columns, which are always the last.
+        if missing > 0 and {name for name, _ in wanted[-missing:]} <= late:
+            wanted = wanted[:-missing]
+        if [(str(n), str(k)) for n, k in found] != wanted:
             raise _not_ours(db_path, f"table {table!r} has columns {[str(n) for n, _ in found]}")
 
 
 def _load_infos(connection: duckdb.DuckDBPyConnection, db_path: Path) -> list[RunInfo]:
-    columns = _COLUMNS["runs"]
+    columns = _present(connection, "runs")
     names = ", ".join(column.name for column in columns)
     fetched = connection.execute(f"SELECT {names} FROM runs ORDER BY rowid").fetchall()
     infos: list[RunInfo] = []
     for values in fetched:
         try:
-            infos.append(RunInfo.model_validate(loaded(columns, values)))
+            infos.append(RunInfo.model_validate(_fields(columns, values, "runs")))
         except ValueError as exc:  # A ValidationError, or a JSON column that holds no JSON.
             raise _not_ours(db_path, f"run_id={values[0]!r} is invalid ({_first_line(exc)})") from None
     return infos

@@ -14,7 +14,7 @@ import importlib
 import inspect
 import os
 import types
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -48,6 +48,11 @@ REFS = pytest.StashKey[dict[str, str]]()
 DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
 RUN_ID = pytest.StashKey[str]()
+CELLS = pytest.StashKey[tuple[str, ...]]()
+CELL_PROBLEMS = pytest.StashKey[list[str]]()
+"""Why a ``--toolproof-cell`` selected nothing, one line each; empty when every one selected a scenario."""
+CELL_RULES = pytest.StashKey[frozenset[str]]()
+"""The rules the scenarios ``--toolproof-cell`` kept judge (every selected rule without the option)."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,23 @@ def scenario_names(item: pytest.Item) -> tuple[str, str]:
     function = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec is not None else {}
-    shown = [str(getattr(v, "value", v)) for k, v in params.items() if k not in ("implementation", "anyio_backend")]
+    shown = [_readable(v) for k, v in params.items() if k not in ("implementation", "anyio_backend")]
     return function, f"{function}[{'-'.join(shown)}]" if shown else function
+
+
+def _readable(value: object) -> str:
+    """A parameter as a cell id shows it: an enum by its value, a mapping as ``key=value,...``, never a repr."""
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}={_readable(item)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return "+".join(_readable(item) for item in value)
+    return str(getattr(value, "value", value))
+
+
+def cell_selector(text: str) -> str:
+    """A ``--cell`` argument as cells are named: a leading folder (``scenarios/``) is dropped."""
+    module, sep, rest = text.strip().partition("::")
+    return f"{Path(module).name}{sep}{rest}"
 
 
 class ResultCollector:
@@ -97,6 +117,10 @@ class ResultCollector:
         self.results: list[ResultRow] = []
         self.crash_cells: list[CrashCell] = []
         self.collection_errors: list[str] = []
+        self.selection_problems: list[str] = []
+        """Why a ``--toolproof-cell`` selected nothing; the run then executed nothing."""
+        self.cell_rules: frozenset[str] | None = None
+        """The rules the ``--toolproof-cell`` scenarios judge; None when the run selected no cells."""
         self.total = 0
         self.done = 0
         self._on_result = on_result
@@ -112,6 +136,9 @@ class ResultCollector:
         self.total = len(session.items)
         self._items = {item.nodeid: item for item in session.items}
         self._run_id = session.config.stash[RUN_ID]
+        self.selection_problems = session.config.stash.get(CELL_PROBLEMS, [])
+        if session.config.stash.get(CELLS, ()):
+            self.cell_rules = session.config.stash.get(CELL_RULES, frozenset())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         item = self._items.get(report.nodeid)
@@ -221,6 +248,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated decisions (D5) or rule ids (D5.3) to judge; default all",
     )
     group.addoption(
+        "--toolproof-cell",
+        action="append",
+        default=[],
+        metavar="CELL",
+        help="run only this scenario (module.py::test_name) or cell (module.py::test_name[param]); repeatable",
+    )
+    group.addoption(
         "--toolproof-run-id",
         default=None,
         metavar="ID",
@@ -246,6 +280,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SELECTED] = frozenset(rule.id for rule in selection)
+    config.stash[CELLS] = tuple(cell_selector(cell) for cell in config.getoption("--toolproof-cell"))
     config.stash[RUN_ID] = config.getoption("--toolproof-run-id") or new_run_id()
 
 
@@ -264,6 +299,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     catalog = load_catalog()
     known = {rule.id for rule in catalog.rules}
     selected = config.stash[SELECTED]
+    cells = config.stash[CELLS]
+    matched: dict[str, list[pytest.Item]] = {cell: [] for cell in cells}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
@@ -279,10 +316,34 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(function):
             item.add_marker(pytest.mark.anyio)
         no_database = item.get_closest_marker("needs_database") is not None and config.stash[DATABASE_URL] is None
-        (keep if selected.intersection(rules) and not no_database else dropped).append(item)
+        wanted = [cell for cell in cells if cell in scenario_names(item)]
+        for cell in wanted:
+            matched[cell].append(item)
+        chosen = bool(selected.intersection(rules)) and not no_database and (bool(wanted) or not cells)
+        (keep if chosen else dropped).append(item)
+    database = config.stash[DATABASE_URL] is not None
+    problems = [_cell_problem(cell, found, keep, database) for cell, found in matched.items()]
+    config.stash[CELL_PROBLEMS] = [problem for problem in problems if problem]
+    if config.stash[CELL_PROBLEMS]:
+        dropped, keep = dropped + keep, []  # Run nothing: the run stops on the selection's problems.
+    config.stash[CELL_RULES] = frozenset(rule for item in keep for rule in _rules_of(item)) & selected
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+def _cell_problem(cell: str, found: list[pytest.Item], keep: list[pytest.Item], database: bool) -> str:
+    if not found:
+        return (
+            f"--cell {cell}: the suite has no such scenario or cell; name it as the report does,"
+            " module.py::test_name or module.py::test_name[param]"
+        )
+    if any(item in keep for item in found):
+        return ""
+    if not database and any(item.get_closest_marker("needs_database") for item in found):
+        return f"--cell {cell}: it needs PostgreSQL; give --database-url"
+    judged = sorted({rule for item in found for rule in _rules_of(item)})
+    return f"--cell {cell}: it judges {', '.join(judged)}, which --rules does not select"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,8 +1,10 @@
 """toolproof.spec: the single source of truth — rules, port types, outcome table, implementation port."""
 
+from ._assumptions import Assumptions, Topic, load_assumptions
 from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
 from ._context import ContextBase
 from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
+from ._docs import member_doc
 from ._driver import (
     DRIVER_PROTOCOL,
     NOW_HEADER,
@@ -174,6 +176,7 @@ __all__ = [
     "ArtifactRef",
     "ArtifactUpload",
     "ArtifactWriter",
+    "Assumptions",
     "BatchPosition",
     "Budget",
     "Cancellation",
@@ -258,6 +261,7 @@ __all__ = [
     "ToolSource",
     "ToolSpec",
     "ToolproofError",
+    "Topic",
     "TrustLabel",
     "Verdict",
     "available_implementations",
@@ -265,11 +269,13 @@ __all__ = [
     "definition_sha256",
     "domain_of",
     "is_valid_name",
+    "load_assumptions",
     "load_catalog",
     "load_implementation",
     "load_object",
     "lowest_trust",
     "mcp_tool_name",
+    "member_doc",
     "new_run_id",
     "normalize_remote_name",
     "openapi_document",

@@ -20,6 +20,7 @@ from toolproof.expectations import (
     LoadedExpectations,
     ScenarioIndex,
     apply_expectations,
+    draft_expectations,
     load_expectations,
 )
 from toolproof.reports import RunInfo, write_run
@@ -29,7 +30,7 @@ WITNESS_REF = "toolproof.reference.witnesses:chatty_messages"
 WITNESS = "witness:chatty_messages"
 MESSAGE = "test_d13_outcomes.py::test_message_is_the_tables_message"
 BATCH = "test_d15_batches.py::test_batch_with_a_non_qualifying_member_never_overlaps"
-WRITE_CELL = BATCH + "[{'side_effect': 'WORKSPACE_WRITE'}]"
+WRITE_CELL = BATCH + "[side_effect=WORKSPACE_WRITE]"
 SMALL = "D13.1,D13.3,D13.7"  # A passing rule, the one the witness breaks, and one no pipeline claims.
 
 runner = CliRunner()
@@ -209,7 +210,7 @@ def test_an_unexpected_pass_stays_pass_is_stale_and_fails_the_run(tmp_path: Path
     assert result.exit_code == 1
     assert "reference: 2 pass" in result.stdout
     problems = [
-        ("rule D13.3", f"unexpected pass: {MESSAGE} passed D13.3"),
+        ("rule D13.3", f"unexpected pass: {MESSAGE} passed D13.3; nothing it names fails any more: remove the entry"),
         (f"scenario {WRITE_CELL}", f"unexpected pass: {WRITE_CELL} passed D15.3"),
     ]
     assert result.stderr.splitlines() == [
@@ -223,7 +224,7 @@ def test_an_unexpected_pass_stays_pass_is_stale_and_fails_the_run(tmp_path: Path
         for n, (target, problem) in enumerate(problems, 1)
     ]
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert f"| reference | `{file}` | 1 | rule D13.3 | unexpected pass: {MESSAGE} passed D13.3 |" in markdown
+    assert f"| reference | `{file}` | 1 | rule D13.3 | unexpected pass: {MESSAGE} passed D13.3; nothing" in markdown
     assert '<section id="stale">' in (out / "report.html").read_text(encoding="utf-8")
     # The stale entries are stored: re-rendering the folder keeps them.
     (out / "summary.json").unlink()
@@ -237,7 +238,7 @@ def test_an_entry_matching_nothing_although_selected_is_stale_and_one_outside_th
     entries = [
         ("rule", "D13.7"),  # Selected, but no scenario judges it (a tool-side rule).
         ("scenario", "test_d13_outcomes.py::test_no_such_scenario"),
-        ("scenario", BATCH + "[{'side_effect': 'NOPE'}]"),
+        ("scenario", BATCH + "[side_effect=NOPE]"),
         ("rule", "D5.1"),  # Not selected: left alone.
         ("scenario", "test_d09_catalog.py::test_list_changed_is_recorded_and_not_applied[legacy]"),  # Not selected.
     ]
@@ -252,8 +253,8 @@ def test_an_entry_matching_nothing_although_selected_is_stale_and_one_outside_th
         " so nothing can fail",
         f"toolproof: stale expectation: {file} entry 2 (scenario test_d13_outcomes.py::test_no_such_scenario):"
         " the suite has no scenario test_d13_outcomes.py::test_no_such_scenario",
-        f"toolproof: stale expectation: {file} entry 3 (scenario {BATCH}[{{'side_effect': 'NOPE'}}]):"
-        f" the suite has no cell {BATCH}[{{'side_effect': 'NOPE'}}]",
+        f"toolproof: stale expectation: {file} entry 3 (scenario {BATCH}[side_effect=NOPE]):"
+        f" the suite has no cell {BATCH}[side_effect=NOPE]",
     ]
 
 
@@ -301,12 +302,32 @@ def test_a_failure_and_the_rules_it_left_not_judged_are_expected_by_two_entries(
     assert stale == []
 
 
-def test_another_failing_verdict_than_expected_stays_and_is_not_stale(tmp_path: Path) -> None:
+def test_another_failing_verdict_than_expected_stays_is_not_stale_and_says_so_in_words(tmp_path: Path) -> None:
     rows = [_row("t.py::crash[a]", Verdict.ERROR)]
     loaded = _file(tmp_path, 'rule = "D4.6"\nverdict = "fail"\nreason = "r"')
     result, stale = apply_expectations("r", [loaded], rows, frozenset({"D4.6"}), INDEX)
-    assert result == rows
+    assert [row.verdict for row in result] == [Verdict.ERROR]
+    assert result[0].evidence == (
+        f"D4.6: broke\n\n{loaded.path} entry 1 (rule D4.6) expected this scenario to fail, but it errored (the"
+        " scenario could not judge: the implementation or the harness raised); the entry does not describe this"
+        ' failure: if it is the one you know of, write verdict = "error"'
+    )
     assert stale == []
+
+
+def test_a_stale_rule_entry_lists_the_scenarios_that_still_fail_so_it_can_be_narrowed(tmp_path: Path) -> None:
+    rows = [
+        _row("t.py::crash[a]", Verdict.FAIL),
+        _row("t.py::crash[b]", Verdict.PASS),
+        _row("t.py::other", Verdict.PASS),
+        _row("t.py::last[x]", Verdict.FAIL),
+    ]
+    loaded = _file(tmp_path, 'rule = "D4.6"\nverdict = "fail"\nreason = "r"')
+    _, stale = apply_expectations("r", [loaded], rows, frozenset({"D4.6"}), INDEX)
+    assert [item.problem for item in stale] == [
+        "unexpected pass: t.py::crash[b] passed D4.6 (and 1 more); still failing: t.py::crash[a], t.py::last[x]:"
+        " narrow the entry to scenario entries for these"
+    ]
 
 
 def test_a_cell_entry_names_one_cell_and_a_function_entry_every_cell(tmp_path: Path) -> None:
@@ -459,3 +480,80 @@ def test_diff_of_bad_input_is_one_line_and_exit_2(argument: str, message: str, t
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("toolproof: error: " + message.format(tmp=tmp_path))
+
+
+# --- drafting a file from a run -----------------------------------------------------------------------------
+
+
+def test_a_drafted_file_is_refused_until_its_reasons_are_written_then_expects_the_runs_failures(
+    tmp_path: Path,
+) -> None:
+    draft = tmp_path / "witness.toml"
+    first = _run(
+        "--impl", WITNESS_REF, "--rules", SMALL, "--out", str(tmp_path / "a"), "--write-expectations", str(draft)
+    )
+    assert first.exit_code == 1
+    assert f"expectations draft: {draft} (write its reasons, then delete its draft line)" in first.stdout
+    text = draft.read_text(encoding="utf-8")
+    assert f'implementation = "{WITNESS}"\n' in text
+    assert '[[expect]]\nrule = "D13.3"\nverdict = "fail"\nreason = ""\n' in text
+    refused = _run("--impl", WITNESS_REF, "--rules", SMALL, "--out", str(tmp_path / "b"), "--expectations", str(draft))
+    assert refused.exit_code == 2
+    assert refused.output == (
+        f"toolproof: error: expectations file '{draft}': a draft written by --write-expectations (1 of its reasons"
+        " still empty): write every reason, then delete the draft line\n"
+    )
+    assert not (tmp_path / "b" / "results.duckdb").exists()
+    lines = [line for line in text.splitlines() if not line.startswith("draft = ")]
+    draft.write_text("\n".join(lines).replace('reason = ""', 'reason = "messages name the tool"') + "\n")
+    written = _run("--impl", WITNESS_REF, "--rules", SMALL, "--out", str(tmp_path / "c"), "--expectations", str(draft))
+    assert written.exit_code == 0, written.output
+    assert _summary(tmp_path / "c")["rules"] == {"D13.1": "pass", "D13.3": "xfail", "D13.7": "not-claimed"}
+
+
+def test_a_draft_gives_a_rule_entry_when_every_scenario_fails_alike_and_cell_entries_otherwise() -> None:
+    rows = [
+        _row("t.py::crash[a]", Verdict.FAIL),
+        _row("t.py::crash[b]", Verdict.PASS),
+        _row("t.py::crash[c]", Verdict.ERROR),
+        _row("t.py::crash[a]", Verdict.ERROR, rule="D4.7"),
+        _row("t.py::other", Verdict.ERROR, rule="D4.7"),
+        _row("t.py::fine", Verdict.PASS, rule="D4.8"),
+        _row("t.py::crash[a]", Verdict.FAIL, rule="D4.9", implementation="other"),
+    ]
+    text = draft_expectations("impl", rows, "r")
+    entries = re.findall(r'\[\[expect\]\]\n(\w+) = "([^"]+)"\nverdict = "(\w+)"\nreason = ""\n', text)
+    assert entries == [
+        ("scenario", "t.py::crash[a]", "fail"),
+        ("scenario", "t.py::crash[c]", "error"),
+        ("rule", "D4.7", "error"),
+    ]
+    assert "# every scenario of D4.7 (2): error. D4.7: broke\n" in text
+
+
+def test_a_run_without_failures_drafts_a_file_that_loads(tmp_path: Path) -> None:
+    text = draft_expectations("impl", [_row("t.py::fine", Verdict.PASS)])
+    assert "draft = " not in text
+    (loaded,) = load_expectations([_toml(tmp_path / "e.toml", text)], ["impl"])
+    assert loaded.entries == ()
+
+
+def test_write_expectations_refuses_an_existing_file_or_several_implementations_before_running(
+    tmp_path: Path,
+) -> None:
+    existing = _toml(tmp_path / "mine.toml", "# mine\n")
+    result = _run("--rules", "D13.1", "--out", str(tmp_path / "o"), "--write-expectations", str(existing))
+    assert (result.exit_code, result.output) == (
+        2,
+        f"toolproof: error: --write-expectations '{existing}' already exists: give a new file\n",
+    )
+    assert existing.read_text(encoding="utf-8") == "# mine\n"
+    two = _run(
+        "--impl", "reference", "--impl", WITNESS_REF, "--rules", "D13.1", "--out", str(tmp_path / "o"),
+        "--write-expectations", str(tmp_path / "new.toml"),
+    )  # fmt: skip
+    assert (two.exit_code, two.output) == (
+        2,
+        "toolproof: error: --write-expectations drafts one implementation's file, and the run has 2: give one --impl\n",
+    )
+    assert not (tmp_path / "new.toml").exists()

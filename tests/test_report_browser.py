@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from toolproof._cli import app
 from toolproof.reports import RunInfo, write_run
-from toolproof.spec import CrashCell, ResultRow, Verdict
+from toolproof.spec import CrashCell, Profile, ResultRow, Verdict, load_catalog
 
 pytestmark = pytest.mark.browser
 
@@ -74,6 +76,9 @@ class Session:
         # chromedriver's log endpoint drains the buffer: each call returns the entries since the last one.
         entries: list[dict[str, Any]] = _call("POST", f"{self.url}/se/log", {"type": "browser"})
         return entries
+
+    def resize(self, width: int, height: int) -> None:
+        _call("POST", f"{self.url}/window/rect", {"width": width, "height": height})
 
     def screenshot(self, path: Path) -> Path:
         png = base64.b64decode(_call("GET", f"{self.url}/screenshot"))
@@ -198,7 +203,7 @@ def test_report_shows_the_matrix_and_the_failures_reproduction_and_logs_no_error
         " r => Array.from(r.cells, c => c.innerText.replace(/\\s+/g, ' ').trim()))"
     )
     assert crash[0] == ["Crash point", "IDEMPOTENT", "CONDITIONALLY_IDEMPOTENT", "NON_IDEMPOTENT"]
-    after_effect = next(r for r in crash if r[0] == "after_effect")
+    after_effect = next(r for r in crash if r[0].startswith("after_effect "))
     assert after_effect[3] == "✗ fail: SUCCEEDED (expected UNCERTAIN effect_unknown) 2 effects, 1 duplicate"
     # Self-contained: the page fetched nothing, and its filters came alive.
     assert browser.script("return performance.getEntriesByType('resource').map(e => e.name)") == []
@@ -217,6 +222,73 @@ def test_report_shows_the_matrix_and_the_failures_reproduction_and_logs_no_error
         shot = browser.screenshot(directory / name)
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         print(f"screenshot: {shot}")
+
+
+@pytest.fixture(scope="module")
+def real_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """report.html of two real runs: the reference on D1 and D13 (exit 0), a failing witness on D13 (exit 1)."""
+    out = tmp_path_factory.mktemp("real")
+    runs = {
+        "reference": (["--impl", "reference", "--rules", "D1,D13"], 0),
+        "witness": (["--impl", "toolproof.reference.witnesses:narrates_remote_errors", "--rules", "D13"], 1),
+    }
+    for name, (args, code) in runs.items():
+        result = CliRunner().invoke(app, ["run", "-q", *args, "--out", str(out / name)])
+        assert result.exit_code == code, result.output
+    return {name: out / name / "report.html" for name in runs}
+
+
+# Counted from the catalog, which grows: the verdict counts the selected core rules.
+CORE_D1_D13 = sum(rule.profile is Profile.CORE for rule in load_catalog().select("D1,D13"))
+CORE_D13 = sum(rule.profile is Profile.CORE for rule in load_catalog().select("D13"))
+VERDICTS = {
+    "reference": f"✓ Verdict: reference conforms — core: {CORE_D1_D13} of {CORE_D1_D13} rules pass; bridge, mcp,"
+    " recovery: no rule selected. Exit code 0. Not claimed: D13.7 (contract). Not covered: none.",
+    "witness": f"✗ Verdict: witness:narrates_remote_errors does not conform — core: 1 of {CORE_D13} rules fail"
+    " (D13.4); bridge, mcp, recovery: no rule selected. Exit code 1. Not claimed: D13.7 (contract). Not covered:"
+    " none.",
+}
+
+
+@pytest.mark.parametrize("name", ["reference", "witness"])
+@pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
+def test_the_verdict_line_is_in_the_first_screen(
+    chromedriver: tuple[str, str], real_reports: dict[str, Path], name: str, javascript: bool, tmp_path: Path
+) -> None:
+    for browser in _session(chromedriver, tmp_path / "profile", javascript=javascript):
+        browser.resize(1280, 800)  # A laptop's screen, not the tall window the other tests use.
+        browser.open(real_reports[name])
+        text, top, bottom, height, scrolled = browser.script(
+            "const v = document.getElementById('verdict'); const r = v.getBoundingClientRect();"
+            " return [v.innerText, r.top, r.bottom, window.innerHeight, window.scrollY]"
+        )
+        assert text == VERDICTS[name]
+        assert scrolled == 0
+        assert 0 <= top < bottom <= height, f"the verdict spans {top}-{bottom} px of a {height} px screen"
+        # Nothing that precedes it is a table: the verdict comes before any count.
+        assert browser.script(
+            "return document.getElementById('verdict').compareDocumentPosition(document.querySelector('table'))"
+            " & Node.DOCUMENT_POSITION_FOLLOWING"
+        )
+        if javascript:
+            directory = Path(os.environ.get("TOOLPROOF_SCREENSHOT_DIR", tmp_path))
+            directory.mkdir(parents=True, exist_ok=True)
+            shot = browser.screenshot(directory / f"report-{name}-first-screen.png")
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            print(f"screenshot: {shot}")
+        if name == "witness":
+            # Long evidence wraps: no <pre> hides text behind a horizontal scroll bar.
+            hidden = browser.script(
+                "return Array.from(document.querySelectorAll('pre.evidence'), p => p.scrollWidth - p.clientWidth)"
+            )
+            assert hidden
+            assert max(hidden) <= 0
+            assert browser.script("return document.querySelector('#failures code.command').innerText").startswith(
+                "toolproof run --impl toolproof.reference.witnesses:narrates_remote_errors --rules D13.4 --cell "
+            )
+            if javascript:
+                browser.script("document.getElementById('failures').scrollIntoView()")
+                print(f"screenshot: {browser.screenshot(directory / 'report-witness-failures.png')}")
 
 
 def test_the_console_check_sees_errors(browser: Session, tmp_path: Path) -> None:

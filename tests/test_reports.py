@@ -162,6 +162,8 @@ def test_write_run_writes_five_files_and_exact_columns(tmp_path: Path) -> None:
         "started_at",
         "toolproof_version",
         "profiles",
+        "exit_code",
+        "implementation_refs",
     ]
     runs = stored(out / "results.duckdb", "SELECT implementations, selected_rules, profiles FROM runs")
     assert [tuple(json.loads(str(cell)) for cell in r) for r in runs] == [
@@ -207,6 +209,10 @@ def test_summary_for_one_implementation_lists_rules_in_catalog_order(tmp_path: P
         "implementation": "ref",
         "run_id": "run-1",
         "rules": {"D1.1": "fail", "D1.2": "not-covered", "D2.1": "pass", "D7.1": "not-claimed"},
+        "conforms": False,
+        "exit_code": None,
+        "verdict": "ref does not conform — core: 1 of 3 rules fail (D1.1); mcp: not judged (1 rule not claimed)."
+        " Exit code not recorded. Not claimed: D7.1 (mcp). Not covered: D1.2.",
     }
     assert list(summary["rules"]) == ["D1.1", "D1.2", "D2.1", "D7.1"]
 
@@ -224,6 +230,11 @@ def test_summary_for_two_implementations_nests_rules_per_implementation(tmp_path
             "ref": {"rules": {"D1.1": "pass", "D1.2": "not-covered"}},
             "other": {"rules": {"D1.1": "error", "D1.2": "not-covered"}},
         },
+        "conforms": False,
+        "exit_code": None,
+        "verdict": "ref conforms — core: 1 of 2 rules pass; mcp: no rule selected; other does not conform — core:"
+        " 1 of 2 rules fail (D1.1); mcp: no rule selected. Exit code not recorded. Not claimed: none."
+        " Not covered: ref D1.2; other D1.2.",
     }
     assert list(summary["implementations"]) == ["ref", "other"]
 
@@ -472,15 +483,19 @@ def test_public_surface_is_the_list_of_re_exports() -> None:
     assert sorted(reports.__all__) == [
         "RunDiff",
         "RunInfo",
+        "RunVerdict",
         "VerdictChange",
         "diff_runs",
         "load_crash_cells",
         "load_run",
+        "render_assumptions",
         "render_html",
         "render_junit",
         "render_markdown",
         "rerender",
         "rule_verdicts",
+        "run_exit_code",
+        "run_verdict",
         "selected_rules",
         "verdict_table",
         "write_run",

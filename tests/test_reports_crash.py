@@ -10,7 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from toolproof.reports import RunInfo, load_crash_cells, load_run, render_html, render_markdown, rerender, write_run
-from toolproof.spec import ConfigurationError, CrashCell, CrashPoint, HarnessError, IdempotencyClass, ResultRow, Verdict
+from toolproof.spec import (
+    ConfigurationError,
+    CrashCell,
+    CrashPoint,
+    HarnessError,
+    IdempotencyClass,
+    ResultRow,
+    Verdict,
+    member_doc,
+)
 
 
 def info(run_id: str = "run-1", started_at: str = "2025-03-01T10:00:00+00:00") -> RunInfo:
@@ -241,16 +250,16 @@ def test_markdown_crash_table_has_crash_points_as_rows_and_classes_as_columns_in
     report = render_markdown(info(), [ROW], cells)
     section = report[report.index("## Crash matrix") : report.index("## Failures")]
     first_table = section[section.index("### ref") : section.index("### other")]
-    assert [line.split(" | ")[0].removeprefix("| ") for line in first_table.splitlines()[4:] if line] == [
+    assert [line.split(" (")[0].removeprefix("| ") for line in first_table.splitlines()[4:] if line] == [
         p.value for p in CrashPoint
     ]
     header = "| Crash point | " + " | ".join(k.value for k in IdempotencyClass) + " |"
     assert section.count(header) == 2
     assert "### ref, simulated\n" in section
     assert "### other, simulated\n" in section
-    assert "| after_claim | SUCCEEDED, 1 effect | — | — |" in section
+    assert "| after_claim (between steps 8 and 9) | SUCCEEDED, 1 effect | — | — |" in section
     assert (
-        "| after_effect | — | — | **✗ fail: SUCCEEDED** (expected UNCERTAIN effect_unknown), 3 effects, 2 duplicates |"
+        "| after_effect (inside step 10, after the effect and before the tool returns) | — | — | **✗ fail: SUCCEEDED** (expected UNCERTAIN effect_unknown), 3 effects, 2 duplicates |"
         in section
     )
     failures = report[report.index("## Failures") :]
@@ -268,7 +277,10 @@ def test_several_positions_share_one_cell_in_position_order() -> None:
         cell("after_claim", "IDEMPOTENT", position="first", observed="SUCCEEDED", effects=2),
     ]
     report = render_markdown(info(), [ROW], cells)
-    assert "| after_claim | first: SUCCEEDED, 2 effects; last: SUCCEEDED, 1 effect | — | — |" in report
+    assert (
+        "| after_claim (between steps 8 and 9) | first: SUCCEEDED, 2 effects (rerun: harmless for IDEMPOTENT);"
+        " last: SUCCEEDED, 1 effect | — | — |"
+    ) in report
 
 
 def test_a_stored_crash_point_the_spec_does_not_have_is_refused_with_the_field_at_fault(tmp_path: Path) -> None:
@@ -289,3 +301,41 @@ def test_rendering_is_independent_of_cell_order() -> None:
     random.Random(7).shuffle(shuffled)
     assert render_markdown(info(), [ROW], cells) == render_markdown(info(), [ROW], shuffled)
     assert render_html(info(), [ROW], cells) == render_html(info(), [ROW], shuffled)
+
+
+# --- what the matrix explains where it shows it -------------------------------------------------------------
+
+
+def test_every_crash_point_row_says_where_it_is_from_the_spec() -> None:
+    cells = [cell("after_resolve", "IDEMPOTENT", observed="SUCCEEDED"), cell()]
+    report = render_markdown(info(), [ROW], cells)
+    assert "| after_resolve (between steps 1 and 2) | SUCCEEDED, 1 effect | — | — |" in report
+    page = render_html(info(), [ROW], cells)
+    assert (
+        '<th scope="row">after_effect<br><small>inside step 10, after the effect and before the tool returns</small></th>'
+        in page
+    )
+    for point in CrashPoint:
+        assert member_doc(point), f"{point} has no docstring in spec to explain its row"
+
+
+def test_the_legend_explains_the_unlabelled_position_and_the_colours_in_both_reports() -> None:
+    report = render_markdown(info(), [ROW], [cell()])
+    legend = report[report.index("## Crash matrix") : report.index("### ref, simulated")]
+    assert "An entry without a prefix is a call alone in its step (single)" in legend
+    assert "so two effects are green" in legend
+    page = render_html(info(), [ROW], [cell()])
+    section = page[page.index('<section id="crash-matrix">') : page.index('<table class="crash">')]
+    assert "<dt>Entries</dt><dd>the disposition recovery reached" in section
+    assert "<dt>Colours</dt><dd>green (✓)" in section
+
+
+def test_an_idempotent_rerun_says_why_its_second_effect_is_green() -> None:
+    rerun = cell("after_effect", "IDEMPOTENT", observed="SUCCEEDED", effects=2)
+    duplicated = cell("after_effect", "NON_IDEMPOTENT", effects=2, duplicates=1, verdict=Verdict.FAIL, evidence="x")
+    report = render_markdown(info(), [ROW], [rerun, duplicated])
+    assert "| SUCCEEDED, 2 effects (rerun: harmless for IDEMPOTENT) |" in report
+    # A NON_IDEMPOTENT second effect is a duplicate, never called harmless.
+    assert "| **✗ fail: UNCERTAIN effect_unknown**, 2 effects, 1 duplicate |" in report
+    page = render_html(info(), [ROW], [rerun])
+    assert '<span class="effects">2 effects (rerun: harmless for IDEMPOTENT)</span>' in page

@@ -203,7 +203,8 @@ def test_raw_control_characters_are_shown_as_escapes_in_every_report(tmp_path: P
 def test_the_crash_point_and_seed_are_picked_out_of_the_evidence(evidence: str, facts: list[str]) -> None:
     rows = [row("witness", "D13.4", Verdict.FAIL, evidence)]
     report = render_markdown(info(), rows)
-    failure = report[report.index("### witness: D13.4") :].split("\n\n")[1]
+    rerun, failure = report[report.index("### witness: D13.4") :].split("\n\n")[1:3]
+    assert rerun.startswith("Rerun: `toolproof run --impl witness --rules D13.4 --cell ")
     if facts:
         assert failure == " · ".join(facts)
     else:

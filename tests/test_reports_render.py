@@ -57,6 +57,8 @@ def fixed_run() -> tuple[RunInfo, list[ResultRow], list[CrashCell]]:
         started_at="2025-03-01T10:00:00+00:00",
         toolproof_version="0.1.0",
         profiles={"reference": ["bridge", "core", "mcp", "recovery"], WITNESS: ["core", "recovery"]},
+        exit_code=1,
+        implementation_refs={"reference": "reference", WITNESS: "toolproof.reference.witnesses:narrates_remote_errors"},
     )
 
     def row(

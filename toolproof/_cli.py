@@ -67,8 +67,22 @@ def main_callback(
 def rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
     profile: Annotated[Profile | None, typer.Option(help="Only rules of this profile.")] = None,
+    interpretations: Annotated[
+        bool,
+        typer.Option(
+            "--interpretations",
+            help="Print instead the page of what toolproof assumes beyond the ADR (Markdown, as docs/assumptions.md):"
+            " the policy matrix, control suspension, refused calls' rows and events, cancellation order, clocks,"
+            " the idempotency key, event and metric names, and every interpretation.",
+        ),
+    ] = False,
 ) -> None:
     """List the rule catalog: every rule of the ADR's 18 decisions, with its ID, profile and text."""
+    if interpretations:
+        from toolproof.reports import render_assumptions
+
+        sys.stdout.write(render_assumptions())
+        return
     catalog = load_catalog()
     chosen = [r for r in catalog.rules if profile is None or r.profile is profile]
     if as_json:
@@ -129,6 +143,16 @@ def run(
             "without it they do not run and the crash matrix has no PostgreSQL column.",
         ),
     ] = None,
+    cells: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cell",
+            metavar="CELL",
+            help="Run only this scenario (module.py::test_name) or one cell of it (module.py::test_name[param]),"
+            " named as the report names it; the report then holds the rules it judges. Repeatable. A failure's"
+            " entry in the report gives the command that reruns it.",
+        ),
+    ] = None,
     expectations: Annotated[
         list[Path] | None,
         typer.Option(
@@ -139,13 +163,23 @@ def run(
             "and fails the run. Repeatable.",
         ),
     ] = None,
+    write_expectations: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-expectations",
+            metavar="FILE",
+            help="Also draft an expectations file (a new FILE) from the run's failures, one entry each, for one"
+            " --impl; the reasons are left empty and the file is refused by --expectations until you write them"
+            " and delete its draft line.",
+        ),
+    ] = None,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
     Exit status: 0 when every claimed, covered rule passes or fails as expected;
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out,
-    unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
+    2 for bad input (unknown implementation, rule or cell, bad or draft expectations file, unwritable --out,
+    an existing --write-expectations file, unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
     3 when the harness itself failed.
     """
     from ._run import run_suite
@@ -167,6 +201,8 @@ def run(
             progress=None if quiet else progress,
             database_url=database_url,
             expectations=expectations or [],
+            cells=cells or [],
+            write_expectations=write_expectations,
         )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
@@ -184,6 +220,12 @@ def run(
         f"report: {outcome.out_dir / 'report.md'} and {outcome.out_dir / 'report.html'} (run {outcome.run_id})",
         markup=False,
     )
+    if outcome.draft is not None:
+        out.print(
+            f"expectations draft: {outcome.draft} (write its reasons, then delete its draft line)",
+            markup=False,
+            soft_wrap=True,
+        )
     raise typer.Exit(outcome.exit_code)
 
 

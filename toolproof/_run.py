@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolproof.driver import load
-from toolproof.reports import RunInfo, selected_rules, verdict_table, write_run
+from toolproof.reports import RunInfo, run_exit_code, selected_rules, verdict_table, write_run
 from toolproof.scenarios import PLUGIN, ResultCollector, selected_exploration
 from toolproof.spec import (
     ConfigurationError,
@@ -26,7 +26,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from .expectations import Expectations
+from .expectations import Expectations, draft_expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 Progress = Callable[[ResultRow, int, int], None]
@@ -44,6 +44,11 @@ class RunOutcome:
     """Implementation -> rule -> verdict."""
     stale: tuple[StaleExpectation, ...] = ()
     """Expectations file entries the run contradicted."""
+    draft: Path | None = None
+    """The expectations file drafted from the run's failures, when one was asked for."""
+    exit_code: int = 0
+    """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1;
+    stored with the run, so the report states it."""
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -53,11 +58,6 @@ class RunOutcome:
             for impl, table in self.verdicts.items()
             if any(v in FAILING for v in table.values())
         }
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1."""
-        return 1 if self.failed or self.stale else 0
 
 
 def _check_writable(out_dir: Path) -> None:
@@ -80,16 +80,22 @@ def run_suite(
     progress: Progress | None = None,
     database_url: str | None = None,
     expectations: Sequence[Path] = (),
+    cells: Sequence[str] = (),
+    write_expectations: Path | None = None,
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
     ``expectations`` are expectations files (see ``toolproof.expectations``): the failures they
     declare are reported ``xfail``, and the entries the run contradicts are stale and fail it.
+    ``cells`` narrow the run to those scenarios (``module.py::test_name``) or cells (``…[param]``), as reports
+    name them; the selected rules are then the ones they judge (within ``rules``). ``write_expectations`` is a
+    new file to draft an expectations file into from the run's failures (one implementation only).
 
     Raises:
-        ConfigurationError: an unknown implementation or rule, a bad expectations file
-            (``ExpectationsError``), an unknown ``TOOLPROOF_HYPOTHESIS_PROFILE`` (``ExplorationError``),
-            or an unwritable ``out_dir`` (checked before anything runs,
+        ConfigurationError: an unknown implementation or rule, a cell that selects no scenario (nothing runs),
+            a bad expectations file (``ExpectationsError``), an unknown ``TOOLPROOF_HYPOTHESIS_PROFILE``
+            (``ExplorationError``), an unwritable ``out_dir``, or a ``write_expectations``
+            file that exists or a run of several implementations to draft it from (checked before anything runs,
             so nothing is half-written).
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
@@ -102,6 +108,8 @@ def run_suite(
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
     expected = Expectations.load(expectations, names)
     _check_writable(out_dir)
+    if write_expectations is not None:
+        _check_draft(write_expectations, names)
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
@@ -131,13 +139,18 @@ def run_suite(
         args += ["--toolproof-rules", rules]
     if database_url:
         args += ["--toolproof-database-url", database_url]
+    for cell in cells:
+        args += ["--toolproof-cell", cell]
     code = pytest.main(args, plugins=[collector, expected.index])
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
+    if collector.selection_problems:
+        raise ConfigurationError("; ".join(collector.selection_problems))
 
-    selected = [rule.id for rule in selection]
+    narrowed = collector.cell_rules
+    selected = [rule.id for rule in selection if narrowed is None or rule.id in narrowed]
     info = RunInfo(
         run_id=run_id,
         implementations=names,
@@ -145,12 +158,45 @@ def run_suite(
         started_at=started.isoformat(),
         toolproof_version=__version__,
         profiles={impl.name: sorted(p.value for p in impl.profiles) for impl in loaded},
+        implementation_refs=dict(zip(names, refs, strict=True)),
     )
     chosen = set(selected)
     # A scenario may also judge rules outside the selection.
     judged = [row for row in collector.results if row.rule_id in chosen]
     rows, stale = expected.apply(run_id, judged, frozenset(selected))
-    write_run(out_dir, info, rows, collector.crash_cells, stale)
+    verdicts = verdict_table(info, rows, selected_rules(info))
+    # The exit code is known before anything is written, so the report can state it.
+    code = run_exit_code(verdicts, stale)
+    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, collector.crash_cells, stale)
+    if write_expectations is not None:
+        # Drafted from the rows as the scenarios gave them: a failure an expectations file already expects stays in.
+        _write_draft(write_expectations, draft_expectations(names[0], judged, run_id))
     return RunOutcome(
-        run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
+        run_id=run_id,
+        out_dir=out_dir,
+        verdicts=verdicts,
+        stale=tuple(stale),
+        draft=write_expectations,
+        exit_code=code,
     )
+
+
+def _check_draft(path: Path, names: Sequence[str]) -> None:
+    if len(names) != 1:
+        raise ConfigurationError(
+            f"--write-expectations drafts one implementation's file, and the run has {len(names)}: give one --impl"
+        )
+    if path.exists():
+        raise ConfigurationError(f"--write-expectations {str(path)!r} already exists: give a new file")
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"--write-expectations {str(path)!r}: its folder does not exist")
+
+
+def _write_draft(path: Path, text: str) -> None:
+    try:
+        with path.open("x", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--write-expectations {str(path)!r} cannot be written ({exc.strerror or exc})"
+        ) from None

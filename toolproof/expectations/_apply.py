@@ -12,6 +12,12 @@ from ._index import ScenarioIndex
 
 # Verdicts of a scenario that ran and judged; ``not-claimed`` rows never ran, so nothing there can fail.
 _JUDGED = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR})
+_FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
+# What each failing verdict means, for a reader told that the run gave the other one.
+_IN_WORDS = {
+    "fail": "failed (the scenario saw the implementation break the rule)",
+    "error": "errored (the scenario could not judge: the implementation or the harness raised)",
+}
 
 
 def apply_expectations(
@@ -27,13 +33,16 @@ def apply_expectations(
     becomes ``xfail``, its evidence kept and the entry's reason appended. An entry is stale when a row
     it names passed (an unexpected pass: the row stays ``pass``), or when it names no row that ran
     although it was selected: its rule is selected, or its scenario is one the run executed or one the
-    suite does not have. A row whose verdict is neither (expected ``fail``, got ``error``) stays as it is.
+    suite does not have. A row whose verdict is neither (expected ``fail``, got ``error``) stays as it is, and
+    its evidence says so in words, naming the entry. A stale rule entry whose rule still fails in some
+    scenarios lists them, so the entry can be narrowed to those.
 
     Returns:
         The rows, in the order given, and the stale entries, in file and entry order.
     """
     result = list(rows)
     stale: list[StaleExpectation] = []
+    mismatched: dict[int, list[str]] = {}
     for loaded in files:
         for number, entry in enumerate(loaded.entries, 1):
             named = [
@@ -47,6 +56,8 @@ def apply_expectations(
             if passed:
                 more = f" (and {len(passed) - 1} more)" if len(passed) > 1 else ""
                 problem = f"unexpected pass: {passed[0].scenario} passed {passed[0].rule_id}{more}"
+                if entry.rule is not None:
+                    problem += _still_failing([rows[i] for i in judged if rows[i].verdict in _FAILING])
             if problem:
                 stale.append(
                     StaleExpectation(
@@ -64,7 +75,24 @@ def apply_expectations(
                     result[i] = rows[i].model_copy(
                         update={"verdict": Verdict.XFAIL, "evidence": _with_reason(rows[i].evidence, loaded, number)}
                     )
+                elif rows[i].verdict in _FAILING and rows[i].verdict.value != entry.verdict:
+                    mismatched.setdefault(i, []).append(
+                        f"{loaded.path} entry {number} ({entry.target}) expected this scenario to"
+                        f" {entry.verdict}, but it {_IN_WORDS[rows[i].verdict.value]}; the entry does not describe"
+                        f' this failure: if it is the one you know of, write verdict = "{rows[i].verdict.value}"'
+                    )
+    for i, notes in mismatched.items():
+        if result[i].verdict is not Verdict.XFAIL:  # Another entry expecting what it gave settles it.
+            result[i] = result[i].model_copy(update={"evidence": "\n\n".join([result[i].evidence.rstrip(), *notes])})
     return result, stale
+
+
+def _still_failing(failing: Sequence[ResultRow]) -> str:
+    """For a rule entry some of whose scenarios passed: the scenarios that still fail, to narrow it to."""
+    if not failing:
+        return "; nothing it names fails any more: remove the entry"
+    cells = sorted({row.scenario for row in failing})
+    return f"; still failing: {', '.join(cells)}: narrow the entry to scenario entries for these"
 
 
 def _unmatched(

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from toolproof.spec import ConfigurationError, ResultRow, load_catalog
 
+from ._draft import DRAFT_KEY
+
 SCENARIO = re.compile(r"^[^\s:\[\]]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[.+\])?$")
 """A scenario as reports name it: ``module.py::test_name``, or one cell ``module.py::test_name[param]``."""
 
@@ -126,7 +128,7 @@ def load_expectations(paths: Sequence[Path], implementations: Sequence[str]) -> 
     """Read and check every expectations file.
 
     Raises:
-        ExpectationsError: a file is unreadable or not TOML, has an unknown or missing key, names a rule
+        ExpectationsError: a file is unreadable or not TOML, is a draft whose reasons are not written yet, has an unknown or missing key, names a rule
             the catalog does not have, a verdict other than fail or error, or an implementation that is
             not among ``implementations``.
     """
@@ -145,6 +147,18 @@ def _load(path: Path, implementations: Sequence[str]) -> LoadedExpectations:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationsError(shown, f"not TOML: {exc}") from None
+    if DRAFT_KEY in raw:
+        entries = raw.get("expect")
+        blank = (
+            sum(1 for item in entries if isinstance(item, dict) and not str(item.get("reason", "")).strip())
+            if isinstance(entries, list)
+            else 0
+        )
+        raise ExpectationsError(
+            shown,
+            f"a draft written by --write-expectations ({blank} of its reasons still empty): write every reason,"
+            f" then delete the {DRAFT_KEY} line",
+        )
     try:
         parsed = ExpectationsFile.model_validate(raw)
     except ValidationError as exc:
