@@ -106,7 +106,7 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert (
         result.stderr.strip()
-        == f"toolproof: error: --out {str(blocker / 'out')!r} is not a writable directory (Not a directory)"
+        == f"toolproof: error: --out {str(blocker / 'out')!r} is not a writable directory: {str(blocker)!r} is a file"
     )
     assert blocker.read_text() == "not a folder"
 

@@ -25,6 +25,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._preflight import check_out_dir, require
 
 app = typer.Typer(
     name="toolproof",
@@ -147,6 +148,14 @@ def run(
     2 for bad input (unknown implementation or rule, bad expectations file, unwritable --out);
     3 when the harness itself failed.
     """
+    try:
+        load_catalog().select(rule_selectors)
+        check_out_dir(out_dir)
+        if database_url:
+            require("psycopg", "--database-url")
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+
     from ._run import run_suite
 
     def progress(result: ResultRow, done: int, total: int) -> None:

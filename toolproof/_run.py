@@ -26,6 +26,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._preflight import check_out_dir, require
 from .expectations import Expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
@@ -94,6 +95,9 @@ def run_suite(
     """
     refs = list(impls) or ["reference"]
     selection = load_catalog().select(rules)
+    check_out_dir(out_dir)
+    if database_url:
+        require("psycopg", "--database-url")
     loaded = [load(ref) for ref in refs]
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
