@@ -53,6 +53,8 @@ from ._errors import (
     ConformanceFailure,
     ContractViolation,
     HarnessError,
+    ImplementationError,
+    PortViolation,
     ToolproofError,
     sole_exception,
 )
@@ -97,6 +99,7 @@ from ._port import (
     Tool,
     ToolExecutionContext,
     available_implementations,
+    checked_instance,
     load_implementation,
 )
 from ._results import (
@@ -205,6 +208,7 @@ __all__ = [
     "IdempotencyClass",
     "Identity",
     "Implementation",
+    "ImplementationError",
     "Instance",
     "InstanceConfig",
     "InstanceHandle",
@@ -224,6 +228,7 @@ __all__ = [
     "OpenInstance",
     "Outcome",
     "OutcomeEntry",
+    "PortViolation",
     "Problem",
     "Profile",
     "ProposedCall",
@@ -258,6 +263,7 @@ __all__ = [
     "TrustLabel",
     "Verdict",
     "available_implementations",
+    "checked_instance",
     "crash_now",
     "definition_sha256",
     "domain_of",

@@ -446,8 +446,8 @@ def test_diff_takes_a_run_by_id_pairs_by_name_and_lists_what_one_run_only_holds(
 @pytest.mark.parametrize(
     ("argument", "message"),
     [
-        ("{tmp}/missing", "no toolproof results at out_dir='{tmp}/missing': it is not a folder;"),
-        ("{tmp}/runs@nope", "run_id='nope' is not in '{tmp}/runs/results.duckdb': it holds runs ['only']"),
+        ("{tmp}/missing", "no toolproof results in '{tmp}/missing': it is not a folder;"),
+        ("{tmp}/runs@nope", "no run 'nope' in '{tmp}/runs/results.duckdb'; the runs it holds: only"),
         ("{tmp}/runs@", "'{tmp}/runs@' ends in '@': give FOLDER or FOLDER@RUN_ID"),
     ],
     ids=["missing-folder", "unknown-run-id", "empty-run-id"],

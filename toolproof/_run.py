@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -45,6 +45,10 @@ class RunOutcome:
     """Implementation -> rule -> verdict."""
     stale: tuple[StaleExpectation, ...] = ()
     """Expectations file entries the run contradicted."""
+    cells: dict[str, dict[Verdict, int]] = field(default_factory=dict)
+    """Implementation -> how many scenario cells (a scenario with one set of parameters) ended in each verdict."""
+    causes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Implementation -> failed or errored rule -> the first line of its first failing scenario's evidence."""
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -98,7 +102,7 @@ def run_suite(
     check_out_dir(out_dir)
     if database_url:
         require("psycopg", "--database-url")
-    loaded = [load(ref) for ref in refs]
+    loaded = [load(ref, patience_s=0) for ref in refs]  # A driver URL is probed once: it answers now or never.
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
@@ -134,6 +138,10 @@ def run_suite(
     if database_url:
         args += ["--toolproof-database-url", database_url]
     code = pytest.main(args, plugins=[collector, expected.index])
+    if collector.port_violation is not None:  # The collector stopped the session: checked before INTERRUPTED.
+        raise ConfigurationError(collector.port_violation)
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt  # pytest caught Ctrl-C and stopped: nothing of this run is written.
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -154,5 +162,42 @@ def run_suite(
     rows, stale = expected.apply(run_id, judged, frozenset(selected))
     write_run(out_dir, info, rows, collector.crash_cells, stale)
     return RunOutcome(
-        run_id=run_id, out_dir=out_dir, verdicts=verdict_table(info, rows, selected_rules(info)), stale=tuple(stale)
+        run_id=run_id,
+        out_dir=out_dir,
+        verdicts=verdict_table(info, rows, selected_rules(info)),
+        stale=tuple(stale),
+        cells=_cell_counts(rows),
+        causes=_causes(rows),
     )
+
+
+_WORST_FIRST = (Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.PASS, Verdict.NOT_CLAIMED)
+
+
+def _cell_counts(rows: Sequence[ResultRow]) -> dict[str, dict[Verdict, int]]:
+    # A cell judges several rules; its verdict is the worst of its rows.
+    cells: dict[tuple[str, str], set[Verdict]] = {}
+    for row in rows:
+        if row.scenario:
+            cells.setdefault((row.implementation, row.scenario), set()).add(row.verdict)
+    counts: dict[str, dict[Verdict, int]] = {}
+    for (impl, _), verdicts in cells.items():
+        worst = next((v for v in _WORST_FIRST if v in verdicts), Verdict.ERROR)
+        table = counts.setdefault(impl, {})
+        table[worst] = table.get(worst, 0) + 1
+    return counts
+
+
+def first_cause(evidence: str) -> str:
+    """The line of ``evidence`` that says what went wrong: a traceback's ``E`` line, else its first line."""
+    lines = [line.strip() for line in evidence.splitlines() if line.strip()]
+    raised = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
+    return raised[0] if raised else (lines[0] if lines else "")
+
+
+def _causes(rows: Sequence[ResultRow]) -> dict[str, dict[str, str]]:
+    causes: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row.verdict in FAILING and row.scenario:
+            causes.setdefault(row.implementation, {}).setdefault(row.rule_id, first_cause(row.evidence))
+    return causes
