@@ -190,7 +190,9 @@ def test_a_failures_cause_is_on_the_terminal(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "fail: D13.4" in result.stdout
     [cause] = [line for line in result.stderr.splitlines() if "D13.4" in line]
-    assert cause.startswith("toolproof: witness:narrates_remote_errors: D13.4: D13.4: ")
+    assert cause.startswith(
+        "toolproof: witness:narrates_remote_errors: D13.4: mcp.errs.fail's message carries the server's text: "
+    )
     assert "message carries the server's text" in cause
 
 

@@ -254,7 +254,7 @@ def _summarise(outcome: RunOutcome) -> None:
             out.print(f"  {verdicts[rule_id].value}: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
             cause = outcome.causes.get(name, {}).get(rule_id)
             if cause:
-                err.print(f"toolproof: {name}: {rule_id}: {cause}", markup=False)
+                err.print(f"toolproof: {name}: {rule_id}: {cause.removeprefix(f'{rule_id}: ')}", markup=False)
     for item in outcome.stale:
         err.print(f"toolproof: stale expectation: {item.label}: {item.problem}", markup=False, soft_wrap=True)
     out.print(
