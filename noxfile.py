@@ -88,7 +88,7 @@ def stateful(session: nox.Session) -> None:
 @nox.session(python=PYTHONS)
 def conformance(session: nox.Session) -> None:
     """The main job: the conformance suite against the reference, report in ./toolproof-report."""
-    session.install(".")
+    session.install(".[postgres]")  # --database-url below needs psycopg.
     # PostgreSQL runs on every machine of this project; elsewhere set TOOLPROOF_DATABASE_URL or drop the option.
     url = session.env.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
     session.run(
