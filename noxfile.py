@@ -1,7 +1,13 @@
-"""Automation: ``nox -s quick`` for the inner loop, ``tests`` for everything, ``lint``, ``conformance``."""
+"""Automation: ``nox -s quick`` for the inner loop, ``tests`` for everything, ``lint``, ``conformance``.
+
+``tests`` and ``conformance`` run on every supported Python: ``nox -s tests`` runs all three,
+``nox -s tests-3.12`` one. The interpreters are found on PATH or, as on these machines, under ``pyenv root``.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import nox
@@ -11,9 +17,25 @@ ROOT = Path(__file__).resolve().parent
 nox.options.sessions = ["quick", "lint"]
 nox.options.default_venv_backend = "venv"
 PYTHON = "3.11"
+"""The Python the single-version sessions (quick, lint, stateful, bench) run on: the oldest supported."""
+PYTHONS = ["3.11", "3.12", "3.13"]
+"""Every Python of ``requires-python``; the suite must be green on each."""
 
 
-@nox.session(python=PYTHON)
+def _pyenv_interpreters() -> None:
+    # nox finds pythonX.Y on PATH; pyenv installs them under its root without shims on PATH.
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return
+    found = [str(p.parent) for v in PYTHONS for p in sorted(Path(root).glob(f"versions/{v}.*/bin/python{v}"))[-1:]]
+    os.environ["PATH"] = os.pathsep.join([*found, os.environ.get("PATH", "")])
+
+
+_pyenv_interpreters()
+
+
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The whole test suite, slow and PostgreSQL tests included (what .ci/run runs)."""
     session.install("-e", ".[test]")
@@ -66,10 +88,10 @@ def stateful(session: nox.Session) -> None:
         )
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHONS)
 def conformance(session: nox.Session) -> None:
     """The main job: the conformance suite against the reference, report in ./toolproof-report."""
-    session.install(".")
+    session.install(".[postgres]")  # --database-url below needs psycopg.
     # PostgreSQL runs on every machine of this project; elsewhere set TOOLPROOF_DATABASE_URL or drop the option.
     url = session.env.get("TOOLPROOF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
     session.run(

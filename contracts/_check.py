@@ -64,25 +64,25 @@ def load_tool(factory: object) -> Tool:
     name = getattr(factory, "__qualname__", type(factory).__name__)
     if isinstance(factory, Tool) and not isinstance(factory, type):
         raise ConfigurationError(
-            f"factory={name!r} is a Tool instance, not a factory: pass its class or `lambda: tool`"
+            f"factory {name!r} is a Tool instance, not a factory: pass its class or `lambda: tool`"
         )
     if not callable(factory):
-        raise ConfigurationError(f"factory={name!r} is not callable: pass a zero-argument callable that returns a Tool")
+        raise ConfigurationError(f"factory {name!r} is not callable: pass a zero-argument callable that returns a Tool")
     try:
         tool = factory()
     except Exception as exc:
-        raise ConfigurationError(f"factory={name!r} raised {one_line(exc)}") from exc
+        raise ConfigurationError(f"factory {name!r} raised {one_line(exc)}") from exc
     if not isinstance(tool, Tool):
         raise ConfigurationError(
-            f"factory={name!r} returned {type(tool).__name__}, which is not a Tool: "
+            f"factory {name!r} returned {type(tool).__name__}, which is not a Tool: "
             "it needs a `spec` (ToolSpec) and `async def execute(arguments, context)`"
         )
     if not isinstance(tool.spec, ToolSpec):
         raise ConfigurationError(
-            f"factory={name!r} made a tool whose spec is {type(tool.spec).__name__}, not a ToolSpec"
+            f"factory {name!r} made a tool whose spec is {type(tool.spec).__name__}, not a ToolSpec"
         )
     if not inspect.iscoroutinefunction(tool.execute):
-        raise ConfigurationError(f"factory={name!r} made a tool whose execute is not `async def`")
+        raise ConfigurationError(f"factory {name!r} made a tool whose execute is not `async def`")
     return tool
 
 

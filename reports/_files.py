@@ -117,7 +117,7 @@ def _write_text(out_dir: Path, name: str, text: str) -> None:
 
 def _unwritable(out_dir: Path, reason: str) -> ConfigurationError:
     return ConfigurationError(
-        f"cannot write results into out_dir={str(out_dir)!r}: {reason}; choose a folder you can create and write"
+        f"cannot write results into {str(out_dir)!r}: {reason}; choose a folder you can create and write"
     )
 
 

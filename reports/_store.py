@@ -104,13 +104,12 @@ def load_everything(
     """``load_run``, ``load_crash_cells`` and the stale expectations of the same run, read in one connection."""
     if not out_dir.is_dir():
         raise ConfigurationError(
-            f"no toolproof results at out_dir={str(out_dir)!r}: it is not a folder; give the folder a run was written to"
+            f"no toolproof results in {str(out_dir)!r}: it is not a folder; give the folder a run was written to"
         )
     db_path = out_dir / RESULTS_FILE
     if not db_path.is_file():
         raise ConfigurationError(
-            f"no toolproof results at out_dir={str(out_dir)!r}: {RESULTS_FILE} is missing;"
-            " give the folder a run was written to"
+            f"no toolproof results in {str(out_dir)!r}: {RESULTS_FILE} is missing; give the folder a run was written to"
         )
     connection = _connect(db_path, read_only=True)
     try:
@@ -258,8 +257,8 @@ def _choose(runs: list[RunInfo], run_id: str | None, db_path: Path) -> RunInfo:
     for info in runs:
         if info.run_id == run_id:
             return info
-    known = [info.run_id for info in runs]
-    raise ConfigurationError(f"run_id={run_id!r} is not in {str(db_path)!r}: it holds runs {known!r}")
+    known = ", ".join(info.run_id for info in runs)
+    raise ConfigurationError(f"no run {run_id!r} in {str(db_path)!r}; the runs it holds: {known}")
 
 
 def _not_ours(db_path: Path, detail: str) -> ConfigurationError:

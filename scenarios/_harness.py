@@ -35,6 +35,7 @@ from toolproof.spec import (
     Success,
     Tool,
     TrustLabel,
+    checked_instance,
     new_run_id,
 )
 
@@ -91,7 +92,7 @@ class Harness:
         """Open an instance with ``tools`` registered; the session talks to it."""
         self._log_tools(tools)
         async with self.implementation.open(self.config(**config), list(tools), self.clock) as instance:
-            yield Session(self, instance)
+            yield Session(self, checked_instance(instance))
 
     async def refused(self, *tools: Tool) -> ConfigurationError | None:
         """The ConfigurationError the implementation raised when opened with ``tools``, or None if it started."""

@@ -30,6 +30,7 @@ from toolproof.spec import (
     ConformanceFailure,
     CrashCell,
     Implementation,
+    PortViolation,
     Profile,
     ResultRow,
     Verdict,
@@ -121,6 +122,8 @@ class ResultCollector:
         """Why a ``--toolproof-cell`` selected nothing; the run then executed nothing."""
         self.cell_rules: frozenset[str] | None = None
         """The rules the ``--toolproof-cell`` scenarios judge; None when the run selected no cells."""
+        self.port_violation: str | None = None
+        """The first PortViolation a scenario met (the run stops there)."""
         self.total = 0
         self.done = 0
         self._on_result = on_result
@@ -149,7 +152,13 @@ class ResultCollector:
             cells: tuple[CrashCell, ...] = item.stash.get(CRASH_CELLS, ())
             self.crash_cells.extend(cells)
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
-        verdict, evidence, failed_rule = _judge(report, item.stash.get(RAISED, None))
+        raised = item.stash.get(RAISED, None)
+        violation = _port_violation(raised)
+        if violation is not None and self.port_violation is None:
+            # The implementation broke the port's types: no verdict means anything; stop and say so.
+            self.port_violation = f"implementation {case.implementation!r}: {violation}"
+            item.session.shouldstop = self.port_violation
+        verdict, evidence, failed_rule = _judge(report, raised)
         if verdict is None:
             return  # A passing setup phase: the call phase decides.
         self.done += 1
@@ -171,6 +180,18 @@ class ResultCollector:
             )
         if self._on_result is not None:
             self._on_result(self.results[-1], self.done, self.total)
+
+
+def _port_violation(exc: object) -> PortViolation | None:
+    """The PortViolation ``exc`` is or carries (task groups may wrap it)."""
+    if isinstance(exc, PortViolation):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _port_violation(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _conformance_failure(exc: object) -> ConformanceFailure | None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import anyio
-import psycopg
 
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
@@ -109,6 +108,8 @@ def describe_status(d: Disposition | None) -> str:
 
 def postgres_url(harness: Harness, base: str) -> str:
     """A fresh schema in ``base``'s database, dropped when the scenario ends, as a URL whose connections use it."""
+    import psycopg  # Optional (the postgres extra); the CLI refuses --database-url up front without it.
+
     schema = f"tp_{uuid.uuid4().hex[:12]}"
     try:
         with psycopg.connect(base, autocommit=True, connect_timeout=5) as connection:

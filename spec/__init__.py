@@ -56,6 +56,8 @@ from ._errors import (
     ConformanceFailure,
     ContractViolation,
     HarnessError,
+    ImplementationError,
+    PortViolation,
     ToolproofError,
     sole_exception,
 )
@@ -100,6 +102,7 @@ from ._port import (
     Tool,
     ToolExecutionContext,
     available_implementations,
+    checked_instance,
     load_implementation,
 )
 from ._publish import publish_exports
@@ -211,6 +214,7 @@ __all__ = [
     "IdempotencyClass",
     "Identity",
     "Implementation",
+    "ImplementationError",
     "Instance",
     "InstanceConfig",
     "InstanceHandle",
@@ -230,6 +234,7 @@ __all__ = [
     "OpenInstance",
     "Outcome",
     "OutcomeEntry",
+    "PortViolation",
     "Problem",
     "Profile",
     "ProposedCall",
@@ -265,6 +270,7 @@ __all__ = [
     "TrustLabel",
     "Verdict",
     "available_implementations",
+    "checked_instance",
     "crash_now",
     "definition_sha256",
     "domain_of",

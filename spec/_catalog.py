@@ -105,16 +105,23 @@ class Catalog(BaseModel):
         if not wanted:
             raise ConfigurationError("--rules is empty: give decisions like D5 or rules like D5.3, comma-separated")
         chosen: set[str] = set()
+        known = {r.id for r in self.rules}
+        problems: list[str] = []  # Every bad selector is reported, not only the first.
         for sel in wanted:
             if re.fullmatch(r"D[1-9][0-9]*", sel):
                 hits = {r.id for r in self.rules if f"D{r.decision}" == sel}
+                if not hits:
+                    problems.append(f"rule selector {sel!r} matches no rule in the catalog")
             elif RULE_ID.match(sel):
-                hits = {self.rule(sel).id}
+                hits = {sel} & known
+                if not hits:
+                    problems.append(f"unknown rule id {sel!r}")
             else:
-                raise ConfigurationError(f"rule selector {sel!r} is neither a decision (D5) nor a rule id (D5.3)")
-            if not hits:
-                raise ConfigurationError(f"rule selector {sel!r} matches no rule in the catalog")
+                hits = set()
+                problems.append(f"rule selector {sel!r} is neither a decision (D5) nor a rule id (D5.3)")
             chosen |= hits
+        if problems:
+            raise ConfigurationError("; ".join(problems) + ": see `toolproof rules`")
         return tuple(r for r in self.rules if r.id in chosen)
 
 

@@ -39,6 +39,22 @@ class HarnessError(ToolproofError):
     """toolproof itself failed; not the implementation's fault nor the user's."""
 
 
+class ImplementationError(ToolproofError):
+    """The implementation under test misbehaved outside any one rule's judgement.
+
+    Its driver refused or failed a request the harness sent by the protocol, or a port method
+    returned what the port does not allow. A scenario that meets it reports ``error``, blaming
+    the implementation, not the harness.
+    """
+
+
+class PortViolation(ImplementationError, ConfigurationError):
+    """The implementation broke the port's types (a method returned the wrong shape): bad input, not a verdict.
+
+    A run meeting it stops and exits 2 with its one line, naming the method and the field.
+    """
+
+
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
     """The one leaf exception of nested single-member groups, or None when any level holds several.
 

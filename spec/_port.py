@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import cache
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, cast, get_type_hints, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ._crash import CrashPlan
 from ._enums import Profile
-from ._errors import ConfigurationError
+from ._errors import ConfigurationError, PortViolation
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
 from ._loader import load_object
 from ._mcp import Advertisement, CatalogChange, McpServerConfig
@@ -281,6 +283,65 @@ class Implementation(Protocol):
         ...
 
 
+_CHECKED = (
+    "submit",
+    "invocations",
+    "events",
+    "metrics",
+    "resolve_approval",
+    "resume",
+    "run_script",
+    "store_tables",
+    "advertise",
+    "catalog_history",
+    "sweep",
+)
+
+
+@cache
+def _answer_adapter(method: str) -> TypeAdapter[Any]:
+    return TypeAdapter(get_type_hints(getattr(Instance, method))["return"])
+
+
+def _where(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "the value itself"
+    return f"{field}: {first['msg']} (got {type(first['input']).__name__})"
+
+
+class _CheckedInstance:
+    """An Instance whose every answer is checked against the port's types before a scenario reads it."""
+
+    def __init__(self, inner: Instance) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in _CHECKED:
+            return found
+
+        async def checked(*args: Any, **kwargs: Any) -> Any:
+            answer = await found(*args, **kwargs)
+            try:
+                # Strict: a dict where the port says Disposition is the implementation's slip, not a Disposition.
+                _answer_adapter(name).validate_python(answer, strict=True)
+            except ValidationError as exc:
+                raise PortViolation(f"Instance.{name} returned a wrong value at {_where(exc)}") from None
+            return answer
+
+        return checked
+
+
+def checked_instance(instance: Instance) -> Instance:
+    """``instance``, with every port method's answer validated against its declared type.
+
+    A wrong answer raises ``PortViolation`` naming the method and the field (``Instance.submit
+    returned a wrong value at 0: ...``). Optional methods (``submit_measuring_memory``) pass through.
+    """
+    checked: Any = _CheckedInstance(instance)
+    return cast(Instance, checked)
+
+
 def available_implementations() -> list[str]:
     """Names registered under the ``toolproof.implementations`` entry-point group."""
     return sorted({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
@@ -320,4 +381,35 @@ def load_implementation(ref: str) -> Implementation:
         raise ConfigurationError(
             f"implementation {ref!r} produced {type(impl).__name__}, which lacks name, profiles or open()"
         )
+    check_implementation(impl, ref)
     return impl
+
+
+def check_implementation(impl: Implementation, ref: str) -> None:
+    """The mistakes the protocol check cannot see, refused before anything runs.
+
+    Raises:
+        ConfigurationError: ``name`` is not a non-empty string, ``profiles`` is not a set of
+            ``Profile`` members (strings are the usual slip), or ``open`` is ``async def``
+            (it must return an async context manager, not a coroutine).
+    """
+    shown = f"implementation {ref!r}"
+    name: object = impl.name
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"{shown}: name is {name!r}; it must be a non-empty string")
+    profiles: object = impl.profiles
+    if not isinstance(profiles, frozenset | set):
+        raise ConfigurationError(
+            f"{shown}: profiles is a {type(profiles).__name__}; it must be a frozenset of spec.Profile"
+        )
+    wrong = sorted(repr(p) for p in profiles if not isinstance(p, Profile))
+    if wrong:
+        raise ConfigurationError(
+            f"{shown}: profiles holds {', '.join(wrong)}, not spec.Profile members;"
+            f" write e.g. frozenset({{Profile.CORE}}) (the values: {', '.join(p.value for p in Profile)})"
+        )
+    if inspect.iscoroutinefunction(impl.open):
+        raise ConfigurationError(
+            f"{shown}: open() is `async def`; it must return an async context manager without awaiting"
+            " (decorate an async generator with contextlib.asynccontextmanager)"
+        )

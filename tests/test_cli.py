@@ -83,11 +83,14 @@ def test_impls_lists_the_reference_and_the_witnesses() -> None:
             ["run", "--impl", "no_such_module:factory"],
             "toolproof: error: implementation 'no_such_module:factory': module 'no_such_module' cannot be imported (ModuleNotFoundError: No module named 'no_such_module')",
         ),
-        (["run", "--rules", "D99"], "toolproof: error: rule selector 'D99' matches no rule in the catalog"),
+        (
+            ["run", "--rules", "D99"],
+            "toolproof: error: rule selector 'D99' matches no rule in the catalog: see `toolproof rules`",
+        ),
         (["run", "--rules", "D1.99"], "toolproof: error: unknown rule id 'D1.99': see `toolproof rules`"),
         (
             ["run", "--rules", "banana"],
-            "toolproof: error: rule selector 'banana' is neither a decision (D5) nor a rule id (D5.3)",
+            "toolproof: error: rule selector 'banana' is neither a decision (D5) nor a rule id (D5.3): see `toolproof rules`",
         ),
     ],
 )
@@ -106,7 +109,7 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert (
         result.stderr.strip()
-        == f"toolproof: error: --out {str(blocker / 'out')!r} is not a writable directory (Not a directory)"
+        == f"toolproof: error: --out {str(blocker / 'out')!r} is not a writable directory: {str(blocker)!r} is a file"
     )
     assert blocker.read_text() == "not a folder"
 

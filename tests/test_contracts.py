@@ -146,15 +146,15 @@ def _raising_factory() -> Any:
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
-        (42, r"^factory='int' is not callable: pass a zero-argument callable that returns a Tool$"),
+        (42, r"^factory 'int' is not callable: pass a zero-argument callable that returns a Tool$"),
         (
             PutsFileTool(),
-            r"^factory='PutsFileTool' is a Tool instance, not a factory: pass its class or `lambda: tool`$",
+            r"^factory 'PutsFileTool' is a Tool instance, not a factory: pass its class or `lambda: tool`$",
         ),
-        (object, r"^factory='object' returned object, which is not a Tool: it needs a `spec` \(ToolSpec\) and "),
-        (_raising_factory, r"^factory='_raising_factory' raised RuntimeError: no credentials file$"),
-        (_NotATool, r"^factory='_NotATool' returned _NotATool, which is not a Tool"),
-        (_SyncTool, r"^factory='_SyncTool' made a tool whose execute is not `async def`$"),
+        (object, r"^factory 'object' returned object, which is not a Tool: it needs a `spec` \(ToolSpec\) and "),
+        (_raising_factory, r"^factory '_raising_factory' raised RuntimeError: no credentials file$"),
+        (_NotATool, r"^factory '_NotATool' returned _NotATool, which is not a Tool"),
+        (_SyncTool, r"^factory '_SyncTool' made a tool whose execute is not `async def`$"),
     ],
     ids=["not-callable", "instance", "not-a-tool", "raises", "no-execute", "sync-execute"],
 )

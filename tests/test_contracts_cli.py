@@ -63,9 +63,9 @@ def test_a_violating_tool_exits_1_with_one_readable_finding_per_rule() -> None:
             r"'toolproof.fakes._authors:BAD_AUTHOR_TOOLS': expected a Tool or a zero-argument callable that makes one, "
             r"found dict \{",
         ),
-        (f"{MODULE}:reply", r"factory='reply' raised TypeError: "),
-        (f"{MODULE}:ContentPart", r"factory='ContentPart' raised ValidationError: "),
-        (f"{MODULE}:Path", r"factory='Path' returned PosixPath, which is not a Tool: it needs a `spec`"),
+        (f"{MODULE}:reply", r"factory 'reply' raised TypeError: "),
+        (f"{MODULE}:ContentPart", r"factory 'ContentPart' raised ValidationError: "),
+        (f"{MODULE}:Path", r"factory 'Path' returned PosixPath, which is not a Tool: it needs a `spec`"),
     ],
     ids=["no-colon", "no-module", "no-attribute", "not-callable", "needs-arguments", "raises", "not-a-tool"],
 )

@@ -179,7 +179,7 @@ def test_an_expected_failure_reads_xfail_apart_from_pass_and_the_run_passes(
 ) -> None:
     result, out, file = expected_run
     assert result.exit_code == 0, result.output
-    assert f"{WITNESS}: 1 pass, 1 xfail, 1 not-claimed" in result.stdout
+    assert f"{WITNESS}: rules: 1 pass, 1 xfail, 1 not-claimed;" in result.stdout
     assert result.stderr == ""
     summary = _summary(out)
     assert "stale_expectations" not in summary
@@ -208,7 +208,7 @@ def test_an_unexpected_pass_stays_pass_is_stale_and_fails_the_run(tmp_path: Path
     out = tmp_path / "out"
     result = _run("--rules", "D13.3,D15.3", "--out", str(out), "--expectations", str(file))
     assert result.exit_code == 1
-    assert "reference: 2 pass" in result.stdout
+    assert "reference: rules: 2 pass;" in result.stdout
     problems = [
         ("rule D13.3", f"unexpected pass: {MESSAGE} passed D13.3; nothing it names fails any more: remove the entry"),
         (f"scenario {WRITE_CELL}", f"unexpected pass: {WRITE_CELL} passed D15.3"),
@@ -467,8 +467,8 @@ def test_diff_takes_a_run_by_id_pairs_by_name_and_lists_what_one_run_only_holds(
 @pytest.mark.parametrize(
     ("argument", "message"),
     [
-        ("{tmp}/missing", "no toolproof results at out_dir='{tmp}/missing': it is not a folder;"),
-        ("{tmp}/runs@nope", "run_id='nope' is not in '{tmp}/runs/results.duckdb': it holds runs ['only']"),
+        ("{tmp}/missing", "no toolproof results in '{tmp}/missing': it is not a folder;"),
+        ("{tmp}/runs@nope", "no run 'nope' in '{tmp}/runs/results.duckdb'; the runs it holds: only"),
         ("{tmp}/runs@", "'{tmp}/runs@' ends in '@': give FOLDER or FOLDER@RUN_ID"),
     ],
     ids=["missing-folder", "unknown-run-id", "empty-run-id"],

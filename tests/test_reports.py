@@ -402,14 +402,14 @@ def test_load_run_on_an_empty_folder_is_a_configuration_error(tmp_path: Path) ->
     with pytest.raises(ConfigurationError) as caught:
         load_run(tmp_path)
     assert re.fullmatch(
-        rf"no toolproof results at out_dir={re.escape(repr(str(tmp_path)))}: results\.duckdb is missing;"
+        rf"no toolproof results in {re.escape(repr(str(tmp_path)))}: results\.duckdb is missing;"
         r" give the folder a run was written to",
         one_line(caught),
     )
 
 
 def test_load_run_on_a_missing_folder_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"^no toolproof results at out_dir='.*nowhere': it is not a folder;"):
+    with pytest.raises(ConfigurationError, match=r"^no toolproof results in '.*nowhere': it is not a folder;"):
         load_run(tmp_path / "nowhere")
 
 
@@ -448,7 +448,7 @@ def test_load_run_of_an_unknown_run_id_names_the_runs_there(tmp_path: Path) -> N
     write_run(tmp_path, info(), [])
     with pytest.raises(ConfigurationError) as caught:
         load_run(tmp_path, "nope")
-    assert re.fullmatch(r"run_id='nope' is not in '.*results\.duckdb': it holds runs \['run-1'\]", one_line(caught))
+    assert re.fullmatch(r"no run 'nope' in '.*results\.duckdb'; the runs it holds: run-1", one_line(caught))
 
 
 def test_an_out_dir_under_a_regular_file_is_a_configuration_error(tmp_path: Path) -> None:
@@ -457,7 +457,7 @@ def test_an_out_dir_under_a_regular_file_is_a_configuration_error(tmp_path: Path
     with pytest.raises(ConfigurationError) as caught:
         write_run(out, info(), [])
     assert re.fullmatch(
-        rf"cannot write results into out_dir={re.escape(repr(str(out)))}: Not a directory;"
+        rf"cannot write results into {re.escape(repr(str(out)))}: Not a directory;"
         r" choose a folder you can create and write",
         one_line(caught),
     )
@@ -465,9 +465,7 @@ def test_an_out_dir_under_a_regular_file_is_a_configuration_error(tmp_path: Path
 
 def test_an_out_dir_that_is_a_file_is_a_configuration_error(tmp_path: Path) -> None:
     (tmp_path / "plain").write_text("x", encoding="utf-8")
-    with pytest.raises(
-        ConfigurationError, match=r"^cannot write results into out_dir='.*plain': it is a file, not a folder;"
-    ):
+    with pytest.raises(ConfigurationError, match=r"^cannot write results into '.*plain': it is a file, not a folder;"):
         write_run(tmp_path / "plain", info(), [])
 
 

@@ -178,9 +178,7 @@ def test_load_crash_cells_reads_the_latest_run_or_the_one_named(tmp_path: Path) 
     write_run(tmp_path, info("b", "2025-03-02T00:00:00+00:00"), [])
     assert load_crash_cells(tmp_path) == []
     assert load_crash_cells(tmp_path, "a") == [cell(run_id="a")]
-    with pytest.raises(
-        ConfigurationError, match=r"^run_id='c' is not in '.*results\.duckdb': it holds runs \['a', 'b'\]$"
-    ):
+    with pytest.raises(ConfigurationError, match=r"^no run 'c' in '.*results\.duckdb'; the runs it holds: a, b$"):
         load_crash_cells(tmp_path, "c")
 
 

@@ -165,7 +165,8 @@ def test_catalog_selection_errors_name_the_selector() -> None:
     catalog = load_catalog()
     assert [r.id for r in catalog.select("D13.3,D2")][:2] == ["D2.1", "D2.2"]
     with pytest.raises(
-        ConfigurationError, match=r"^rule selector 'D0' is neither a decision \(D5\) nor a rule id \(D5\.3\)$"
+        ConfigurationError,
+        match=r"^rule selector 'D0' is neither a decision \(D5\) nor a rule id \(D5\.3\): see `toolproof rules`$",
     ):
         catalog.select("D0")
     with pytest.raises(ConfigurationError, match=r"^--rules is empty"):

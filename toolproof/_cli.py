@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from toolproof.spec import (
     DRIVER_PROTOCOL,
@@ -25,6 +29,10 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._preflight import check_out_dir, require
+
+if TYPE_CHECKING:
+    from ._run import RunOutcome
 
 app = typer.Typer(
     name="toolproof",
@@ -36,11 +44,32 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+# Lines are never wrapped: a terminal folds them itself, and a pipe gets them whole.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 EXIT_USAGE = 2
 EXIT_HARNESS = 3
+EXIT_INTERRUPTED = 130
+
+
+class _Command(TyperCommand):
+    """Help as git or pytest write it: a flag shows no value, arguments in capitals (NAME, [NAME])."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+                param.metavar = ""  # Typer would show <bool>, as if the flag took a value.
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = (param.metavar or param.name or "ARG").upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
 
 
 def _die(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -63,7 +92,7 @@ def main_callback(
     """Conformance suite for ADR-0021's tool execution pipeline."""
 
 
-@app.command()
+@app.command(cls=_Command)
 def rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
     profile: Annotated[Profile | None, typer.Option(help="Only rules of this profile.")] = None,
@@ -92,13 +121,17 @@ def rules(
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
+    if not out.is_terminal:  # A pipe gets one line per rule, tab-separated, for scripts.
+        for rule in chosen:
+            sys.stdout.write(f"{rule.id}\t{rule.profile.value}\t{rule.text}\n")
+        return
     table = Table("id", "profile", "rule", show_lines=False, expand=True)
     for rule in chosen:
         table.add_row(rule.id, rule.profile.value, rule.text)
     out.print(table)
 
 
-@app.command()
+@app.command(cls=_Command)
 def impls() -> None:
     """List implementations registered under the toolproof.implementations entry point, and the witnesses."""
     for name in available_implementations():
@@ -114,12 +147,13 @@ def impls() -> None:
         )
 
 
-@app.command()
+@app.command(cls=_Command)
 def run(
     impl: Annotated[
         list[str] | None,
         typer.Option(
             "--impl",
+            metavar="IMPL",
             help=(
                 "Implementation: an entry-point name (see `toolproof impls`), package.module:factory (the working"
                 " directory is importable while the module is imported), or a driver URL (http://127.0.0.1:PORT,"
@@ -128,16 +162,23 @@ def run(
         ),
     ] = None,
     rule_selectors: Annotated[
-        str | None, typer.Option("--rules", help="Comma-separated decisions or rule ids, e.g. D1,D5.3. Default: all.")
+        str | None,
+        typer.Option(
+            "--rules", metavar="IDS", help="Comma-separated decisions or rule ids, e.g. D1,D5.3. Default: all."
+        ),
     ] = None,
     out_dir: Annotated[
-        Path, typer.Option("--out", help="Folder for results.duckdb, summary.json, report.md, report.html, junit.xml.")
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", help="Folder for results.duckdb, summary.json, report.md, report.html, junit.xml."
+        ),
     ] = Path("toolproof-report"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-scenario progress lines.")] = False,
     database_url: Annotated[
         str | None,
         typer.Option(
             "--database-url",
+            metavar="URL",
             envvar="TOOLPROOF_DATABASE_URL",
             help="PostgreSQL URL for the multi-worker crash scenarios (SIGKILL over PostgreSQL, the PostgreSQL lease race); "
             "without it they do not run and the crash matrix has no PostgreSQL column.",
@@ -182,15 +223,45 @@ def run(
     an existing --write-expectations file, unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
     3 when the harness itself failed.
     """
+    try:
+        load_catalog().select(rule_selectors)
+        check_out_dir(out_dir)
+        if database_url:
+            require("psycopg", "--database-url")
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+
+    try:
+        outcome = _run(impl, rule_selectors, out_dir, quiet, database_url, expectations, cells, write_expectations)
+    except BaseException:
+        # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
+        if _INTERRUPTED:
+            err.print(INTERRUPTED_MESSAGE, markup=False)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise
+    _summarise(outcome)
+
+
+def _run(
+    impl: list[str] | None,
+    rule_selectors: str | None,
+    out_dir: Path,
+    quiet: bool,
+    database_url: str | None,
+    expectations: list[Path] | None,
+    cells: list[str] | None,
+    write_expectations: Path | None,
+) -> RunOutcome:
     from ._run import run_suite
 
     def progress(result: ResultRow, done: int, total: int) -> None:
         style = {"pass": "green", "fail": "red", "error": "red", "xfail": "yellow"}.get(result.verdict.value, "dim")
         width = len(str(total))
+        # The cell's parameters are in brackets: escaped, or rich would take them for markup and drop them.
         err.print(
-            f"[{done:>{width}}/{total}] [{style}]{result.verdict.value:<11}[/] {result.implementation}  {result.scenario}",
+            f"[{done:>{width}}/{total}] [{style}]{result.verdict.value:<11}[/] "
+            f"{escape(result.implementation)}  {escape(result.scenario)}",
             highlight=False,
-            soft_wrap=True,
         )
 
     try:
@@ -208,12 +279,21 @@ def run(
         raise _die(str(exc)) from None
     except HarnessError as exc:
         raise _die(f"harness failure: {exc}", EXIT_HARNESS) from None
+    return outcome
+
+
+def _summarise(outcome: RunOutcome) -> None:
     for name, verdicts in outcome.verdicts.items():
         counts = Counter(v.value for v in verdicts.values())
         shown = ", ".join(f"{counts[v.value]} {v.value}" for v in Verdict if counts[v.value])
-        out.print(f"{name}: {shown}", markup=False)
+        cells = outcome.cells.get(name, {})
+        cells_shown = ", ".join(f"{cells[v]} {v.value}" for v in Verdict if cells.get(v)) or "none ran"
+        out.print(f"{name}: rules: {shown}; scenario cells: {cells_shown}", markup=False)
         for rule_id in outcome.failed.get(name, []):
             out.print(f"  {verdicts[rule_id].value}: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
+            cause = outcome.causes.get(name, {}).get(rule_id)
+            if cause:
+                err.print(f"toolproof: {name}: {rule_id}: {cause.removeprefix(f'{rule_id}: ')}", markup=False)
     for item in outcome.stale:
         err.print(f"toolproof: stale expectation: {item.label}: {item.problem}", markup=False, soft_wrap=True)
     out.print(
@@ -229,10 +309,24 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-@app.command()
+_INTERRUPTED = False
+INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complete runs"
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    # The first Ctrl-C stops the run where it is; a second while it unwinds is ignored, so cleanup finishes.
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@app.command(cls=_Command)
 def report(
-    directory: Annotated[Path, typer.Argument(help="A folder written by `toolproof run`.")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Which run to render; default the latest.")] = None,
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `toolproof run`.")],
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", metavar="RUN_ID", help="Which run to render; default the latest.")
+    ] = None,
 ) -> None:
     """Re-render summary.json, report.md, report.html and junit.xml from the folder's results.duckdb."""
     from toolproof.reports import rerender
@@ -254,7 +348,7 @@ def _run_ref(argument: str) -> tuple[Path, str | None]:
     return Path(folder), run_id
 
 
-@app.command()
+@app.command(cls=_Command)
 def diff(
     before: Annotated[
         str,
@@ -286,7 +380,7 @@ def diff(
     raise typer.Exit(1 if changes.changed else 0)
 
 
-@app.command("check-tool")
+@app.command("check-tool", cls=_Command)
 def check_tool_command(
     ref: Annotated[
         str,
@@ -313,7 +407,7 @@ def check_tool_command(
         bool, typer.Option("--strict", help="Fail (exit 1) on a warning or a partial observation too.")
     ] = False,
     observation: Annotated[
-        str,
+        Literal["auto", "os", "python"],
         typer.Option(
             "--observation",
             help="auto: confined at the operating-system boundary when possible, else Python-level (partial); "
@@ -337,9 +431,11 @@ def check_tool_command(
     )
 
 
-@app.command()
+@app.command(cls=_Command)
 def bench(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for bench.json.")] = Path("toolproof-bench"),
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for bench.json.")] = Path(
+        "toolproof-bench"
+    ),
     quick: Annotated[bool, typer.Option("--quick", help="Fewer repetitions: under a minute.")] = False,
 ) -> None:
     """Measure what the reference costs: commit limit, throughput, DBOS, batches, catalog, excerpts, the suite.
@@ -351,43 +447,56 @@ def bench(
     raise typer.Exit(bench_command(out_dir, quick=quick))
 
 
-@app.command("fake-mcp")
+def _list_fake_servers(value: bool) -> None:
+    if not value:
+        return
+    from toolproof.fakes import mcp as fake_servers
+
+    for server_name, behaviour in fake_servers.catalog():
+        typer.echo(f"{server_name}\t{behaviour}")  # Plain: tab-separated, one line each, for scripts.
+    raise typer.Exit()
+
+
+@app.command("fake-mcp", cls=_Command)
 def fake_mcp(
-    name: Annotated[str | None, typer.Argument(help="A fake MCP server name (see --list).")] = None,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The fake MCP server to serve: a name `--list` prints.")],
     transport: Annotated[
-        str, typer.Option("--transport", help="stdio, or http (streamable HTTP on 127.0.0.1, path /mcp).")
+        Literal["stdio", "http"],
+        typer.Option("--transport", help="stdio, or http (streamable HTTP on 127.0.0.1, path /mcp)."),
     ] = "stdio",
-    port: Annotated[int, typer.Option("--port", help="HTTP port on 127.0.0.1.")] = 8765,
-    list_: Annotated[bool, typer.Option("--list", help="List the hostile fake MCP servers and exit.")] = False,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="HTTP port on 127.0.0.1.")] = 8765,
+    list_: Annotated[
+        bool,
+        typer.Option(
+            "--list", callback=_list_fake_servers, is_eager=True, help="List the fake MCP servers (NAME, behaviour)."
+        ),
+    ] = False,
 ) -> None:
     """Serve one hostile fake MCP server (a real MCP server with one hostile behaviour) to test an MCP adapter."""
     from toolproof.fakes import mcp as fake_servers
 
-    if list_:
-        for server_name, behaviour in fake_servers.catalog():
-            typer.echo(f"{server_name}\t{behaviour}")  # Plain: tab-separated, one line each, for scripts.
-        return
-    if name is None or name not in fake_servers.SERVERS:
-        raise _die(f"unknown fake MCP server name={name!r}; run `toolproof fake-mcp --list`")
-    if transport not in ("stdio", "http"):
-        raise _die(f"unknown transport={transport!r}; use stdio or http")
-    fake_servers.serve(name, "http" if transport == "http" else "stdio", port)
+    if name not in fake_servers.SERVERS:
+        raise _die(f"unknown fake MCP server {name!r}; the names are: {', '.join(fake_servers.SERVERS)}")
+    fake_servers.serve(name, transport, port)
 
 
-@app.command("serve-reference")
+@app.command("serve-reference", cls=_Command)
 def serve_reference(
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 8787,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port on 127.0.0.1.")] = 8787,
     impl: Annotated[
         str,
         typer.Option(
             "--impl",
+            metavar="IMPL",
             help="A Python implementation to serve instead (entry-point name or module:factory, the working "
             "directory importable while the module is imported).",
         ),
     ] = "reference",
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="Stores and workspaces must lie under it (default: the system temp folder)."),
+        typer.Option(
+            "--root", metavar="DIR", help="Stores and workspaces must lie under it (default: the system temp folder)."
+        ),
     ] = None,
 ) -> None:
     """Serve the reference behind the driver protocol (spec/driver-openapi.json) at http://127.0.0.1:PORT.
@@ -414,5 +523,12 @@ def serve_reference(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: Ctrl-C is one line and exit status 130, whatever it interrupts."""
+    signal.signal(signal.SIGINT, _interrupted)
+    try:
+        app()
+    except SystemExit as exit_:
+        if _INTERRUPTED and exit_.code != EXIT_INTERRUPTED:  # Interrupted outside `run`'s own handling.
+            err.print(INTERRUPTED_MESSAGE, markup=False)
+            sys.exit(EXIT_INTERRUPTED)
+        raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -26,6 +26,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._preflight import check_out_dir, require
 from .expectations import Expectations, draft_expectations
 
 FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
@@ -49,6 +50,10 @@ class RunOutcome:
     exit_code: int = 0
     """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1;
     stored with the run, so the report states it."""
+    cells: dict[str, dict[Verdict, int]] = field(default_factory=dict)
+    """Implementation -> how many scenario cells (a scenario with one set of parameters) ended in each verdict."""
+    causes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Implementation -> failed or errored rule -> the first line of its first failing scenario's evidence."""
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -102,7 +107,10 @@ def run_suite(
     refs = list(impls) or ["reference"]
     selected_exploration()
     selection = load_catalog().select(rules)
-    loaded = [load(ref) for ref in refs]
+    check_out_dir(out_dir)
+    if database_url:
+        require("psycopg", "--database-url")
+    loaded = [load(ref, patience_s=0) for ref in refs]  # A driver URL is probed once: it answers now or never.
     names = [impl.name for impl in loaded]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"--impl names an implementation twice: {names}")
@@ -142,6 +150,10 @@ def run_suite(
     for cell in cells:
         args += ["--toolproof-cell", cell]
     code = pytest.main(args, plugins=[collector, expected.index])
+    if collector.port_violation is not None:  # The collector stopped the session: checked before INTERRUPTED.
+        raise ConfigurationError(collector.port_violation)
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt  # pytest caught Ctrl-C and stopped: nothing of this run is written.
     if collector.collection_errors:
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -178,6 +190,8 @@ def run_suite(
         stale=tuple(stale),
         draft=write_expectations,
         exit_code=code,
+        cells=_cell_counts(rows),
+        causes=_causes(rows),
     )
 
 
@@ -200,3 +214,35 @@ def _write_draft(path: Path, text: str) -> None:
         raise ConfigurationError(
             f"--write-expectations {str(path)!r} cannot be written ({exc.strerror or exc})"
         ) from None
+
+
+_WORST_FIRST = (Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.PASS, Verdict.NOT_CLAIMED)
+
+
+def _cell_counts(rows: Sequence[ResultRow]) -> dict[str, dict[Verdict, int]]:
+    # A cell judges several rules; its verdict is the worst of its rows.
+    cells: dict[tuple[str, str], set[Verdict]] = {}
+    for row in rows:
+        if row.scenario:
+            cells.setdefault((row.implementation, row.scenario), set()).add(row.verdict)
+    counts: dict[str, dict[Verdict, int]] = {}
+    for (impl, _), verdicts in cells.items():
+        worst = next((v for v in _WORST_FIRST if v in verdicts), Verdict.ERROR)
+        table = counts.setdefault(impl, {})
+        table[worst] = table.get(worst, 0) + 1
+    return counts
+
+
+def first_cause(evidence: str) -> str:
+    """The line of ``evidence`` that says what went wrong: a traceback's ``E`` line, else its first line."""
+    lines = [line.strip() for line in evidence.splitlines() if line.strip()]
+    raised = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
+    return raised[0] if raised else (lines[0] if lines else "")
+
+
+def _causes(rows: Sequence[ResultRow]) -> dict[str, dict[str, str]]:
+    causes: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row.verdict in FAILING and row.scenario:
+            causes.setdefault(row.implementation, {}).setdefault(row.rule_id, first_cause(row.evidence))
+    return causes

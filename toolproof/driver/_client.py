@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -57,6 +58,8 @@ from ._tool_host import ToolHost, serving
 
 CONNECT_PATIENCE_S = 60.0
 """How long a connection refused is retried: a supervised driver restarts after a SIGKILL crash."""
+PROBE_TIMEOUT_S = 5.0
+"""How long the first probe of a driver URL waits for an answer (the CLI's up-front check)."""
 _DISPOSITION = TypeAdapter[Disposition](Disposition)
 
 
@@ -65,9 +68,22 @@ def is_driver_url(ref: str) -> bool:
     return ref.startswith(("http://", "https://"))
 
 
-def load(ref: str) -> Implementation:
-    """An implementation by entry-point name, ``package.module:factory``, or driver URL."""
-    return HttpImplementation(ref) if is_driver_url(ref) else load_implementation(ref)
+def load(ref: str, *, patience_s: float = CONNECT_PATIENCE_S) -> Implementation:
+    """An implementation by entry-point name, ``package.module:factory``, or driver URL.
+
+    ``patience_s``: how long a driver refusing connections is retried (0: probed once, as the CLI does
+    before a run; the default lets a supervised driver come back from a crash plan's SIGKILL).
+    """
+    return HttpImplementation(ref, patience_s=patience_s) if is_driver_url(ref) else load_implementation(ref)
+
+
+def _check_url(url: str) -> None:
+    try:
+        hostname, _port = urlsplit(url).hostname, urlsplit(url).port  # .port raises ValueError on a bad port.
+    except ValueError as exc:
+        raise ConfigurationError(f"driver URL {url!r} is malformed ({exc}); give http://HOST:PORT") from None
+    if not hostname:
+        raise ConfigurationError(f"driver URL {url!r} names no host; give http://HOST:PORT")
 
 
 class HttpInstance:
@@ -152,23 +168,24 @@ class HttpInstance:
 class HttpImplementation:
     """An implementation behind a driver URL (``toolproof run --impl http://127.0.0.1:PORT``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, patience_s: float = CONNECT_PATIENCE_S) -> None:
+        _check_url(url)
         self.url = url.rstrip("/")
-        info = self._info()
+        info = self._info(patience_s)
         self._name = f"{info.name}@{self.url.split('://', 1)[1]}"
         self._profiles = frozenset(info.profiles)
 
-    def _info(self) -> DriverInfo:
-        give_up = time.monotonic() + CONNECT_PATIENCE_S
+    def _info(self, patience_s: float) -> DriverInfo:
+        give_up = time.monotonic() + patience_s
         while True:
             try:
-                response = httpx2.get(f"{self.url}/v1/info", timeout=10)
+                response = httpx2.get(f"{self.url}/v1/info", timeout=PROBE_TIMEOUT_S if patience_s == 0 else 10)
                 break
             except httpx2.ConnectError as exc:
-                if time.monotonic() > give_up:
+                if time.monotonic() >= give_up:
                     raise ConfigurationError(f"no driver answers at {self.url}: {exc}") from None
                 time.sleep(0.2)
-            except httpx2.HTTPError as exc:
+            except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
                 raise ConfigurationError(f"no driver answers at {self.url}: {exc}") from None
         try:
             return DriverInfo.model_validate_json(response.content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 from starlette.responses import JSONResponse
 
-from toolproof.spec import ConfigurationError, HarnessError, Problem, SimulatedCrash
+from toolproof.spec import ConfigurationError, ImplementationError, Problem, SimulatedCrash
 
 
 class Refused(Exception):
@@ -29,7 +29,9 @@ def raise_problem(response: httpx2.Response) -> None:
     try:
         answer = Problem.model_validate_json(response.content)
     except ValueError:
-        raise HarnessError(f"driver answered {response.status_code}: {response.text[:300]}") from None
+        raise ImplementationError(
+            f"the driver answered {response.status_code} without a problem body: {response.text[:300]}"
+        ) from None
     if answer.type == "simulated-crash":
         raise SimulatedCrash(answer.detail)
     if answer.type in ("configuration-error", "not-supported") or (
@@ -38,4 +40,8 @@ def raise_problem(response: httpx2.Response) -> None:
         and response.request.url.path.endswith("/instances")
     ):
         raise ConfigurationError(answer.detail)
-    raise HarnessError(f"driver answered {answer.status} {answer.type}: {answer.detail}")
+    # The harness's requests follow the protocol: a refusal or a failure is the implementation's (its driver's).
+    raise ImplementationError(
+        f"the driver {'refused' if answer.status < 500 else 'failed'} {response.request.method}"
+        f" {response.request.url.path}: {answer.status} {answer.type}: {answer.detail}"
+    )
