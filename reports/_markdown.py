@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CrashTable, crash_order, crash_tables, effects_text, unlisted_failures
+from ._crash import CrashTable, cell_where, crash_order, crash_tables, effects_text, unlisted_failures
 from ._evidence import evidence_facts, printable
 from ._results import RunInfo, row_order, selected_rules, verdict_table
 
@@ -153,7 +153,8 @@ def _failures(rows: Sequence[ResultRow], selected: set[str], crash_cells: Sequen
         lines += _evidence(row.evidence, evidence_facts(row.evidence))
     for cell in crashed:
         lines += [
-            f"### {cell.implementation}: crash at {cell.crash_point}, {cell.idempotency}, {cell.position}"
+            f"### {cell.implementation}: crash at {cell.crash_point}, {cell.idempotency}, {cell.position},"
+            f" {cell.path}, {cell.recovery}"
             f" ({cell.mode}, {cell.verdict.value})",
             "",
         ]
@@ -202,7 +203,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
 
 
 def _crash_entry(cell: CrashCell) -> str:
-    where = "" if cell.position == "single" else f"{cell.position}: "
+    where = cell_where(cell)
     observed = cell.observed or "(none)"
     if cell.verdict is Verdict.PASS:
         text = observed

@@ -13,10 +13,10 @@ from ._harness import Harness
 @pytest.mark.rules("D4.1")
 async def test_watermark_is_committed_when_mark_returns(harness: Harness) -> None:
     tool = MarkThenProbeTool(harness.world)
-    async with harness.open(tool) as session:
+    async with harness.open(tool) as session, harness.reader() as reader:
 
         async def own_row(context: ToolExecutionContext) -> InvocationRow | None:
-            return await session.row(context.identity.invocation_id)
+            return await reader.row(context.identity.invocation_id)
 
         tool.probe = own_row
         harness.success("D4.1", await session.call(tool.spec.name, {"n": 1}))
