@@ -57,6 +57,8 @@ PAGE = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="untru
 TOOLS = {idempotency: f"orders.{idempotency.value.lower()}" for idempotency in IdempotencyClass}
 CONTROL = "conversation.ask_user"
 """A control tool that, once resumed, leaves an effect carrying the answer it ran with."""
+NON_IDEMPOTENT = frozenset({TOOLS[IdempotencyClass.NON_IDEMPOTENT], CONTROL})
+"""The NON_IDEMPOTENT tools (the control tool is one)."""
 KINDS = ("trusted", "untrusted", "control")
 """What a submitted call is: allowed, held for approval, or a control suspension."""
 
@@ -221,7 +223,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
         def no_non_idempotent_effect_twice(self) -> None:
             seen: dict[tuple[str, object], int] = {}
             for effect in self.world.effects:
-                if effect.tool_name == TOOLS[IdempotencyClass.NON_IDEMPOTENT]:
+                if effect.tool_name in NON_IDEMPOTENT:
                     key = (effect.tool_name, effect.arguments.get("n"))
                     seen[key] = seen.get(key, 0) + 1
             twice = {k: n for k, n in seen.items() if n > 1}
@@ -232,7 +234,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
         def uncertain_only_with_a_watermark(self) -> None:
             for row in self.rows():
                 if row.status is InvocationStatus.UNCERTAIN and (
-                    row.effect_sent_at is None or row.tool_name != TOOLS[IdempotencyClass.NON_IDEMPOTENT]
+                    row.effect_sent_at is None or row.tool_name not in NON_IDEMPOTENT
                 ):
                     self._fail(f"{row.tool_name} call {row.call_id} is UNCERTAIN without a NON_IDEMPOTENT watermark")
 
