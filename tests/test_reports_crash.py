@@ -121,7 +121,9 @@ def test_duplicates_are_effects_beyond_the_first() -> None:
         ("recovery", "reboot"),
     ],
 )
-def test_a_crash_cell_names_its_point_class_mode_position_path_and_recovery_from_the_spec_enums(field: str, value: str) -> None:
+def test_a_crash_cell_names_its_point_class_mode_position_path_and_recovery_from_the_spec_enums(
+    field: str, value: str
+) -> None:
     with pytest.raises(ValidationError, match=rf"{field}\n  Input should be "):
         cell(**{field: value})
 
