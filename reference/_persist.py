@@ -37,14 +37,19 @@ def invocation_row(p: Pipeline, s: CallState, status: InvocationStatus) -> Invoc
     )
 
 
-def _adopt(s: CallState, row: InvocationTable) -> None:
+def adopt(s: CallState, row: InvocationTable) -> None:
+    """Continue ``s`` as the call ``row`` records: its id, attempt, recorded decision and a resumed control call's
+    answer (a replay, or the loser of a concurrent first submission, follows what the row says, not its own view)."""
     s.existing, s.invocation_id, s.attempt, s.recorded = row, row.invocation_id, row.attempt, True
+    s.decision = Decision(row.decision or Decision.ALLOW)
+    if row.control_answer is not None:
+        s.answer = row.control_answer
 
 
 async def record(p: Pipeline, s: CallState) -> None:
     """6. Insert the row; a replay adopts the row its key already has."""
     if s.existing is not None:
-        _adopt(s, s.existing)
+        adopt(s, s.existing)
         return
     try:
         p.store.insert(invocation_row(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
@@ -52,29 +57,39 @@ async def record(p: Pipeline, s: CallState) -> None:
     except DuplicateKey:  # Another submission of the same call won the insert.
         existing = p.store.find_by_key(s.key)
         assert existing is not None  # Invariant: the insert failed on this key, so its row exists.
-        _adopt(s, existing)
+        adopt(s, existing)
 
 
 async def hold(p: Pipeline, s: CallState) -> None:
-    """7. Open an approval hold, or suspend a control call through the nullable marker."""
-    row = s.existing
-    if row is not None and row.status == InvocationStatus.AWAITING_APPROVAL:
-        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="approval"), True
-    elif row is not None and row.suspended_at is not None:
-        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="control"), True
-    elif row is not None:
-        return  # Recorded earlier and never held: carry on to the claim.
-    elif s.decision is Decision.APPROVAL:
+    """7. Open an approval hold, or suspend a control call through the nullable marker, as the recorded decision says.
+
+    A row found already recorded (a replay, a recovered orphan, a lost insert race) is held here too when it never
+    was: the hold is a compare-and-set from that state, so of two workers exactly one opens it and the other
+    follows the row.
+    """
+    if s.decision is Decision.APPROVAL:
         changes = {
             "status": InvocationStatus.AWAITING_APPROVAL.value,
             "hold_expires_at": p.clock.now() + p.config.approval_timeout_s,
         }
-        p.store.update(s.invocation_id, changes, [EventKind.APPROVAL_REQUESTED])
-        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="approval"), True
+        events = [EventKind.APPROVAL_REQUESTED]
     elif s.decision is Decision.CONTROL:
         # Invariant: suspension is the marker; the status column keeps a value it already had.
-        p.store.update(s.invocation_id, {"suspended_at": p.clock.now()}, [EventKind.SUSPENDED])
+        changes, events = {"suspended_at": p.clock.now()}, [EventKind.SUSPENDED]
+    else:
+        return  # Allowed: on to the claim.
+    row = s.existing
+    if row is None or (row.status == InvocationStatus.RECORDED.value and row.suspended_at is None):
+        if p.store.hold(s.invocation_id, changes, events):
+            reason = "approval" if s.decision is Decision.APPROVAL else "control"
+            s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason=reason), True
+            return
+        row = p.store.get(s.invocation_id)  # Another worker held or resumed it first: follow the row as it is.
+    if row.status == InvocationStatus.AWAITING_APPROVAL.value:
+        s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="approval"), True
+    elif row.suspended_at is not None:
         s.disposition, s.leave_row = Suspended(invocation_id=s.invocation_id, reason="control"), True
+    # Otherwise it was held and answered (approved, resumed): the claim dedupes, waits for or recovers it.
 
 
 @resolved_step
@@ -108,7 +123,8 @@ async def claim(p: Pipeline, s: CallState, r: Resolved) -> None:
             "lease_expires_at": now + p.config.lease_s,
             "started_at": now,
             "suspended_at": None,
-        },
+        }
+        | ({} if s.answer is None else {"control_answer": s.answer}),
     )
     if not claimed:  # Another worker claimed it between our read and our write.
         s.finish(ReasonCode.IN_PROGRESS)

@@ -128,6 +128,7 @@ class Pipeline:
         s.call_hash, s.existing, s.recorded, s.attempt = row.call_hash, row, True, row.attempt
         s.origin_trust, s.argument_trust = row.origin_trust, row.argument_trust
         s.decision, s.marked = Decision(row.decision or Decision.ALLOW), row.effect_sent_at is not None
+        s.answer = row.control_answer
         found = self.lookup(row.run_id, row.tool_name)
         if found is None:
             s.finish(ReasonCode.UNKNOWN_TOOL)  # Registered when recorded, gone after a restart.

@@ -57,6 +57,8 @@ _UPDATE_BY_ID = update(_INVOCATIONS).where(_INVOCATIONS.c.invocation_id == bindp
 _UPDATE_IF_STATUS = _UPDATE_BY_ID.where(_INVOCATIONS.c.status == bindparam("b_status"))
 _CLAIM_UNOWNED = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.lease_owner.is_(None))
 _CLAIM_OWNED = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.lease_owner == bindparam("b_owner"))
+# The hold: only a row recorded and never held (nor suspended) may be held, by exactly one worker.
+_HOLD = _UPDATE_IF_STATUS.where(_INVOCATIONS.c.suspended_at.is_(None))
 _MARK = _UPDATE_BY_ID.where(_INVOCATIONS.c.effect_sent_at.is_(None))
 _METRIC_BUMP = update(_METRICS).where(_METRICS.c.name == bindparam("b_name")).values(value=_METRICS.c.value + 1)
 _INSERT_METRIC = insert(_METRICS)
@@ -223,6 +225,19 @@ class Store(McpRecords):
                 return False
             started = [EventKind.STARTED]
             self._emit(connection, claimed["run_id"], invocation_id, claimed["status"], claimed["reason_code"], started)
+        return True
+
+    def hold(self, invocation_id: str, changes: dict[str, Any], events: Sequence[EventKind]) -> bool:
+        """Compare-and-set into a held state (an approval hold or a control suspension): apply ``changes`` and
+        ``events`` only while the row is RECORDED and not suspended; False when another worker held or claimed
+        it first."""
+        params = changes | {"b_id": invocation_id, "b_status": InvocationStatus.RECORDED.value}
+        with self.engine.begin() as connection:
+            if connection.execute(_HOLD, params).rowcount != 1:
+                return False
+            row = self._one_by_id(connection, invocation_id)
+            assert row is not None  # Invariant: the statement just changed it, in this transaction.
+            self._emit(connection, row["run_id"], invocation_id, row["status"], row["reason_code"], events)
         return True
 
     def mark_effect_sent(self, invocation_id: str, now: float) -> None:

@@ -49,6 +49,8 @@ class InvocationTable(SQLModel, table=True):
     lease_expires_at: float | None = None
     suspended_at: float | None = None
     hold_expires_at: float | None = None
+    control_answer: str | None = None
+    """The run's answer to a resumed control call, committed with its claim so a recovering worker has it."""
     created_at: float
     started_at: float | None = None
     finished_at: float | None = None

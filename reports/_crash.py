@@ -9,9 +9,11 @@ from toolproof.spec import (
     BatchPosition,
     CrashCell,
     CrashPoint,
+    DecisionPath,
     HarnessError,
     IdempotencyClass,
     RecoveryMode,
+    RecoveryVia,
     ResultRow,
     Verdict,
     member_doc,
@@ -33,7 +35,8 @@ class CrashTable:
     classes: tuple[IdempotencyClass, ...]
     """Column labels: every ``IdempotencyClass`` in spec order."""
     cells: dict[tuple[CrashPoint, IdempotencyClass], tuple[CrashCell, ...]]
-    """(crash point, class) to its cells in ``BatchPosition`` order; a missing key is a cell no scenario ran."""
+    """(crash point, class) to its cells in ``BatchPosition``, ``DecisionPath`` then ``RecoveryVia`` order; a missing
+    key is a cell no scenario ran."""
 
 
 def crash_tables(info: RunInfo, cells: Iterable[CrashCell]) -> list[CrashTable]:
@@ -57,25 +60,57 @@ def crash_tables(info: RunInfo, cells: Iterable[CrashCell]) -> list[CrashTable]:
     return tables
 
 
-def crash_order(info: RunInfo) -> Callable[[CrashCell], tuple[int, str, int, int, int, str]]:
-    """Sort key for cells: implementation as the run lists them, mode (alphabetical), then crash point, class and
-    position in spec order."""
+def crash_order(info: RunInfo) -> Callable[[CrashCell], tuple[int, str, int, int, int, int, int, str]]:
+    """Sort key for cells: implementation as the run lists them, mode (alphabetical), then crash point, class,
+    position, decision path and recovery in spec order."""
     implementations = {name: index for index, name in enumerate(info.implementations)}
     points = {p: index for index, p in enumerate(CrashPoint)}
     classes = {k: index for index, k in enumerate(IdempotencyClass)}
     positions = {p: index for index, p in enumerate(BatchPosition)}
+    paths = {p: index for index, p in enumerate(DecisionPath)}
+    recoveries = {r: index for index, r in enumerate(RecoveryVia)}
 
-    def key(cell: CrashCell) -> tuple[int, str, int, int, int, str]:
+    def key(cell: CrashCell) -> tuple[int, str, int, int, int, int, int, str]:
         return (
             implementations.get(cell.implementation, len(implementations)),
             cell.mode.value,
             points[cell.crash_point],
             classes[cell.idempotency],
             positions[cell.position],
+            paths[cell.path],
+            recoveries[cell.recovery],
             cell.implementation,
         )
 
     return key
+
+
+def cell_identity(cell: CrashCell) -> tuple[str, ...]:
+    """What names one cell of a run: implementation, mode, crash point, class, position, decision path, recovery."""
+    return (
+        cell.implementation,
+        cell.mode,
+        cell.crash_point,
+        cell.idempotency,
+        cell.position,
+        cell.path,
+        cell.recovery,
+    )
+
+
+def cell_where(cell: CrashCell) -> str:
+    """``middle: `` or ``approval, replay: ``: what sets a cell apart from the plain one (a single allowed call
+    recovered by a sweep) in its grid square; ``""`` for that one."""
+    parts = [
+        str(value)
+        for value, plain in (
+            (cell.position, BatchPosition.SINGLE),
+            (cell.path, DecisionPath.ALLOW),
+            (cell.recovery, RecoveryVia.SWEEP),
+        )
+        if value != plain
+    ]
+    return f"{', '.join(parts)}: " if parts else ""
 
 
 def check_crash_cells(info: RunInfo, cells: Sequence[CrashCell]) -> None:
@@ -84,9 +119,9 @@ def check_crash_cells(info: RunInfo, cells: Sequence[CrashCell]) -> None:
     Raises:
         HarnessError: the recovery suite produced a cell that does not fit the run.
     """
-    seen: set[tuple[str, str, str, str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for cell in cells:
-        identity = (cell.implementation, cell.mode, cell.crash_point, cell.idempotency, cell.position)
+        identity = cell_identity(cell)
         where = "crash cell " + "/".join(identity)
         if cell.run_id != info.run_id:
             raise HarnessError(f"{where} does not belong to run_id={info.run_id!r}: run_id={cell.run_id!r}")

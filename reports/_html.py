@@ -7,7 +7,17 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
+from ._crash import (
+    CRASH_LEGEND,
+    CrashTable,
+    cell_identity,
+    cell_where,
+    crash_order,
+    crash_tables,
+    effects_text,
+    point_text,
+    unlisted_failures,
+)
 from ._evidence import evidence_facts, printable, rerun_command
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, selected_rules, verdict_table
@@ -238,7 +248,7 @@ def _crash_matrix(tables: Sequence[CrashTable], anchors: dict[tuple[str, ...], s
 
 
 def _crash_entry(cell: CrashCell, anchors: dict[tuple[str, ...], str]) -> str:
-    where = "" if cell.position == "single" else f"{_e(cell.position)}: "
+    where = _e(cell_where(cell))
     observed = _e(cell.observed or "(none)")
     if cell.verdict is Verdict.PASS:
         head = f"{SYMBOLS[Verdict.PASS]} {observed}"
@@ -334,6 +344,8 @@ def _failures(
             ("Crash point", f"<code>{_e(cell.crash_point)}</code>"),
             ("Idempotency", _e(cell.idempotency)),
             ("Position", _e(cell.position)),
+            ("Decision path", _e(cell.path)),
+            ("Recovery", _e(cell.recovery)),
             ("Expected", _e(cell.expected)),
             ("Observed", _e(cell.observed)),
             ("Effects", effects_text(cell)),
@@ -342,7 +354,7 @@ def _failures(
         lines += [
             f'<article class="failure" id="crash-failure-{index}">',
             f"<h3>{_badge(cell.verdict)} crash at <code>{_e(cell.crash_point)}</code>, {_e(cell.idempotency)},"
-            f" {_e(cell.position)} ({_e(cell.implementation)}, {_e(cell.mode)})</h3>",
+            f" {_e(cell.position)}, {_e(cell.path)}, {_e(cell.recovery)} ({_e(cell.implementation)}, {_e(cell.mode)})</h3>",
             *_evidence(facts, cell.evidence),
             "</article>",
         ]
@@ -367,7 +379,7 @@ def _counts(verdicts: Iterable[Verdict]) -> str:
 
 
 def _cell_key(cell: CrashCell) -> tuple[str, ...]:
-    return (cell.implementation, cell.mode, cell.crash_point, cell.idempotency, cell.position)
+    return cell_identity(cell)
 
 
 def _crash_rank(cell: CrashCell) -> int:

@@ -7,7 +7,16 @@ from collections.abc import Iterable, Sequence
 
 from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
-from ._crash import CRASH_LEGEND, CrashTable, crash_order, crash_tables, effects_text, point_text, unlisted_failures
+from ._crash import (
+    CRASH_LEGEND,
+    CrashTable,
+    cell_where,
+    crash_order,
+    crash_tables,
+    effects_text,
+    point_text,
+    unlisted_failures,
+)
 from ._evidence import evidence_facts, printable, rerun_command
 from ._results import RunInfo, row_order, selected_rules, verdict_table
 from ._verdict import run_verdict
@@ -160,7 +169,8 @@ def _failures(
         lines += _evidence(row.evidence, evidence_facts(row.evidence))
     for cell in crashed:
         lines += [
-            f"### {cell.implementation}: crash at {cell.crash_point}, {cell.idempotency}, {cell.position}"
+            f"### {cell.implementation}: crash at {cell.crash_point}, {cell.idempotency}, {cell.position},"
+            f" {cell.path}, {cell.recovery}"
             f" ({cell.mode}, {cell.verdict.value})",
             "",
         ]
@@ -205,7 +215,7 @@ def _crash_matrix(tables: Sequence[CrashTable]) -> list[str]:
 
 
 def _crash_entry(cell: CrashCell) -> str:
-    where = "" if cell.position == "single" else f"{cell.position}: "
+    where = cell_where(cell)
     observed = cell.observed or "(none)"
     if cell.verdict is Verdict.PASS:
         text = observed

@@ -90,7 +90,8 @@ def load_crash_cells(out_dir: Path, run_id: str | None = None) -> list[CrashCell
     A database written before the crash matrix existed holds none, and gives ``[]``.
 
     Returns:
-        The cells, implementations in the run's order, then mode, crash point, class and position.
+        The cells, implementations in the run's order, then mode, crash point, class, position, decision path and
+        recovery.
 
     Raises:
         ConfigurationError: as ``load_run``.

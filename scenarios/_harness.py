@@ -94,6 +94,14 @@ class Harness:
         async with self.implementation.open(self.config(**config), list(tools), self.clock) as instance:
             yield Session(self, checked_instance(instance))
 
+    @asynccontextmanager
+    async def reader(self, **config: Any) -> AsyncIterator[Session]:
+        """A second instance over the same store, with no tools: what it reads is committed, whatever the writer's
+        own connection holds. ``config`` as for ``open`` (a ``store_url`` must match the writer's)."""
+        self.log.append("open a second instance over the same store, to read what is committed")
+        async with self.implementation.open(self.config(**config), [], self.clock) as instance:
+            yield Session(self, instance)
+
     async def refused(self, *tools: Tool) -> ConfigurationError | None:
         """The ConfigurationError the implementation raised when opened with ``tools``, or None if it started."""
         self._log_tools(tools)

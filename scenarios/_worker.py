@@ -32,6 +32,10 @@ from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepReques
 
 DISPOSITIONS: TypeAdapter[list[Disposition]] = TypeAdapter(list[Disposition])
 
+Action = Literal["submit", "recover", "replay", "approve", "resume"]
+"""What a worker life does: ``submit`` the step; ``recover``: sweep, then replay the step; ``replay`` the step
+without a sweep; ``approve`` the hold of ``invocation_id``; ``resume`` it with ``answer``."""
+
 
 class ToolRecipe(BaseModel):
     """How to build a fake tool in another process."""
@@ -65,12 +69,16 @@ class WorkerJob(BaseModel):
     """The world's ledger file."""
     clock: float
     """What the injected clock reads."""
-    action: Literal["submit", "recover"]
-    """``submit`` the step; or ``recover``: sweep orphans, then replay the step."""
+    action: Action
+    """What the life does (see ``Action``)."""
     step: StepRequest
     """The step."""
     result: Path
     """Where the dispositions go."""
+    invocation_id: str = ""
+    """The call an ``approve`` or ``resume`` life answers."""
+    answer: str = ""
+    """The run's answer a ``resume`` life gives."""
 
 
 async def run_job(job: WorkerJob) -> list[Disposition]:
@@ -79,9 +87,14 @@ async def run_job(job: WorkerJob) -> list[Disposition]:
     clock = FakeClock(job.clock)
     implementation = load(job.impl)
     async with implementation.open(job.config, [r.build(world) for r in job.tools], clock) as instance:
-        if job.action == "recover":
-            await instance.sweep()
-        dispositions = await instance.submit(job.step)
+        if job.action == "approve":
+            dispositions = [await instance.resolve_approval(job.invocation_id, True)]
+        elif job.action == "resume":
+            dispositions = [await instance.resume(job.invocation_id, job.answer)]
+        else:
+            if job.action == "recover":
+                await instance.sweep()
+            dispositions = await instance.submit(job.step)
     job.result.write_bytes(DISPOSITIONS.dump_json(dispositions))
     return dispositions
 

@@ -18,7 +18,7 @@ from ._harness import Harness, Session
 
 
 def _own_row(session: Session) -> Probe:
-    """A probe that reads the executing invocation's row from the store, and its key."""
+    """A probe that reads the executing invocation's row through ``session`` (a second instance), and its key."""
 
     async def own_row(context: ToolExecutionContext) -> tuple[InvocationRow | None, str]:
         row = await session.row(context.identity.invocation_id)
@@ -30,10 +30,10 @@ def _own_row(session: Session) -> Probe:
 @pytest.mark.rules("D3.1")
 async def test_tool_executes_only_after_its_row_is_committed_running(harness: Harness) -> None:
     tool = ProbeTool(harness.world)
-    async with harness.open(tool) as session:
-        tool.probe = _own_row(session)
+    async with harness.open(tool) as session, harness.reader() as reader:
+        tool.probe = _own_row(reader)
         d = harness.success("D3.1", await session.call(tool.spec.name))
-        after = await session.row(d.invocation_id)
+        after = await reader.row(d.invocation_id)
     during, key = harness.world.observations[tool.spec.name]
     harness.expect("D3.1", during is not None, "while the tool executed, its row was not in the store")
     assert during is not None
@@ -53,8 +53,8 @@ async def test_tool_executes_only_after_its_row_is_committed_running(harness: Ha
 @pytest.mark.rules("D3.2")
 async def test_row_is_visible_to_another_reader_while_the_tool_runs(harness: Harness) -> None:
     tool = ProbeTool(harness.world)
-    async with harness.open(tool) as session:
-        tool.probe = _own_row(session)
+    async with harness.open(tool) as session, harness.reader() as reader:
+        tool.probe = _own_row(reader)
         harness.success("D3.2", await session.call(tool.spec.name))
     during, _ = harness.world.observations[tool.spec.name]
     harness.expect(

@@ -2,7 +2,10 @@
 
 Every crash point x idempotency class, with the crashing call alone or first, middle or
 last in its batch, in-process; and every point x class with the worker really killed
-(SIGKILL) over a shared SQLite file and, given a database URL, over PostgreSQL.
+(SIGKILL) over a shared SQLite file and, given a database URL, over PostgreSQL. Every point
+on each decision path (allowed, held for approval, a control suspension), recovered by a
+sweep and by a replay of the step alone: nothing consequential from untrusted content runs
+unapproved, and a control call never runs without its suspension and its answer.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from toolproof.spec import (
     BatchPosition,
     CrashPlan,
     CrashPoint,
+    DecisionPath,
     IdempotencyClass,
     InvocationStatus,
     RecoveryMode,
+    RecoveryVia,
     SimulatedCrash,
 )
 
@@ -24,29 +29,59 @@ from ._exploration import selected_exploration
 from ._harness import Harness
 from ._recovery import LEASE_S, crash_cell, expectation, lease_race, postgres_url
 
+SIGKILL_HELD_POINTS = (CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD, CrashPoint.AFTER_CLAIM, CrashPoint.AFTER_EFFECT)
+"""Where the held paths are also crashed by SIGKILL: before the hold, at it, and after an answer, before and after
+the effect (every point runs in-process)."""
+
+
+def _cell(
+    mode: RecoveryMode,
+    point: CrashPoint,
+    idempotency: IdempotencyClass,
+    position: BatchPosition,
+    path: DecisionPath,
+    recovery: RecoveryVia,
+) -> object:
+    want = expectation(point, idempotency, path)
+    marks = [pytest.mark.rules(want.rule, *want.rules, "D4.7")]
+    if mode is RecoveryMode.SIGKILL_POSTGRES:
+        marks.append(pytest.mark.needs_database)
+    if mode is not RecoveryMode.SIMULATED:
+        marks.append(pytest.mark.slow)
+    return pytest.param(mode, point, idempotency, position, path, recovery, marks=marks)
+
 
 def _cells() -> list[object]:
+    """Allowed calls: every point x class x position in-process (recovered by a sweep), every point x class by a
+    replay alone, every point x class by SIGKILL. Held calls (approval, control; the D11 setup's NON_IDEMPOTENT
+    write): every point, recovered both ways, in-process; the SIGKILL_HELD_POINTS by SIGKILL."""
     cells: list[object] = []
+    single, non = BatchPosition.SINGLE, IdempotencyClass.NON_IDEMPOTENT
+    allow, sweep, replay = DecisionPath.ALLOW, RecoveryVia.SWEEP, RecoveryVia.REPLAY
     plans: list[tuple[RecoveryMode, tuple[BatchPosition, ...]]] = [
         (RecoveryMode.SIMULATED, tuple(BatchPosition)),
-        (RecoveryMode.SIGKILL_SQLITE, (BatchPosition.SINGLE,)),
-        (RecoveryMode.SIGKILL_POSTGRES, (BatchPosition.SINGLE,)),
+        (RecoveryMode.SIGKILL_SQLITE, (single,)),
+        (RecoveryMode.SIGKILL_POSTGRES, (single,)),
     ]
     for mode, positions in plans:
         for point in CrashPoint:
             for idempotency in IdempotencyClass:
                 for position in positions:
-                    marks = [pytest.mark.rules(expectation(point, idempotency).rule, "D4.7")]
-                    if mode is RecoveryMode.SIGKILL_POSTGRES:
-                        marks.append(pytest.mark.needs_database)
-                    if mode is not RecoveryMode.SIMULATED:
-                        marks.append(pytest.mark.slow)
-                    cells.append(pytest.param(mode, point, idempotency, position, marks=marks))
+                    cells.append(_cell(mode, point, idempotency, position, allow, sweep))
+                if mode is RecoveryMode.SIMULATED:
+                    cells.append(_cell(mode, point, idempotency, single, allow, replay))
+    for path in (DecisionPath.APPROVAL, DecisionPath.CONTROL):
+        for point in CrashPoint:
+            for recovery in RecoveryVia:
+                cells.append(_cell(RecoveryMode.SIMULATED, point, non, single, path, recovery))
+        for mode in (RecoveryMode.SIGKILL_SQLITE, RecoveryMode.SIGKILL_POSTGRES):
+            for point in SIGKILL_HELD_POINTS:
+                cells.append(_cell(mode, point, non, single, path, sweep))
     return cells
 
 
-# No function-level rules mark: each cell's own marks name the rule it judges.
-@pytest.mark.parametrize(("mode", "point", "idempotency", "position"), _cells())
+# No function-level rules mark: each cell's own marks name the rules it judges.
+@pytest.mark.parametrize(("mode", "point", "idempotency", "position", "path", "recovery"), _cells())
 async def test_crash_at_every_point_is_recovered_by_the_watermark(
     harness: Harness,
     database_url: str | None,
@@ -54,9 +89,18 @@ async def test_crash_at_every_point_is_recovered_by_the_watermark(
     point: CrashPoint,
     idempotency: IdempotencyClass,
     position: BatchPosition,
+    path: DecisionPath,
+    recovery: RecoveryVia,
 ) -> None:
     await crash_cell(
-        harness, mode=mode, point=point, idempotency=idempotency, position=position, database_url=database_url
+        harness,
+        mode=mode,
+        point=point,
+        idempotency=idempotency,
+        position=position,
+        path=path,
+        recovery=recovery,
+        database_url=database_url,
     )
 
 

@@ -1,14 +1,19 @@
-"""Decision 4, explored: random sequences of submit, crash at a point, recover, approve and replay.
+"""Decision 4, explored: random sequences of submit, crash at a point, recover, approve, resume and replay.
 
-Invariants after every step: no NON_IDEMPOTENT effect twice; UNCERTAIN only where the
-watermark is set on a NON_IDEMPOTENT call; every effect of one invocation carries one key.
-At the end, after a last recovery, every call is terminal or held (approval or control).
+Calls are trusted, untrusted (an argument from an EXTERNAL_UNTRUSTED page: held for approval)
+or control (suspended until resumed with an answer); a worker may die at any point, while
+submitting or while answering a hold. Invariants after every step: no NON_IDEMPOTENT effect
+twice; UNCERTAIN only where the watermark is set on a NON_IDEMPOTENT call; every effect of one
+invocation carries one key; nothing consequential from untrusted content runs unapproved; a
+control call runs only once resumed, and with its answer. At the end, after a last recovery,
+every call is terminal or held (approval or control).
 Examples: the exploration profile's (``TOOLPROOF_HYPOTHESIS_PROFILE``: ci 200, dev 10, thorough 5,000).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ from toolproof.spec import (
     SimulatedCrash,
     StepRequest,
     Suspended,
+    ToolKind,
     TrustLabel,
 )
 
@@ -49,6 +55,16 @@ from ._harness import USER_ITEM, Harness
 LEASE_S = 60.0
 PAGE = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="untrusted page")
 TOOLS = {idempotency: f"orders.{idempotency.value.lower()}" for idempotency in IdempotencyClass}
+CONTROL = "conversation.ask_user"
+"""A control tool that, once resumed, leaves an effect carrying the answer it ran with."""
+NON_IDEMPOTENT = frozenset({TOOLS[IdempotencyClass.NON_IDEMPOTENT], CONTROL})
+"""The NON_IDEMPOTENT tools (the control tool is one)."""
+KINDS = ("trusted", "untrusted", "control")
+"""What a submitted call is: allowed, held for approval, or a control suspension."""
+
+
+Answer = Callable[[Any], Awaitable[Any]]
+"""What a worker life does after its sweep and submission: answer a hold through the instance it is given."""
 
 
 def machine_for(implementation: Implementation, directory: Path, log: list[str]) -> type[RuleBasedStateMachine]:
@@ -63,17 +79,29 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
             self.steps: list[StepRequest] = []
             self.held: list[str] = []
             self.trace: list[str] = []
+            self.untrusted: set[int] = set()
+            """The ``n`` of every call whose argument came from the untrusted page."""
+            self.approved: set[str] = set()
+            """Invocations approved (before the approving worker ran them)."""
+            self.answers: dict[str, str] = {}
+            """Control invocations resumed, and the answer each was resumed with."""
 
         def _config(self, crash: CrashPlan | None = None) -> InstanceConfig:
             return InstanceConfig(store_dir=self.store, workspace=directory, lease_s=LEASE_S, crash=crash)
 
         def _tools(self, crash_at: CrashPoint | None) -> list[Any]:
+            control = CrashingTool(self.world, name=CONTROL, kind=ToolKind.CONTROL, crash_at=crash_at)
             return [
-                CrashingTool(self.world, name=name, idempotency=idempotency, crash_at=crash_at)
-                for idempotency, name in TOOLS.items()
+                *(
+                    CrashingTool(self.world, name=name, idempotency=idempotency, crash_at=crash_at)
+                    for idempotency, name in TOOLS.items()
+                ),
+                control,
             ]
 
-        async def _life(self, step: StepRequest | None, crash: CrashPoint | None, sweep: bool) -> list[Any]:
+        async def _life(
+            self, step: StepRequest | None, crash: CrashPoint | None, sweep: bool, answer: Answer | None = None
+        ) -> list[Any]:
             boundary = crash is not None and crash not in TOOL_CRASH_POINTS
             plan = CrashPlan(point=crash) if crash is not None and boundary else None
             tools = self._tools(None if boundary else crash)
@@ -84,42 +112,58 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
                         out.extend(await instance.sweep())
                     if step is not None:
                         out.extend(await instance.submit(step))
+                    if answer is not None:
+                        out.append(await answer(instance))
             except SimulatedCrash:
                 self.trace.append("  worker died")
             except BaseExceptionGroup as group:
                 if group.subgroup(SimulatedCrash) is None:
                     raise
                 self.trace.append("  worker died")
+            for d in out:
+                if isinstance(d, Suspended) and d.invocation_id not in self.held:
+                    self.held.append(d.invocation_id)
             return out
 
-        def _run(self, step: StepRequest | None, crash: CrashPoint | None = None, sweep: bool = False) -> list[Any]:
-            return anyio.run(self._life, step, crash, sweep)
+        def _run(
+            self,
+            step: StepRequest | None,
+            crash: CrashPoint | None = None,
+            sweep: bool = False,
+            answer: Answer | None = None,
+        ) -> list[Any]:
+            return anyio.run(self._life, step, crash, sweep, answer)
 
-        def _submit(self, idempotency: IdempotencyClass, crash: CrashPoint | None, untrusted: bool) -> None:
+        def _submit(self, idempotency: IdempotencyClass, crash: CrashPoint | None, kind: str) -> None:
             number = len(self.steps) + 1
+            untrusted = kind == "untrusted"
             source = PAGE.id if untrusted else USER_ITEM.id
             call = ProposedCall(
                 call_id=f"call-{number}",
-                tool_name=TOOLS[idempotency],
+                tool_name=CONTROL if kind == "control" else TOOLS[idempotency],
                 arguments={"n": number},
                 provenance={"n": [source]},
             )
+            if untrusted:
+                self.untrusted.add(number)
             context = [USER_ITEM, PAGE] if untrusted else [USER_ITEM]
             step = StepRequest(run_id="run-1", step_number=number, calls=[call], context=context)
             self.steps.append(step)
-            self.trace.append(f"submit step {number} {idempotency.value} untrusted={untrusted} crash={crash}")
-            for d in self._run(step, crash):
-                if isinstance(d, Suspended):
-                    self.held.append(d.invocation_id)
+            self.trace.append(f"submit step {number} {call.tool_name} {kind} crash={crash}")
+            self._run(step, crash)
 
-        @rule(idempotency=st.sampled_from(list(IdempotencyClass)), untrusted=st.booleans())
-        def submit(self, idempotency: IdempotencyClass, untrusted: bool) -> None:
-            self._submit(idempotency, None, untrusted)
+        @rule(idempotency=st.sampled_from(list(IdempotencyClass)), kind=st.sampled_from(KINDS))
+        def submit(self, idempotency: IdempotencyClass, kind: str) -> None:
+            self._submit(idempotency, None, kind)
 
         # Crash and recovery in one rule: a worker dies at a point, another picks its work up.
-        @rule(idempotency=st.sampled_from(list(IdempotencyClass)), crash=st.sampled_from(list(CrashPoint)))
-        def crash_then_recover(self, idempotency: IdempotencyClass, crash: CrashPoint) -> None:
-            self._submit(idempotency, crash, False)
+        @rule(
+            idempotency=st.sampled_from(list(IdempotencyClass)),
+            crash=st.sampled_from(list(CrashPoint)),
+            kind=st.sampled_from(KINDS),
+        )
+        def crash_then_recover(self, idempotency: IdempotencyClass, crash: CrashPoint, kind: str) -> None:
+            self._submit(idempotency, crash, kind)
             self.recover()
 
         @rule()
@@ -136,18 +180,29 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
             self._run(step)
 
         @precondition(lambda self: bool(self.held))
-        @rule(approve=st.booleans())
-        def answer(self, approve: bool) -> None:
+        @rule(approve=st.booleans(), crash=st.none() | st.sampled_from(list(CrashPoint)))
+        def answer(self, approve: bool, crash: CrashPoint | None) -> None:
+            """Approve or deny a hold, or resume a suspended control call, in a worker that may die doing it."""
             invocation_id = self.held.pop(0)
-            self.trace.append(f"{'approve' if approve else 'deny'} {invocation_id[:8]}")
+            n = len(self.answers) + 1
 
-            async def resolve() -> None:
-                async with implementation.open(self._config(), self._tools(None), self.clock) as instance:
-                    rows = {r.invocation_id: r for r in await instance.invocations("run-1")}
-                    if rows[invocation_id].status is InvocationStatus.AWAITING_APPROVAL:
-                        await instance.resolve_approval(invocation_id, approve)
+            async def give(instance: Any) -> Any:
+                rows = {r.invocation_id: r for r in await instance.invocations("run-1")}
+                row = rows[invocation_id]
+                if row.status is InvocationStatus.AWAITING_APPROVAL:
+                    self.trace.append(f"{'approve' if approve else 'deny'} {invocation_id[:8]} crash={crash}")
+                    if approve:
+                        self.approved.add(invocation_id)
+                    return await instance.resolve_approval(invocation_id, approve)
+                if row.suspended:
+                    self.trace.append(f"resume {invocation_id[:8]} with answer-{n} crash={crash}")
+                    self.answers[invocation_id] = f"answer-{n}"
+                    return await instance.resume(invocation_id, f"answer-{n}")
+                return None
 
-            anyio.run(resolve)
+            self._run(None, crash, answer=give)
+            if crash is not None:
+                self.recover()
 
         def rows(self) -> list[InvocationRow]:
             async def read() -> list[InvocationRow]:
@@ -164,7 +219,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
         def no_non_idempotent_effect_twice(self) -> None:
             seen: dict[tuple[str, object], int] = {}
             for effect in self.world.effects:
-                if effect.tool_name == TOOLS[IdempotencyClass.NON_IDEMPOTENT]:
+                if effect.tool_name in NON_IDEMPOTENT:
                     key = (effect.tool_name, effect.arguments.get("n"))
                     seen[key] = seen.get(key, 0) + 1
             twice = {k: n for k, n in seen.items() if n > 1}
@@ -175,7 +230,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
         def uncertain_only_with_a_watermark(self) -> None:
             for row in self.rows():
                 if row.status is InvocationStatus.UNCERTAIN and (
-                    row.effect_sent_at is None or row.tool_name != TOOLS[IdempotencyClass.NON_IDEMPOTENT]
+                    row.effect_sent_at is None or row.tool_name not in NON_IDEMPOTENT
                 ):
                     self._fail(f"{row.tool_name} call {row.call_id} is UNCERTAIN without a NON_IDEMPOTENT watermark")
 
@@ -186,6 +241,28 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
                 keys.setdefault(effect.invocation_id, set()).add(effect.idempotency_key)
             if any(len(k) > 1 for k in keys.values()):
                 self._fail(f"a retry carried a different key: {keys}")
+
+        @invariant()
+        def nothing_untrusted_runs_unapproved(self) -> None:
+            unapproved = [
+                (e.tool_name, e.arguments.get("n"))
+                for e in self.world.executions
+                if e.arguments.get("n") in self.untrusted and e.invocation_id not in self.approved
+            ]
+            if unapproved:
+                self._fail(f"consequential calls from untrusted content ran unapproved: {unapproved}")
+
+        @invariant()
+        def control_runs_only_resumed_with_its_answer(self) -> None:
+            wrong = [
+                (e.arguments.get("n"), e.arguments.get("answer"), self.answers.get(e.invocation_id))
+                for e in self.world.executions
+                if e.tool_name == CONTROL and e.arguments.get("answer") != self.answers.get(e.invocation_id, "(none)")
+            ]
+            if wrong:
+                self._fail(
+                    f"control calls ran without their suspension and answer (n, ran with, resumed with): {wrong}"
+                )
 
         def teardown(self) -> None:
             self.clock.advance(LEASE_S + 1)
@@ -201,7 +278,7 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
     return Recovery
 
 
-@pytest.mark.rules("D4.6", "D4.7")
+@pytest.mark.rules("D4.6", "D4.7", "D4.14", "D4.16")
 async def test_random_crash_and_recovery_sequences_keep_the_invariants(harness: Harness) -> None:
     machine = machine_for(harness.implementation, harness.directory, harness.log)
     options = settings(
@@ -219,6 +296,15 @@ async def test_random_crash_and_recovery_sequences_keep_the_invariants(harness: 
     try:
         await anyio.to_thread.run_sync(explore)
     except AssertionError as failure:
-        rule = "D4.7" if "UNCERTAIN" in str(failure) else "D4.6"
+        text = str(failure)
+        rule = (
+            "D4.7"
+            if "UNCERTAIN" in text
+            else "D4.14"
+            if "unapproved" in text
+            else "D4.16"
+            if "control calls ran" in text
+            else "D4.6"
+        )
         notes = "\n".join(getattr(failure, "__notes__", []))
         harness.fail(rule, f"{failure}\n{notes}")

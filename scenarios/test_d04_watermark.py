@@ -5,18 +5,29 @@ from __future__ import annotations
 import pytest
 
 from toolproof.fakes import EchoTool, ForgetsWatermarkTool, HangsTool, MarkThenProbeTool, RaisesTool, WriteTool
-from toolproof.spec import InvocationRow, InvocationStatus, Metric, ReasonCode, ToolExecutionContext
+from toolproof.spec import (
+    CrashPlan,
+    CrashPoint,
+    InvocationRow,
+    InvocationStatus,
+    Metric,
+    ReasonCode,
+    SimulatedCrash,
+    Suspended,
+    ToolExecutionContext,
+)
 
-from ._harness import Harness
+from ._harness import USER_ITEM, Harness
+from ._recovery import UNTRUSTED_PAGE
 
 
 @pytest.mark.rules("D4.1")
 async def test_watermark_is_committed_when_mark_returns(harness: Harness) -> None:
     tool = MarkThenProbeTool(harness.world)
-    async with harness.open(tool) as session:
+    async with harness.open(tool) as session, harness.reader() as reader:
 
         async def own_row(context: ToolExecutionContext) -> InvocationRow | None:
-            return await session.row(context.identity.invocation_id)
+            return await reader.row(context.identity.invocation_id)
 
         tool.probe = own_row
         harness.success("D4.1", await session.call(tool.spec.name, {"n": 1}))
@@ -94,3 +105,39 @@ async def test_uncertain_resolution_is_counted(harness: Harness) -> None:
         await session.call(tool.spec.name, {"n": 1})
         count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
     harness.expect("D4.11", count == 1, f"{Metric.UNCERTAIN.value}={count} after one UNCERTAIN resolution")
+
+
+@pytest.mark.rules("D4.10")
+@pytest.mark.parametrize("entry", ["recovered", "approved"])
+async def test_unmarked_call_is_flagged_when_it_runs_from_its_row(harness: Harness, entry: str) -> None:
+    lease_s = 60.0
+    if entry == "recovered":
+        crash = CrashPlan(point=CrashPoint.AFTER_CLAIM)
+        async with harness.open(ForgetsWatermarkTool(harness.world), crash=crash, lease_s=lease_s) as session:
+            try:
+                await session.call("tickets.create_unmarked", {"n": 1})
+                harness.fail("D4.10", "the worker did not die after its claim: it ignored its crash plan")
+            except (SimulatedCrash, BaseExceptionGroup):
+                harness.log.append("  the worker died after its claim")
+        harness.clock.advance(lease_s + 1)
+    else:
+        async with harness.open(ForgetsWatermarkTool(harness.world), lease_s=lease_s) as session:
+            held = await session.call(
+                "tickets.create_unmarked", {"n": 1}, context=[USER_ITEM, UNTRUSTED_PAGE], provenance={"n": ["page-1"]}
+            )
+        if not isinstance(held, Suspended):
+            harness.fail("D4.10", f"the untrusted consequential call was answered {held!r}; expected a hold")
+    async with harness.open(ForgetsWatermarkTool(harness.world), lease_s=lease_s) as session:
+        if entry == "recovered":
+            await session.sweep()
+        else:
+            assert isinstance(held, Suspended)
+            await session.resolve_approval(held.invocation_id, approved=True)
+        [row] = await session.rows()
+        flagged = (await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0)
+    harness.expect(
+        "D4.10",
+        row.status is InvocationStatus.SUCCEEDED and row.effect_sent_at is None and flagged == 1,
+        f"a consequential call {entry} from its row ran without marking its effect (row {row.status.value}, "
+        f"effect_sent_at={row.effect_sent_at!r}) and {Metric.EFFECT_UNMARKED.value}={flagged}; expected 1",
+    )

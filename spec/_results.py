@@ -39,6 +39,26 @@ class BatchPosition(StrEnum):
     """The third of three calls."""
 
 
+class DecisionPath(StrEnum):
+    """What step 5 decided for the crashed call, in the order cells are listed."""
+
+    ALLOW = "allow"
+    """A trusted call: it runs at once."""
+    APPROVAL = "approval"
+    """A consequential call with an EXTERNAL_UNTRUSTED argument: held for approval, approved after the hold."""
+    CONTROL = "control"
+    """A control call: suspended at step 7, resumed with the run's answer after the suspension."""
+
+
+class RecoveryVia(StrEnum):
+    """How the crashed call was picked up again, in the order cells are listed."""
+
+    SWEEP = "sweep"
+    """Another worker sweeps after the lease expired, then the step is replayed."""
+    REPLAY = "replay"
+    """Another worker replays the step after the lease expired, without a sweep."""
+
+
 SCENARIO_VERDICTS = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_CLAIMED})
 """Verdicts a scenario row may carry: what happened when the scenario ran, or that it was skipped as unclaimed."""
 
@@ -103,6 +123,10 @@ class CrashCell(BaseModel):
     """The crashed call's tool class."""
     position: BatchPosition
     """The call's place in its batch."""
+    path: DecisionPath = DecisionPath.ALLOW
+    """What step 5 decided for the call: allowed, held for approval, or a control suspension."""
+    recovery: RecoveryVia = RecoveryVia.SWEEP
+    """How the recovering worker picked the call up: a sweep then a replay, or a replay alone."""
     expected: str
     """The disposition recovery must reach, e.g. ``SUCCEEDED`` or ``UNCERTAIN effect_unknown``."""
     observed: str

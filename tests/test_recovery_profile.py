@@ -25,7 +25,7 @@ def test_recovery_passes_with_a_complete_crash_matrix(
     assert {rule: outcome.verdicts["reference"][rule] for rule in d4} == dict.fromkeys(d4, Verdict.PASS)
 
     cells = load_crash_cells(tmp_path, outcome.run_id)
-    grid = {(c.mode, c.crash_point, c.idempotency, c.position) for c in cells}
+    grid = {(c.mode, c.crash_point, c.idempotency, c.position, c.path, c.recovery) for c in cells}
     for mode, positions in (
         ("simulated", ("single", "first", "middle", "last")),
         ("sigkill-sqlite", ("single",)),
@@ -34,8 +34,21 @@ def test_recovery_passes_with_a_complete_crash_matrix(
         for point in CrashPoint:
             for idempotency in IdempotencyClass:
                 for position in positions:
-                    assert (mode, point.value, idempotency.value, position) in grid
-    assert len(cells) == 15 * 3 * 6
+                    assert (mode, point.value, idempotency.value, position, "allow", "sweep") in grid
+                if mode == "simulated":
+                    assert (mode, point.value, idempotency.value, "single", "allow", "replay") in grid
+    held_sigkill = ("after_record", "after_hold", "after_claim", "after_effect")
+    for path in ("approval", "control"):
+        for point in CrashPoint:
+            for recovery in ("sweep", "replay"):
+                assert ("simulated", point.value, "NON_IDEMPOTENT", "single", path, recovery) in grid
+        for mode in ("sigkill-sqlite", "sigkill-postgres"):
+            for point_name in held_sigkill:
+                assert (mode, point_name, "NON_IDEMPOTENT", "single", path, "sweep") in grid
+    assert len(cells) == 15 * 3 * 6 + 15 * 3 + 2 * (15 * 2 + 2 * len(held_sigkill))
+    held = [c for c in cells if c.path != "allow" and c.crash_point in ("after_record", "after_hold")]
+    assert held
+    assert all(c.observed.startswith("SUSPENDED") for c in held)
     assert all(c.verdict is Verdict.PASS for c in cells)
     non = [c for c in cells if c.idempotency == IdempotencyClass.NON_IDEMPOTENT.value]
     assert sum(c.duplicates for c in non) == 0

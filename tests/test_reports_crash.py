@@ -40,6 +40,8 @@ def cell(
     implementation: str = "ref",
     mode: str = "simulated",
     position: str = "single",
+    path: str = "allow",
+    recovery: str = "sweep",
     observed: str = "UNCERTAIN effect_unknown",
     effects: int = 1,
     duplicates: int = 0,
@@ -54,6 +56,8 @@ def cell(
         crash_point=crash_point,
         idempotency=idempotency,
         position=position,
+        path=path,
+        recovery=recovery,
         expected="UNCERTAIN effect_unknown",
         observed=observed,
         effects=effects,
@@ -117,9 +121,18 @@ def test_duplicates_are_effects_beyond_the_first() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("crash_point", "after_lunch"), ("idempotency", "ONCE"), ("mode", "gently"), ("position", "second")],
+    [
+        ("crash_point", "after_lunch"),
+        ("idempotency", "ONCE"),
+        ("mode", "gently"),
+        ("position", "second"),
+        ("path", "maybe"),
+        ("recovery", "reboot"),
+    ],
 )
-def test_a_crash_cell_names_its_point_class_mode_and_position_from_the_spec_enums(field: str, value: str) -> None:
+def test_a_crash_cell_names_its_point_class_mode_position_path_and_recovery_from_the_spec_enums(
+    field: str, value: str
+) -> None:
     with pytest.raises(ValidationError, match=rf"{field}\n  Input should be "):
         cell(**{field: value})
 
@@ -137,6 +150,9 @@ def test_crash_cells_are_stored_in_the_crash_matrix_table_and_loaded_in_spec_ord
         DUPLICATED,
         cell("after_claim", "IDEMPOTENT", position="last", observed="SUCCEEDED"),
         cell("after_claim", "IDEMPOTENT", position="first", observed="SUCCEEDED"),
+        cell("after_claim", "IDEMPOTENT", position="first", path="control", observed="SUCCEEDED"),
+        cell("after_claim", "IDEMPOTENT", position="first", path="approval", recovery="replay", observed="SUCCEEDED"),
+        cell("after_claim", "IDEMPOTENT", position="first", path="approval", observed="SUCCEEDED"),
         cell("after_resolve", "NON_IDEMPOTENT", mode="sigkill-sqlite"),
         cell("after_resolve", "CONDITIONALLY_IDEMPOTENT"),
     ]
@@ -155,6 +171,8 @@ def test_crash_cells_are_stored_in_the_crash_matrix_table_and_loaded_in_spec_ord
         ("crash_point", "VARCHAR"),
         ("idempotency", "VARCHAR"),
         ("position", "VARCHAR"),
+        ("path", "VARCHAR"),
+        ("recovery", "VARCHAR"),
         ("expected", "VARCHAR"),
         ("observed", "VARCHAR"),
         ("effects", "INTEGER"),
@@ -163,13 +181,16 @@ def test_crash_cells_are_stored_in_the_crash_matrix_table_and_loaded_in_spec_ord
         ("evidence", "VARCHAR"),
     ]
     loaded = load_crash_cells(tmp_path)
-    assert loaded == [cells[3], cells[4], cells[2], cells[1], DUPLICATED]
-    assert [(c.implementation, c.mode, c.crash_point, c.position) for c in loaded] == [
-        ("ref", "sigkill-sqlite", "after_resolve", "single"),
-        ("ref", "simulated", "after_resolve", "single"),
-        ("ref", "simulated", "after_claim", "first"),
-        ("ref", "simulated", "after_claim", "last"),
-        ("other", "simulated", "after_effect", "single"),
+    assert loaded == [cells[6], cells[7], cells[2], cells[5], cells[4], cells[3], cells[1], DUPLICATED]
+    assert [(c.implementation, c.mode, c.crash_point, c.position, c.path, c.recovery) for c in loaded] == [
+        ("ref", "sigkill-sqlite", "after_resolve", "single", "allow", "sweep"),
+        ("ref", "simulated", "after_resolve", "single", "allow", "sweep"),
+        ("ref", "simulated", "after_claim", "first", "allow", "sweep"),
+        ("ref", "simulated", "after_claim", "first", "approval", "sweep"),
+        ("ref", "simulated", "after_claim", "first", "approval", "replay"),
+        ("ref", "simulated", "after_claim", "first", "control", "sweep"),
+        ("ref", "simulated", "after_claim", "last", "allow", "sweep"),
+        ("other", "simulated", "after_effect", "single", "allow", "sweep"),
     ]
 
 
@@ -215,9 +236,9 @@ def test_a_foreign_crash_matrix_table_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        (cell(run_id="run-2"), r"crash cell ref/simulated/after_effect/NON_IDEMPOTENT/single does not belong to run_id='run-1': run_id='run-2'"),
+        (cell(run_id="run-2"), r"crash cell ref/simulated/after_effect/NON_IDEMPOTENT/single/allow/sweep does not belong to run_id='run-1': run_id='run-2'"),
         (cell(implementation="x"), r"crash cell x/.* names implementation='x', not one of \['ref', 'other'\]"),
-        (cell(effects=2), r"crash cell ref/simulated/after_effect/NON_IDEMPOTENT/single is given twice: record each crash once per run"),
+        (cell(effects=2), r"crash cell ref/simulated/after_effect/NON_IDEMPOTENT/single/allow/sweep is given twice: record each crash once per run"),
     ],
 )  # fmt: skip
 def test_write_run_refuses_a_crash_cell_the_run_cannot_hold(tmp_path: Path, bad: CrashCell, message: str) -> None:
@@ -262,7 +283,7 @@ def test_markdown_crash_table_has_crash_points_as_rows_and_classes_as_columns_in
     )
     failures = report[report.index("## Failures") :]
     assert (
-        "### other: crash at after_effect, NON_IDEMPOTENT, single (simulated, fail)\n\n"
+        "### other: crash at after_effect, NON_IDEMPOTENT, single, allow, sweep (simulated, fail)\n\n"
         "Crash point: `after_effect` · Expected: `UNCERTAIN effect_unknown` · Observed: `SUCCEEDED`"
         " · Effects: `3 effects, 2 duplicates`\n\n"
         f"```text\n{DUPLICATED.evidence}\n```\n"

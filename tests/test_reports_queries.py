@@ -63,7 +63,7 @@ FROM results JOIN runs USING (run_id)
 WHERE results.rule_id = 'D13.4'
 ORDER BY runs.started_at::TIMESTAMPTZ, results.implementation, results.scenario;""",
     "crash": f"""\
-SELECT implementation, mode, crash_point, idempotency, position, expected, observed, effects, duplicates
+SELECT implementation, mode, crash_point, idempotency, position, path, recovery, expected, observed, effects, duplicates
 FROM crash_matrix
 WHERE (verdict <> 'pass' OR duplicates > 0)
   AND run_id = {_LATEST}
@@ -173,7 +173,19 @@ def test_a_rules_history_across_runs(db: Path) -> None:
 
 def test_crash_cells_that_went_wrong(db: Path) -> None:
     assert query(db, "crash") == [
-        ("ref", "simulated", "after_effect", "NON_IDEMPOTENT", "single", "UNCERTAIN effect_unknown", "SUCCEEDED", 2, 1)
+        (
+            "ref",
+            "simulated",
+            "after_effect",
+            "NON_IDEMPOTENT",
+            "single",
+            "allow",
+            "sweep",
+            "UNCERTAIN effect_unknown",
+            "SUCCEEDED",
+            2,
+            1,
+        )
     ]
 
 

@@ -97,6 +97,6 @@ def test_a_field_no_column_can_hold_is_refused_by_name() -> None:
     with pytest.raises(
         HarnessError,
         match=r"^Timed\.when has type <class 'datetime\.datetime'>, which no results column can hold:"
-        r" use str, int, float, bool, a StrEnum, a list or a mapping$",
+        r" use str, int, float, bool, a StrEnum, a list or a mapping, or one of these or None$",
     ):
         columns_of(Timed)
