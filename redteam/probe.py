@@ -1,0 +1,113 @@
+"""Direct probes: drive one pipeline through the port and print what an exposing input makes it do.
+
+Used to confirm that a GAP pipeline really carries its mistake (so the gap is in the suite, not in the
+pipeline). ``python -m redteam.probe <name>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from toolproof.reference.hooks import ReferenceImplementation
+from toolproof.spec import (
+    ContextItem,
+    InstanceConfig,
+    ProposedCall,
+    StepRequest,
+    ToolResult,
+    ToolSpec,
+    TrustLabel,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+class FnTool:
+    def __init__(self, spec: ToolSpec, fn: Callable[[dict[str, Any], Any], Awaitable[Any]]) -> None:
+        self._spec, self._fn, self.calls = spec, fn, 0
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def execute(self, arguments: dict[str, Any], context: Any) -> Any:
+        self.calls += 1
+        return await self._fn(arguments, context)
+
+
+async def with_instance(impl: ReferenceImplementation, tools: list[Any], body: Any, **config: Any) -> Any:
+    with tempfile.TemporaryDirectory() as d:
+        cfg = InstanceConfig(store_dir=Path(d) / "s", workspace=Path(d) / "w", **config)
+        (Path(d) / "w").mkdir()
+        async with impl.open(cfg, tools, Clock()) as inst:
+            return await body(inst)
+
+
+def step(run: str, n: int, *calls: ProposedCall, context: list[ContextItem] | None = None, tenant: str = "t1") -> StepRequest:
+    return StepRequest(tenant=tenant, run_id=run, step_number=n, calls=list(calls), context=context or [])
+
+
+USER = [ContextItem(id="u", trust=TrustLabel.USER, text="hi")]
+
+
+async def ok(_a: dict[str, Any], _c: Any) -> ToolResult:
+    return ToolResult(ok=True)
+
+
+PROBES: dict[str, Callable[[], Awaitable[Any]]] = {}
+
+
+def probe(fn: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    PROBES[fn.__name__] = fn
+    return fn
+
+
+@probe
+async def structure_without_schema() -> Any:
+    from redteam.d01 import structure_without_schema_passes
+
+    async def structured(_a: dict[str, Any], _c: Any) -> ToolResult:
+        return ToolResult(ok=True, structured={"x": 1})
+
+    tool = FnTool(ToolSpec(name="t.s"), structured)
+
+    async def body(inst: Any) -> Any:
+        return await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.s"), context=USER))
+
+    return await with_instance(structure_without_schema_passes(), [tool], body)
+
+
+@probe
+async def resolver_reaches_pipeline() -> Any:
+    from redteam.d02 import resolver_reaches_pipeline as f
+
+    seen: dict[str, Any] = {}
+
+    async def peek(_a: dict[str, Any], c: Any) -> ToolResult:
+        seen["registry"] = type(c.credential_resolver.audit.registry).__name__
+        seen["store"] = type(c.credential_resolver.audit.store).__name__
+        return ToolResult(ok=True)
+
+    tool = FnTool(ToolSpec(name="t.p"), peek)
+
+    async def body(inst: Any) -> Any:
+        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.p"), context=USER))
+        return seen
+
+    return await with_instance(f(), [tool], body)
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(PROBES):
+        print(name, "->", asyncio.run(PROBES[name]()))
