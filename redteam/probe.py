@@ -108,6 +108,104 @@ async def resolver_reaches_pipeline() -> Any:
     return await with_instance(f(), [tool], body)
 
 
+@probe
+async def replay_reruns_failed() -> Any:
+    from redteam.d03 import replay_reruns_failed as f
+    from toolproof.spec import ToolFailure
+
+    async def fails(_a: dict[str, Any], _c: Any) -> ToolResult:
+        return ToolResult(ok=False, failure=ToolFailure(kind="ERROR"))
+
+    tool = FnTool(ToolSpec(name="t.f"), fails)
+
+    async def body(inst: Any) -> Any:
+        s = step("r", 0, ProposedCall(call_id="c", tool_name="t.f"), context=USER)
+        first = await inst.submit(s)
+        second = await inst.submit(s)
+        return {"executions": tool.calls, "first": first[0].reason_code, "replay": second[0].reason_code}
+
+    return await with_instance(f(), [tool], body)
+
+
+WRITE = ToolSpec(name="t.w", side_effect="WORKSPACE_WRITE", idempotency="NON_IDEMPOTENT")
+
+
+@probe
+async def key_nested_order() -> Any:
+    from redteam.d10 import key_sorts_top_level_only as f
+
+    tool = FnTool(ToolSpec(name="t.r"), ok)
+
+    async def body(inst: Any) -> Any:
+        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"a": 1, "b": 2}}), context=USER))
+        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"b": 2, "a": 1}}), context=USER))
+        rows = await inst.invocations("r")
+        return {"executions": tool.calls, "distinct_keys": len({r.idempotency_key for r in rows})}
+
+    return await with_instance(f(), [tool], body)
+
+
+@probe
+async def approval_argument_only() -> Any:
+    from redteam.d11 import approval_checks_argument_label_only as f
+
+    tool = FnTool(WRITE, ok)
+    ctx = [ContextItem(id="u", trust=TrustLabel.USER, text="write"), ContextItem(id="e", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="web")]
+
+    async def body(inst: Any) -> Any:
+        d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]}), context=ctx))
+        return {"disposition": d[0].status, "executions": tool.calls}
+
+    return await with_instance(f(), [tool], body)
+
+
+@probe
+async def empty_context() -> Any:
+    from redteam.d11 import empty_context_is_trusted as f
+
+    tool = FnTool(WRITE, ok)
+
+    async def body(inst: Any) -> Any:
+        d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.w")))
+        rows = await inst.invocations("r")
+        return {"disposition": d[0].status, "executions": tool.calls, "origin_trust": rows[0].origin_trust}
+
+    return await with_instance(f(), [tool], body)
+
+
+@probe
+async def late_approval() -> Any:
+    from redteam.d11 import late_approval_honoured as f
+
+    tool = FnTool(WRITE, ok)
+    clock = Clock()
+
+    async def body(inst: Any) -> Any:
+        d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"})))
+        clock.t += 400
+        answer = await inst.resolve_approval(d[0].invocation_id, True)
+        return {"held": d[0].status, "answer": answer.status, "reason": getattr(answer, "reason_code", None), "executions": tool.calls}
+
+    with tempfile.TemporaryDirectory() as dd:
+        cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
+        async with f().open(cfg, [tool], clock) as inst:
+            return await body(inst)
+
+
+@probe
+async def unknown_contributor() -> Any:
+    from redteam.d11 import unknown_contributor_ignored as f
+
+    tool = FnTool(ToolSpec(name="t.r"), ok)
+
+    async def body(inst: Any) -> Any:
+        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"x": "v"}, provenance={"x": ["u", "ghost"]}), context=USER))
+        rows = await inst.invocations("r")
+        return {"argument_trust": rows[0].argument_trust}
+
+    return await with_instance(f(), [tool], body)
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", asyncio.run(PROBES[name]()))

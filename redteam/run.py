@@ -61,7 +61,8 @@ def _key(rule: str) -> tuple[int, int]:
 
 def order(ref: str) -> tuple[int, str]:
     """Slow decisions (recovery, PostgreSQL) last."""
-    return (1 if any(d in PG_DECISIONS for d in MANIFEST[ref].split(",")) else 0, ref)
+    decisions = MANIFEST[ref].split(",")
+    return (2 if "D4" in decisions else 1 if any(d in PG_DECISIONS for d in decisions) else 0, ref)
 
 
 def main(argv: list[str]) -> None:
