@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from toolproof.reference.hooks import CallState, Pipeline, ReferenceImplementation, excerpt_parts
 from toolproof.spec import EXCERPT_MARKER_SOURCE, Envelope, Success, TrustLabel, lowest_trust
 
@@ -10,8 +12,13 @@ from ._common import impl, table
 FULL = "full-output.txt"
 
 
-def _pieces(text: str, size: int = 1 << 16) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
+def _pieces(text: str, size: int = 1 << 16) -> Iterator[str]:
+    return (text[i : i + size] for i in range(0, len(text), size))
+
+
+def _size(content: list[Envelope]) -> int:
+    """UTF-8 size of the content, measured piece by piece (bounded memory)."""
+    return sum(len(piece.encode()) for e in content for piece in _pieces(e.text))
 
 
 async def _excerpt_chars(p: Pipeline, s: CallState) -> None:
@@ -44,13 +51,13 @@ async def _excerpt_merged(p: Pipeline, s: CallState) -> None:
         return
     content = s.disposition.content
     limit = p.config.max_output_bytes
-    if sum(len(e.text.encode()) for e in content) <= limit:
+    if _size(content) <= limit:
         return
     label = lowest_trust(*(e.trust for e in content))  # The mistake: one envelope at the lowest label.
-    text = "".join(e.text for e in content)
     stream = s.prepared.parts.artifact_writer.stream(FULL)
     source = content[0].source if content else ""
-    ex = excerpt_parts([(label, source, _pieces(text))], limit, stream.write)
+    merged = (piece for e in content for piece in _pieces(e.text))
+    ex = excerpt_parts([(label, source, merged)], limit, stream.write)
     full = stream.finish()
     s.disposition = s.disposition.model_copy(
         update={"content": ex.envelopes, "artifacts": [*s.disposition.artifacts, full]}
@@ -72,7 +79,7 @@ async def _excerpt_no_artifact(p: Pipeline, s: CallState) -> None:
         return
     content = s.disposition.content
     limit = p.config.max_output_bytes
-    if sum(len(e.text.encode()) for e in content) <= limit:
+    if _size(content) <= limit:
         return
     ex = excerpt_parts(((e.trust, e.source, _pieces(e.text)) for e in content), limit, lambda _b: None)
     s.disposition = s.disposition.model_copy(update={"content": ex.envelopes})  # The mistake: nothing stored.
@@ -93,7 +100,7 @@ async def _excerpt_at_limit(p: Pipeline, s: CallState) -> None:
         return
     content = s.disposition.content
     limit = p.config.max_output_bytes
-    total = sum(len(e.text.encode()) for e in content)
+    total = _size(content)
     if total < limit:  # The mistake: "at the limit" counts as over it.
         return
     stream = s.prepared.parts.artifact_writer.stream(FULL)
@@ -148,35 +155,46 @@ async def _excerpt_bytes_cut(p: Pipeline, s: CallState) -> None:
         return
     content = s.disposition.content
     limit = p.config.max_output_bytes
-    total = sum(len(e.text.encode()) for e in content)
-    if total <= limit:
+    if 4 * sum(len(e.text) for e in content) <= limit:
         return
     stream = s.prepared.parts.artifact_writer.stream(FULL)
+    total = 0
     for e in content:
-        stream.write(e.text.encode())
+        for piece in _pieces(e.text):
+            data = piece.encode()
+            stream.write(data)
+            total += len(data)
+    if total <= limit:
+        stream.discard()
+        return
     full = stream.finish()
     head_budget, tail_budget = limit // 2, limit - limit // 2
     out: list[Envelope] = []
     used = 0
     for e in content:  # head: byte slices, decoded leniently (the mistake: a cut character becomes U+FFFD)
-        data = e.text.encode()
-        take = data[: max(0, head_budget - used)]
-        if take:
-            out.append(Envelope(trust=e.trust, source=e.source, text=take.decode("utf-8", errors="replace")))
-            used += len(take)
         if used >= head_budget:
             break
-    marker = Envelope(trust=TrustLabel.SYSTEM, source=EXCERPT_MARKER_SOURCE, text=f"[… {total - limit} bytes omitted …]")
+        data = e.text[: head_budget - used].encode()[: head_budget - used]
+        if data:
+            out.append(Envelope(trust=e.trust, source=e.source, text=data.decode("utf-8", errors="replace")))
+            used += len(data)
     tail: list[Envelope] = []
     used = 0
     for e in reversed(content):
-        data = e.text.encode()
-        take = data[max(0, len(data) - (tail_budget - used)) :]
-        if take:
-            tail.insert(0, Envelope(trust=e.trust, source=e.source, text=take.decode("utf-8", errors="replace")))
-            used += len(take)
         if used >= tail_budget:
             break
+        want = tail_budget - used
+        encoded = e.text[-want:].encode() if want else b""
+        data = encoded[max(0, len(encoded) - want) :]
+        if data:
+            tail.insert(0, Envelope(trust=e.trust, source=e.source, text=data.decode("utf-8", errors="replace")))
+            used += len(data)
+    omitted = total - sum(len(x.text.encode()) for x in out + tail)
+    marker = Envelope(
+        trust=TrustLabel.SYSTEM,
+        source=EXCERPT_MARKER_SOURCE,
+        text=f"[… {omitted} of {total} bytes omitted; the whole output is in the artifact …]",
+    )
     s.disposition = s.disposition.model_copy(
         update={"content": [*out, marker, *tail], "artifacts": [*s.disposition.artifacts, full]}
     )

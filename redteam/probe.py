@@ -206,6 +206,26 @@ async def unknown_contributor() -> Any:
     return await with_instance(f(), [tool], body)
 
 
+async def boom(_a: dict[str, Any], _c: Any) -> ToolResult:
+    raise RuntimeError("connection reset by api.example.com: token=abc123")
+
+
+@probe
+async def crash_outcome() -> Any:
+    from redteam.d13 import crashed_not_retryable, exception_text_in_message
+
+    out = {}
+    for f in (crashed_not_retryable, exception_text_in_message):
+        tool = FnTool(ToolSpec(name="t.b"), boom)
+
+        async def body(inst: Any) -> Any:
+            d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.b"), context=USER))
+            return (d[0].reason_code.value, d[0].retryable, d[0].message)
+
+        out[f.__name__] = await with_instance(f(), [tool], body)
+    return out
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", asyncio.run(PROBES[name]()))
