@@ -7,6 +7,7 @@ pipeline). ``python -m redteam.probe <name>``.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -46,7 +47,13 @@ class FnTool:
         return await self._fn(arguments, context)
 
 
+def _chosen(impl: ReferenceImplementation) -> ReferenceImplementation:
+    """REDTEAM_REFERENCE=1 runs the probe against the plain reference (what the exposing input should give)."""
+    return ReferenceImplementation() if os.environ.get("REDTEAM_REFERENCE") else impl
+
+
 async def with_instance(impl: ReferenceImplementation, tools: list[Any], body: Any, **config: Any) -> Any:
+    impl = _chosen(impl)
     with tempfile.TemporaryDirectory() as d:
         cfg = InstanceConfig(store_dir=Path(d) / "s", workspace=Path(d) / "w", **config)
         (Path(d) / "w").mkdir()
@@ -188,7 +195,7 @@ async def late_approval() -> Any:
 
     with tempfile.TemporaryDirectory() as dd:
         cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
-        async with f().open(cfg, [tool], clock) as inst:
+        async with _chosen(f()).open(cfg, [tool], clock) as inst:
             return await body(inst)
 
 
@@ -224,6 +231,66 @@ async def crash_outcome() -> Any:
 
         out[f.__name__] = await with_instance(f(), [tool], body)
     return out
+
+
+def wcall(n: int, **kw: Any) -> ProposedCall:
+    return ProposedCall(call_id=f"c{n}", tool_name="t.w", arguments={"p": "x"}, **kw)
+
+
+@probe
+async def approval_denials_count() -> Any:
+    from redteam.d14 import denial_means_policy_denied_only as f
+
+    tool = FnTool(WRITE, ok)
+
+    async def body(inst: Any) -> Any:
+        out = []
+        for n in range(3):
+            d = (await inst.submit(step("r", n, wcall(n))))[0]
+            if d.status == "SUSPENDED":
+                d = await inst.resolve_approval(d.invocation_id, False)
+            out.append(getattr(d, "reason_code", d.status))
+        return out
+
+    return await with_instance(f(), [tool], body)
+
+
+@probe
+async def one_denial_then_runs() -> Any:
+    from redteam.d14 import loop_counter_skips_denials as f
+
+    tool = FnTool(WRITE, ok)
+
+    async def body(inst: Any) -> Any:
+        out = []
+        for n in range(5):
+            d = (await inst.submit(step("r", n, wcall(n))))[0]
+            if d.status == "SUSPENDED":
+                d = await inst.resolve_approval(d.invocation_id, n != 0)
+            out.append(getattr(d, "reason_code", d.status))
+        return out
+
+    return await with_instance(f(), [tool], body)
+
+
+@probe
+async def uncertain_twice_removed() -> Any:
+    from redteam.d14 import uncertain_checked_on_latest_only as f
+
+    async def mark_then_raise(_a: dict[str, Any], c: Any) -> ToolResult:
+        await c.mark_effect_sent()
+        raise RuntimeError("lost")
+
+    tool = FnTool(WRITE, mark_then_raise)
+
+    async def body(inst: Any) -> Any:
+        out = []
+        for n in range(3):
+            d = (await inst.submit(step("r", n, wcall(n, provenance={"p": ["u"]}), context=USER)))[0]
+            out.append(getattr(d, "reason_code", d.status))
+        return {"outcomes": out, "executions": tool.calls}
+
+    return await with_instance(f(), [tool], body)
 
 
 if __name__ == "__main__":
