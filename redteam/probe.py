@@ -293,6 +293,47 @@ async def uncertain_twice_removed() -> Any:
     return await with_instance(f(), [tool], body)
 
 
+@probe
+async def completion_order() -> Any:
+    from redteam.d15 import parallel_results_in_completion_order as f
+
+    async def slow(_a: dict[str, Any], _c: Any) -> ToolResult:
+        await asyncio.sleep(0.3)
+        return ToolResult(ok=True, content=[{"text": "slow"}])  # type: ignore[list-item]
+
+    async def fast(_a: dict[str, Any], _c: Any) -> ToolResult:
+        return ToolResult(ok=True, content=[{"text": "fast"}])  # type: ignore[list-item]
+
+    tools = [FnTool(ToolSpec(name="t.slow"), slow), FnTool(ToolSpec(name="t.fast"), fast)]
+
+    async def body(inst: Any) -> Any:
+        d = await inst.submit(step("r", 0, ProposedCall(call_id="a", tool_name="t.slow"),
+                                   ProposedCall(call_id="b", tool_name="t.fast"), context=USER))
+        return [x.content[0].text for x in d]
+
+    return await with_instance(f(), tools, body)
+
+
+@probe
+async def sweep_suspended() -> Any:
+    from redteam.d16 import sweep_picks_suspended as f
+
+    control = FnTool(ToolSpec(name="t.ask", kind="CONTROL"), ok)
+    clock = Clock()
+
+    async def body(inst: Any) -> Any:
+        d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.ask"), context=USER))
+        clock.t += 3600
+        swept = await inst.sweep()
+        events = [e.kind for e in await inst.events("r")]
+        return {"first": d[0].status, "swept": [x.status for x in swept], "events": events}
+
+    with tempfile.TemporaryDirectory() as dd:
+        cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
+        async with _chosen(f()).open(cfg, [control], clock) as inst:
+            return await body(inst)
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", asyncio.run(PROBES[name]()))
