@@ -108,7 +108,9 @@ def make_normalize(
         s.disposition = Success(
             invocation_id=s.invocation_id,
             content=[
-                Envelope(trust=floor if part.trust is None else min(floor, part.trust), source=spec.name, text=part.text)
+                Envelope(
+                    trust=floor if part.trust is None else min(floor, part.trust), source=spec.name, text=part.text
+                )
                 for part in result.content
             ],
             structured=result.structured,

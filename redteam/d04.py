@@ -37,7 +37,7 @@ _reference_complete = STEP_TABLE[Step.COMPLETE]
 class _LazyMark(Pipeline):
     async def mark_effect(self, s: CallState) -> None:
         s.marked = True  # The mistake: written with the terminal row at step 13 ("one commit fewer").
-        setattr(s, "marked_at", self.clock.now())
+        s.marked_at = self.clock.now()
 
 
 async def _complete_with_mark(p: Pipeline, s: CallState) -> None:
@@ -64,7 +64,9 @@ def watermark_written_at_complete() -> ReferenceImplementation:
 class _CondEscapes(Pipeline):
     def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
         # The mistake: "the watermark duty applies to both classes", so both are never retried.
-        return row.effect_sent_at is not None and spec is not None and spec.idempotency is not IdempotencyClass.IDEMPOTENT
+        return (
+            row.effect_sent_at is not None and spec is not None and spec.idempotency is not IdempotencyClass.IDEMPOTENT
+        )
 
 
 def conditional_treated_as_escaped() -> ReferenceImplementation:

@@ -21,7 +21,7 @@ class _PrefetchAdapter(McpAdapter):
         for resource in listed.resources:
             # The mistake: warm a cache of resource contents at session start "so reads are fast".
             cache[str(resource.uri)] = await link.client.read_resource(str(resource.uri))
-        setattr(link, "resource_cache", cache)
+        link.resource_cache = cache
 
 
 class _Prefetch(Pipeline):

@@ -64,8 +64,15 @@ def key_sorts_top_level_only() -> ReferenceImplementation:
 class _NoCallId(Pipeline):
     steps = table(
         RESOLVE=_resolve_with(
-            lambda s: ["k/1", s.request.tenant, s.request.run_id, s.request.step_number, s.call.tool_name,
-                       _version(s), s.call.arguments]
+            lambda s: [
+                "k/1",
+                s.request.tenant,
+                s.request.run_id,
+                s.request.step_number,
+                s.call.tool_name,
+                _version(s),
+                s.call.arguments,
+            ]
         )
     )
 
@@ -79,8 +86,15 @@ def key_without_call_id() -> ReferenceImplementation:
 class _NoVersion(Pipeline):
     steps = table(
         RESOLVE=_resolve_with(
-            lambda s: ["k/1", s.request.tenant, s.request.run_id, s.request.step_number, s.call.call_id,
-                       s.call.tool_name, s.call.arguments]
+            lambda s: [
+                "k/1",
+                s.request.tenant,
+                s.request.run_id,
+                s.request.step_number,
+                s.call.call_id,
+                s.call.tool_name,
+                s.call.arguments,
+            ]
         )
     )
 
@@ -94,8 +108,15 @@ def key_without_tool_version() -> ReferenceImplementation:
 class _NoStep(Pipeline):
     steps = table(
         RESOLVE=_resolve_with(
-            lambda s: ["k/1", s.request.tenant, s.request.run_id, s.call.call_id, s.call.tool_name, _version(s),
-                       s.call.arguments]
+            lambda s: [
+                "k/1",
+                s.request.tenant,
+                s.request.run_id,
+                s.call.call_id,
+                s.call.tool_name,
+                _version(s),
+                s.call.arguments,
+            ]
         )
     )
 
@@ -109,8 +130,15 @@ def key_without_step_number() -> ReferenceImplementation:
 class _NoTenant(Pipeline):
     steps = table(
         RESOLVE=_resolve_with(
-            lambda s: ["k/1", s.request.run_id, s.request.step_number, s.call.call_id, s.call.tool_name,
-                       _version(s), s.call.arguments]
+            lambda s: [
+                "k/1",
+                s.request.run_id,
+                s.request.step_number,
+                s.call.call_id,
+                s.call.tool_name,
+                _version(s),
+                s.call.arguments,
+            ]
         )
     )
 

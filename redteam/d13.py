@@ -103,22 +103,35 @@ class _PayloadStore(Store):
         finally:
             self._payload = None
 
-    def _emit(self, connection: Any, run_id: str, invocation_id: str, status: str | None,
-              reason_code: str | None, events: Sequence[EventKind]) -> None:
+    def _emit(
+        self,
+        connection: Any,
+        run_id: str,
+        invocation_id: str,
+        status: str | None,
+        reason_code: str | None,
+        events: Sequence[EventKind],
+    ) -> None:
         if not events:
             return
+        import time
+
         from sqlalchemy import insert
         from sqlmodel import SQLModel
-
-        import time
 
         table_ = SQLModel.metadata.tables["tool_events"]
         data = json.dumps({"arguments": json.loads(self._payload)}) if self._payload else "{}"
         rows = [
-            {"run_id": run_id, "invocation_id": invocation_id, "kind": k.value, "status": status,
-             "reason_code": reason_code,
-             # The mistake: tool_call.requested carries the arguments, for debugging from the stream.
-             "data_json": data if k is EventKind.REQUESTED else "{}", "created_at": time.time()}
+            {
+                "run_id": run_id,
+                "invocation_id": invocation_id,
+                "kind": k.value,
+                "status": status,
+                "reason_code": reason_code,
+                # The mistake: tool_call.requested carries the arguments, for debugging from the stream.
+                "data_json": data if k is EventKind.REQUESTED else "{}",
+                "created_at": time.time(),
+            }
             for k in events
         ]
         connection.execute(insert(table_), rows)

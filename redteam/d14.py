@@ -20,8 +20,12 @@ from toolproof.spec import (
 from ._common import StorePipeline, impl, table
 
 Prior = list[tuple[InvocationStatus, ReasonCode | None]]
-_DENIALS = {ReasonCode.POLICY_DENIED, ReasonCode.APPROVAL_DENIED, ReasonCode.APPROVAL_EXPIRED,
-            ReasonCode.REPEATED_DENIAL}
+_DENIALS = {
+    ReasonCode.POLICY_DENIED,
+    ReasonCode.APPROVAL_DENIED,
+    ReasonCode.APPROVAL_EXPIRED,
+    ReasonCode.REPEATED_DENIAL,
+}
 
 
 class _TwoCounters(Pipeline):

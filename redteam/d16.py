@@ -15,7 +15,8 @@ from toolproof.reference.hooks import (
     Store,
     resolved_step,
 )
-from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Step, Suspended as _S, ToolKind
+from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Step, ToolKind
+from toolproof.spec import Suspended as _S
 
 from ._common import StorePipeline, impl, table
 

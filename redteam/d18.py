@@ -36,8 +36,9 @@ class _EarlyAsOf(McpAdapter):
         if self.links and not self.store.pins(run_id):
             before = self.store.last_catalog_seq()  # The mistake: read before the listing is recorded.
             ad = await super().advertise(run_id)
-            from toolproof.reference._tables import SessionPinTable
             from sqlmodel import Session, select
+
+            from toolproof.reference._tables import SessionPinTable
 
             with Session(self.store.engine) as session:
                 for row in session.exec(select(SessionPinTable).where(SessionPinTable.run_id == run_id)).all():

@@ -6,13 +6,14 @@ pipeline). ``python -m redteam.probe <name>``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from toolproof.reference.hooks import ReferenceImplementation
 from toolproof.spec import (
@@ -61,7 +62,9 @@ async def with_instance(impl: ReferenceImplementation, tools: list[Any], body: A
             return await body(inst)
 
 
-def step(run: str, n: int, *calls: ProposedCall, context: list[ContextItem] | None = None, tenant: str = "t1") -> StepRequest:
+def step(
+    run: str, n: int, *calls: ProposedCall, context: list[ContextItem] | None = None, tenant: str = "t1"
+) -> StepRequest:
     return StepRequest(tenant=tenant, run_id=run, step_number=n, calls=list(calls), context=context or [])
 
 
@@ -144,8 +147,12 @@ async def key_nested_order() -> Any:
     tool = FnTool(ToolSpec(name="t.r"), ok)
 
     async def body(inst: Any) -> Any:
-        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"a": 1, "b": 2}}), context=USER))
-        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"b": 2, "a": 1}}), context=USER))
+        await inst.submit(
+            step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"a": 1, "b": 2}}), context=USER)
+        )
+        await inst.submit(
+            step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"q": {"b": 2, "a": 1}}), context=USER)
+        )
         rows = await inst.invocations("r")
         return {"executions": tool.calls, "distinct_keys": len({r.idempotency_key for r in rows})}
 
@@ -157,10 +164,20 @@ async def approval_argument_only() -> Any:
     from redteam.d11 import approval_checks_argument_label_only as f
 
     tool = FnTool(WRITE, ok)
-    ctx = [ContextItem(id="u", trust=TrustLabel.USER, text="write"), ContextItem(id="e", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="web")]
+    ctx = [
+        ContextItem(id="u", trust=TrustLabel.USER, text="write"),
+        ContextItem(id="e", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="web"),
+    ]
 
     async def body(inst: Any) -> Any:
-        d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]}), context=ctx))
+        d = await inst.submit(
+            step(
+                "r",
+                0,
+                ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]}),
+                context=ctx,
+            )
+        )
         return {"disposition": d[0].status, "executions": tool.calls}
 
     return await with_instance(f(), [tool], body)
@@ -191,7 +208,12 @@ async def late_approval() -> Any:
         d = await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"})))
         clock.t += 400
         answer = await inst.resolve_approval(d[0].invocation_id, True)
-        return {"held": d[0].status, "answer": answer.status, "reason": getattr(answer, "reason_code", None), "executions": tool.calls}
+        return {
+            "held": d[0].status,
+            "answer": answer.status,
+            "reason": getattr(answer, "reason_code", None),
+            "executions": tool.calls,
+        }
 
     with tempfile.TemporaryDirectory() as dd:
         cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
@@ -206,7 +228,14 @@ async def unknown_contributor() -> Any:
     tool = FnTool(ToolSpec(name="t.r"), ok)
 
     async def body(inst: Any) -> Any:
-        await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.r", arguments={"x": "v"}, provenance={"x": ["u", "ghost"]}), context=USER))
+        await inst.submit(
+            step(
+                "r",
+                0,
+                ProposedCall(call_id="c", tool_name="t.r", arguments={"x": "v"}, provenance={"x": ["u", "ghost"]}),
+                context=USER,
+            )
+        )
         rows = await inst.invocations("r")
         return {"argument_trust": rows[0].argument_trust}
 
@@ -298,7 +327,7 @@ async def completion_order() -> Any:
     from redteam.d15 import parallel_results_in_completion_order as f
 
     async def slow(_a: dict[str, Any], _c: Any) -> ToolResult:
-        await asyncio.sleep(0.3)
+        await anyio.sleep(0.3)
         return ToolResult(ok=True, content=[{"text": "slow"}])  # type: ignore[list-item]
 
     async def fast(_a: dict[str, Any], _c: Any) -> ToolResult:
@@ -307,8 +336,15 @@ async def completion_order() -> Any:
     tools = [FnTool(ToolSpec(name="t.slow"), slow), FnTool(ToolSpec(name="t.fast"), fast)]
 
     async def body(inst: Any) -> Any:
-        d = await inst.submit(step("r", 0, ProposedCall(call_id="a", tool_name="t.slow"),
-                                   ProposedCall(call_id="b", tool_name="t.fast"), context=USER))
+        d = await inst.submit(
+            step(
+                "r",
+                0,
+                ProposedCall(call_id="a", tool_name="t.slow"),
+                ProposedCall(call_id="b", tool_name="t.fast"),
+                context=USER,
+            )
+        )
         return [x.content[0].text for x in d]
 
     return await with_instance(f(), tools, body)
@@ -336,4 +372,4 @@ async def sweep_suspended() -> Any:
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
-        print(name, "->", asyncio.run(PROBES[name]()))
+        print(name, "->", anyio.run(PROBES[name]))

@@ -84,7 +84,14 @@ def collect(ref: str) -> None:
     name = ref.replace(":", ".").replace("redteam.", "")
     verdicts = json.loads((OUT / name / "summary.json").read_text())["rules"]
     failing = sorted((r for r, v in verdicts.items() if v in ("fail", "error")), key=_key)
-    result = {"impl": ref, "rules": MANIFEST[ref], "exit": 1 if failing else 0, "failing": failing,
-              "verdicts": verdicts, "seconds": None, "stderr": ["collected from summary.json"]}
+    result = {
+        "impl": ref,
+        "rules": MANIFEST[ref],
+        "exit": 1 if failing else 0,
+        "failing": failing,
+        "verdicts": verdicts,
+        "seconds": None,
+        "stderr": ["collected from summary.json"],
+    }
     with RESULTS.open("a") as f:
         f.write(json.dumps(result) + "\n")
