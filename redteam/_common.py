@@ -14,6 +14,7 @@ import anyio
 from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
+    ContextParts,
     Pipeline,
     ReferenceImplementation,
     Resolved,
@@ -181,7 +182,7 @@ def make_execute(
     return execute
 
 
-def replace_parts(parts: Any, **changes: Any) -> Any:
+def replace_parts(parts: ContextParts, **changes: Any) -> ContextParts:
     """``dataclasses.replace`` for ContextParts (typed loosely for the red-team modules)."""
     return dataclasses.replace(parts, **changes)
 

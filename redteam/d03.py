@@ -124,7 +124,7 @@ async def _claim_deferred(p: Pipeline, s: CallState, r: Resolved) -> None:
         await _reference_claim(p, s)
         return
     s.attempt = row.attempt + 1  # The mistake: the RUNNING write is folded into step 13's transaction.
-    s.deferred_claim = True
+    s.deferred_claim = True  # type: ignore[attr-defined]
 
 
 async def _complete_with_claim(p: Pipeline, s: CallState) -> None:

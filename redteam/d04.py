@@ -37,7 +37,7 @@ _reference_complete = STEP_TABLE[Step.COMPLETE]
 class _LazyMark(Pipeline):
     async def mark_effect(self, s: CallState) -> None:
         s.marked = True  # The mistake: written with the terminal row at step 13 ("one commit fewer").
-        s.marked_at = self.clock.now()
+        s.marked_at = self.clock.now()  # type: ignore[attr-defined]
 
 
 async def _complete_with_mark(p: Pipeline, s: CallState) -> None:

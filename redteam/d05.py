@@ -134,7 +134,7 @@ class _FirstWinsAdapter(McpAdapter):
         dropped: set[str] = set()
         synthetic = link.prefix + READ_RESOURCE
         if link.resources:
-            definition = self._read_resource_definition(synthetic)  # type: ignore[attr-defined]
+            definition = self._read_resource_definition(synthetic)
             registered[synthetic] = RemoteTool(synthetic, None, self.definition_hash(definition), wire(definition))
         for tool in tools:
             name = link.prefix + self.normalize(tool.name)

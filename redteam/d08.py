@@ -13,15 +13,16 @@ from ._common import impl
 
 
 class _PrefetchAdapter(McpAdapter):
+    resource_cache: dict[str, dict[str, Any]] = {}  # noqa: RUF012  (one process, one adapter: fine for a red team)
+
     async def prefetch(self, link: Link) -> None:
         if not link.resources:
             return
         listed = await link.client.list_resources()
-        cache: dict[str, Any] = getattr(link, "resource_cache", {})
+        cache = self.resource_cache.setdefault(link.config.server_id, {})
         for resource in listed.resources:
             # The mistake: warm a cache of resource contents at session start "so reads are fast".
             cache[str(resource.uri)] = await link.client.read_resource(str(resource.uri))
-        link.resource_cache = cache
 
 
 class _Prefetch(Pipeline):

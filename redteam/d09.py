@@ -22,7 +22,7 @@ class _ApplyingAdapter(McpAdapter):
         from toolproof.reference._tables import SessionPinTable
 
         with self.store.engine.begin() as connection:
-            connection.execute(delete(SessionPinTable.__table__))  # type: ignore[arg-type]
+            connection.execute(delete(SessionPinTable))
 
 
 class _ApplyListChanged(Pipeline):

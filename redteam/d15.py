@@ -54,7 +54,8 @@ class _SplitMixed(Pipeline):
         if self.mcp is not None and self.mcp.links:
             await self.mcp.advertise(step.run_id)
         results: list[Disposition | None] = [None] * len(step.calls)
-        reads, rest = [], []
+        reads: list[tuple[int, ProposedCall]] = []
+        rest: list[tuple[int, ProposedCall]] = []
         for index, call in enumerate(step.calls):
             single = step.model_copy(update={"calls": [call, call]})
             (reads if self.qualifies(single) else rest).append((index, call))

@@ -17,6 +17,7 @@ import anyio
 
 from toolproof.reference.hooks import ReferenceImplementation
 from toolproof.spec import (
+    ContentPart,
     ContextItem,
     InstanceConfig,
     ProposedCall,
@@ -328,10 +329,10 @@ async def completion_order() -> Any:
 
     async def slow(_a: dict[str, Any], _c: Any) -> ToolResult:
         await anyio.sleep(0.3)
-        return ToolResult(ok=True, content=[{"text": "slow"}])  # type: ignore[list-item]
+        return ToolResult(ok=True, content=[ContentPart(text="slow")])
 
     async def fast(_a: dict[str, Any], _c: Any) -> ToolResult:
-        return ToolResult(ok=True, content=[{"text": "fast"}])  # type: ignore[list-item]
+        return ToolResult(ok=True, content=[ContentPart(text="fast")])
 
     tools = [FnTool(ToolSpec(name="t.slow"), slow), FnTool(ToolSpec(name="t.fast"), fast)]
 

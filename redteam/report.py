@@ -9,6 +9,7 @@ import importlib
 import inspect
 import json
 from pathlib import Path
+from typing import cast
 
 from .manifest import MANIFEST
 
@@ -40,7 +41,7 @@ def main() -> None:
         total += 1
         exit_code = r["exit"]
         caught += exit_code == 1
-        failing = ", ".join(r["failing"]) or ("**GAP**" if exit_code == 0 else "")
+        failing = ", ".join(cast(list[str], r["failing"])) or ("**GAP**" if exit_code == 0 else "")
         rows.append(f"| `{short}` | {clause} | {mistake} | {r['rules']} | {exit_code} | {failing} |")
     print(f"Catch rate: **{caught}/{total}** (exit 1 = caught; exit 0 = gap).\n")
     print("| pipeline | ADR clause | mistake | rules run | exit | failing rules |")
