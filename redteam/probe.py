@@ -371,6 +371,38 @@ async def sweep_suspended() -> Any:
             return await body(inst)
 
 
+@probe
+async def sweep_live_lease() -> Any:
+    from redteam.d04 import sweep_takes_live_leases as f
+
+    release = anyio.Event()
+
+    async def blocks(_a: dict[str, Any], _c: Any) -> ToolResult:
+        if tool.calls == 1:
+            await release.wait()
+        return ToolResult(ok=True)
+
+    tool = FnTool(ToolSpec(name="t.b", deadline_s=60), blocks)
+    clock = Clock()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as dd:
+        cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
+        async with _chosen(f()).open(cfg, [tool], clock) as a, _chosen(f()).open(cfg, [tool], clock) as b:
+
+            async def worker_a() -> None:
+                out["a"] = (await a.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.b"), context=USER)))[0].status
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker_a)
+                while tool.calls == 0:
+                    await anyio.sleep(0.01)
+                clock.t += 1  # the lease (60 s) is live
+                out["swept"] = [d.status for d in await b.sweep()]
+                out["executions_during_lease"] = tool.calls
+                release.set()
+    return out
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", anyio.run(PROBES[name]))
