@@ -403,6 +403,48 @@ async def sweep_live_lease() -> Any:
     return out
 
 
+@probe
+async def uncertain_metric_recovery() -> Any:
+    from redteam.d04 import uncertain_metric_in_process_only as f
+
+    async def mark_then_hang(_a: dict[str, Any], c: Any) -> ToolResult:
+        await c.mark_effect_sent()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    tool = FnTool(WRITE.model_copy(update={"deadline_s": 600}), mark_then_hang)
+    clock = Clock()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as dd:
+        cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
+        async with _chosen(f()).open(cfg, [tool], clock) as a, _chosen(f()).open(cfg, [tool], clock) as b:
+            async with anyio.create_task_group() as group:
+                call = ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]})
+                group.start_soon(a.submit, step("r", 0, call, context=USER))
+                while tool.calls == 0:
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.2)
+                clock.t += 120  # A is "dead": its lease expired
+                out["swept"] = [getattr(d, "reason_code", d.status) for d in await b.sweep()]
+                out["metrics"] = await b.metrics()
+                group.cancel_scope.cancel()
+    return out
+
+
+@probe
+async def unmarked_workspace_write() -> Any:
+    from redteam.d04 import unmarked_flag_external_only as f
+
+    tool = FnTool(WRITE, ok)  # WORKSPACE_WRITE, NON_IDEMPOTENT, never marks
+
+    async def body(inst: Any) -> Any:
+        call = ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]})
+        d = await inst.submit(step("r", 0, call, context=USER))
+        return {"status": d[0].status, "metrics": await inst.metrics()}
+
+    return await with_instance(f(), [tool], body)
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", anyio.run(PROBES[name]))
