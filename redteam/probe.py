@@ -39,6 +39,7 @@ class Clock:
 class FnTool:
     def __init__(self, spec: ToolSpec, fn: Callable[[dict[str, Any], Any], Awaitable[Any]]) -> None:
         self._spec, self._fn, self.calls = spec, fn, 0
+        self.started = anyio.Event()
 
     @property
     def spec(self) -> ToolSpec:
@@ -46,6 +47,7 @@ class FnTool:
 
     async def execute(self, arguments: dict[str, Any], context: Any) -> Any:
         self.calls += 1
+        self.started.set()
         return await self._fn(arguments, context)
 
 
@@ -390,12 +392,13 @@ async def sweep_live_lease() -> Any:
         async with _chosen(f()).open(cfg, [tool], clock) as a, _chosen(f()).open(cfg, [tool], clock) as b:
 
             async def worker_a() -> None:
-                out["a"] = (await a.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.b"), context=USER)))[0].status
+                out["a"] = (await a.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.b"), context=USER)))[
+                    0
+                ].status
 
             async with anyio.create_task_group() as group:
                 group.start_soon(worker_a)
-                while tool.calls == 0:
-                    await anyio.sleep(0.01)
+                await tool.started.wait()
                 clock.t += 1  # the lease (60 s) is live
                 out["swept"] = [d.status for d in await b.sweep()]
                 out["executions_during_lease"] = tool.calls
@@ -417,17 +420,19 @@ async def uncertain_metric_recovery() -> Any:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as dd:
         cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
-        async with _chosen(f()).open(cfg, [tool], clock) as a, _chosen(f()).open(cfg, [tool], clock) as b:
-            async with anyio.create_task_group() as group:
-                call = ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]})
-                group.start_soon(a.submit, step("r", 0, call, context=USER))
-                while tool.calls == 0:
-                    await anyio.sleep(0.01)
-                await anyio.sleep(0.2)
-                clock.t += 120  # A is "dead": its lease expired
-                out["swept"] = [getattr(d, "reason_code", d.status) for d in await b.sweep()]
-                out["metrics"] = await b.metrics()
-                group.cancel_scope.cancel()
+        async with (
+            _chosen(f()).open(cfg, [tool], clock) as a,
+            _chosen(f()).open(cfg, [tool], clock) as b,
+            anyio.create_task_group() as group,
+        ):
+            call = ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"}, provenance={"p": ["u"]})
+            group.start_soon(a.submit, step("r", 0, call, context=USER))
+            await tool.started.wait()
+            await anyio.sleep(0.2)
+            clock.t += 120  # A is "dead": its lease expired
+            out["swept"] = [getattr(d, "reason_code", d.status) for d in await b.sweep()]
+            out["metrics"] = await b.metrics()
+            group.cancel_scope.cancel()
     return out
 
 
@@ -443,6 +448,43 @@ async def unmarked_workspace_write() -> Any:
         return {"status": d[0].status, "metrics": await inst.metrics()}
 
     return await with_instance(f(), [tool], body)
+
+
+def _texter(text: str) -> Any:
+    async def fn(_a: dict[str, Any], _c: Any) -> ToolResult:
+        return ToolResult(ok=True, content=[ContentPart(text=text)])
+
+    return fn
+
+
+async def _excerpt_probe(f: Any, text: str) -> Any:
+    tool = FnTool(ToolSpec(name="t.o"), _texter(text))
+
+    async def body(inst: Any) -> Any:
+        d = (await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.o"), context=USER)))[0]
+        texts = [e.text for e in d.content]
+        return {
+            "envelopes": len(texts),
+            "artifacts": len(d.artifacts),
+            "delivered_bytes": sum(len(t.encode()) for t in texts),
+            "has_U+FFFD": any("\ufffd" in t for t in texts),
+        }
+
+    return await with_instance(f(), [tool], body, max_output_bytes=100)
+
+
+@probe
+async def multibyte_under_char_limit() -> Any:
+    from redteam.d12 import limit_counted_in_characters as f
+
+    return await _excerpt_probe(f, "é" * 80)  # 80 characters, 160 bytes; limit 100 bytes
+
+
+@probe
+async def cut_inside_character() -> Any:
+    from redteam.d12 import excerpt_cuts_characters as f
+
+    return await _excerpt_probe(f, "a" + "é" * 200)  # the 50-byte head ends inside an é
 
 
 if __name__ == "__main__":

@@ -44,6 +44,17 @@ def main() -> None:
         failing = ", ".join(cast(list[str], r["failing"])) or ("**GAP**" if exit_code == 0 else "")
         rows.append(f"| `{short}` | {clause} | {mistake} | {r['rules']} | {exit_code} | {failing} |")
     print(f"Catch rate: **{caught}/{total}** (exit 1 = caught; exit 0 = gap).\n")
+    per: dict[str, list[int]] = {}
+    for ref in MANIFEST:
+        r = latest.get(ref)
+        if r is not None:
+            d = "D" + str(int(ref.split(":")[0].removeprefix("redteam.d")))
+            per.setdefault(d, [0, 0])
+            per[d][0] += r["exit"] == 1
+            per[d][1] += 1
+    print("| decision | " + " | ".join(per) + " |")
+    print("|---|" + "---|" * len(per))
+    print("| caught/total | " + " | ".join(f"{c}/{t}" for c, t in per.values()) + " |\n")
     print("| pipeline | ADR clause | mistake | rules run | exit | failing rules |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
