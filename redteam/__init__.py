@@ -1,0 +1,1 @@
+"""Red-team pipelines: the reference with one realistic ADR-0021 mistake each (see RESULTS.md)."""
