@@ -17,6 +17,7 @@ import httpx2
 from pydantic import BaseModel, TypeAdapter
 
 from toolproof.spec import (
+    DRIVER_PROTOCOL,
     NOW_HEADER,
     Advertisement,
     ApprovalAnswer,
@@ -174,7 +175,7 @@ class HttpImplementation:
             return DriverInfo.model_validate_json(response.content)
         except ValueError:
             raise ConfigurationError(
-                f"{self.url}/v1/info did not answer the driver protocol (toolproof-driver/1)"
+                f"{self.url}/v1/info did not answer the driver protocol ({DRIVER_PROTOCOL})"
             ) from None
 
     @property
@@ -229,8 +230,10 @@ class HttpImplementation:
             raise_problem(response)
             instance_id = InstanceHandle.model_validate_json(response.content).instance_id
             dies = config.crash is not None and config.crash.mode == "sigkill"
+            instance = HttpInstance(self, client, instance_id, clock, dies)
+            host.instance = instance
             try:
-                yield HttpInstance(self, client, instance_id, clock, dies)
+                yield instance
             finally:
                 # The driver may have died with its instance (a crash plan): then nothing is left to close.
                 shielded = anyio.CancelScope(shield=True)

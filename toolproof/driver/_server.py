@@ -178,6 +178,8 @@ class Driver:
         tools = [HostedTool(spec, body.tool_host, self.url, self.contexts) for spec in body.tools]
         try:
             async with self.implementation.open(body.config, tools, hosted.clock) as instance:
+                for tool in tools:
+                    tool.instance = instance
                 started.set()
                 async with anyio.create_task_group() as group, receive:
                     async for work, reply in receive:
