@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import pytest
 
@@ -30,6 +30,7 @@ from toolproof.spec import (
     ConformanceFailure,
     CrashCell,
     Implementation,
+    NotCovered,
     Profile,
     ResultRow,
     Verdict,
@@ -61,6 +62,7 @@ class ScenarioCase:
     """``module.py::test_name``, or ``module.py::test_name[param]`` for one cell."""
 
 
+_E = TypeVar("_E", bound=BaseException)
 CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
@@ -147,11 +149,16 @@ class ResultCollector:
 
 def _conformance_failure(exc: object) -> ConformanceFailure | None:
     """The ConformanceFailure ``exc`` is or carries (an implementation's task groups may wrap it)."""
-    if isinstance(exc, ConformanceFailure):
+    return _carried(exc, ConformanceFailure)
+
+
+def _carried(exc: object, kind: type[_E]) -> _E | None:
+    """The exception of type ``kind`` that ``exc`` is or carries in its groups."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _conformance_failure(inner)
+            found = _carried(inner, kind)
             if found is not None:
                 return found
     return None
@@ -173,6 +180,9 @@ def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Ver
         return None, "", None
     if report.passed:
         return Verdict.PASS, "", None
+    not_covered = _carried(raised, NotCovered)
+    if not_covered is not None:
+        return Verdict.NOT_COVERED, f"not covered here: {not_covered.reason}", None
     failure = _conformance_failure(raised)
     if failure is not None:
         notes = "\n".join(getattr(failure, "__notes__", []))

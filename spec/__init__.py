@@ -57,6 +57,7 @@ from ._errors import (
     ConformanceFailure,
     ContractViolation,
     HarnessError,
+    NotCovered,
     ToolproofError,
     sole_exception,
 )
@@ -228,6 +229,7 @@ __all__ = [
     "MemberKind",
     "Metric",
     "Metrics",
+    "NotCovered",
     "OpenInstance",
     "Outcome",
     "OutcomeEntry",
