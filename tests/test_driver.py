@@ -21,9 +21,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from toolproof._run import run_suite
-from toolproof.driver import HttpImplementation, child_command
-from toolproof.driver._hosted import describe
-from toolproof.driver._tool_host import ToolHost, _HostContext
+from toolproof.driver import HttpImplementation, ToolHost, child_command, describe_context, stand_in_context
 from toolproof.reference.hooks import (
     CancellationSignal,
     ContextParts,
@@ -239,10 +237,10 @@ def _parts(tmp_path: Path) -> ContextParts:
 
 
 def _stand_in(context: object, instance: object = None) -> object:
-    wire = ToolContext(context_id="x", driver_url="http://127.0.0.1:1", members=describe(context, instance))
+    wire = ToolContext(context_id="x", driver_url="http://127.0.0.1:1", members=describe_context(context, instance))
     request = ExecuteTool(tool="a.b", arguments={}, context=wire)
     over_json = ExecuteTool.model_validate_json(request.model_dump_json())
-    return _HostContext(over_json, httpx2.AsyncClient(), instance).context
+    return stand_in_context(over_json, httpx2.AsyncClient(), instance)
 
 
 def _names(obj: object) -> list[str]:

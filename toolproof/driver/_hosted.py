@@ -51,7 +51,7 @@ def _type_name(value: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def describe(obj: object, instance: object, depth: int = CONTEXT_DESCRIPTION_DEPTH) -> list[ContextMember]:
+def describe_context(obj: object, instance: object, depth: int = CONTEXT_DESCRIPTION_DEPTH) -> list[ContextMember]:
     """The public members of ``obj`` (a tool's context), ``depth`` levels deep, as the wire describes them."""
     described: list[ContextMember] = []
     for name in public_names(obj)[:MAX_DESCRIBED_MEMBERS]:
@@ -78,7 +78,7 @@ def _member(name: str, value: object, instance: object, depth: int) -> ContextMe
         return ContextMember(kind="string", value=text, **fields)
     if isinstance(value, PurePath):
         return ContextMember(kind="path", value=str(value), **fields)
-    below = describe(value, instance, depth - 1) if depth > 1 else []
+    below = describe_context(value, instance, depth - 1) if depth > 1 else []
     if isinstance(value, BaseModel) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         data = to_jsonable_python(value, fallback=repr)
         return ContextMember(kind="data", value=data, members=below, **fields)
@@ -132,7 +132,9 @@ class HostedTool:
         """Run the tool in the harness; its mark, artifacts and credentials call back to this driver."""
         context_id = uuid.uuid4().hex
         self._contexts.contexts[context_id] = context
-        wire = ToolContext(context_id=context_id, driver_url=self._driver_url, members=describe(context, self.instance))
+        wire = ToolContext(
+            context_id=context_id, driver_url=self._driver_url, members=describe_context(context, self.instance)
+        )
         request = ExecuteTool(tool=self._spec.name, arguments=arguments, context=wire)
         try:
             async with httpx2.AsyncClient(timeout=None) as client, anyio.create_task_group() as group:

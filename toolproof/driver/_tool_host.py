@@ -171,6 +171,14 @@ class _HostContext:
         await self.cancelled.wait()
 
 
+def stand_in_context(request: ExecuteTool, client: httpx2.AsyncClient, instance: object = None) -> Any:
+    """The context a harness tool receives for ``request``: member for member the one the driver described.
+
+    Callbacks go to the driver through ``client``; a member described as the instance under test is ``instance``.
+    """
+    return _HostContext(request, client, instance).context
+
+
 _RECORDS: dict[str, type[BaseModel]] = {"identity": Identity, "budget": Budget}
 """Decision 2's members that are records: described as data, handed to the tool as the record itself."""
 
