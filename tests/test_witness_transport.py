@@ -100,10 +100,23 @@ class _StopWhenRejected:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Cheap scenarios first, so the run usually stops before a crash matrix's SIGKILL cells or a state machine."""
+        items.sort(key=_cost)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         failed = {row.rule_id for row in self.collector.results if row.verdict is Verdict.FAIL}
         if self.session is not None and self.rules <= failed:
             self.session.shouldstop = "every rule the witness breaks rejected it"
+
+
+def _cost(item: pytest.Item) -> int:
+    if "random" in item.name or "stateful" in item.nodeid:
+        return 3
+    if "sigkill" in item.name or "race" in item.name:
+        return 2
+    return 1 if "crash" in item.name else 0
 
 
 def _judge(name: str, out: Path) -> dict[str, tuple[Verdict, str]]:
@@ -121,6 +134,7 @@ def _judge(name: str, out: Path) -> dict[str, tuple[Verdict, str]]:
     assert not collector.collection_errors, collector.collection_errors
     verdicts = rule_verdicts(collector.results, rules)
     reasons = {r.rule_id: r.evidence for r in collector.results if r.verdict is Verdict.NOT_COVERED}
+    print(f"  {name}: {', '.join(f'{rule} {verdicts[rule].value}' for rule in rules)}", flush=True)
     return {rule: (verdicts[rule], reasons.get(rule, "")) for rule in rules}
 
 

@@ -8,13 +8,15 @@ over streamable HTTP from this process, so their request logs stay readable too.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, cast
 
 import anyio
 import httpx2
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, JsonValue, TypeAdapter, create_model
 
 from toolproof.spec import (
     DRIVER_PROTOCOL,
@@ -26,7 +28,6 @@ from toolproof.spec import (
     Clock,
     ConfigurationError,
     Disposition,
-    Dispositions,
     DriverInfo,
     Event,
     Events,
@@ -41,11 +42,14 @@ from toolproof.spec import (
     McpTransport,
     Metrics,
     OpenInstance,
+    Outcome,
     Profile,
     ResumeAnswer,
     ScriptRequest,
     ScriptRun,
     StepRequest,
+    Success,
+    Suspended,
     Tables,
     Tool,
     crash_now,
@@ -59,6 +63,24 @@ from ._tool_host import ToolHost, serving
 CONNECT_PATIENCE_S = 60.0
 """How long a connection refused is retried: a supervised driver restarts after a SIGKILL crash."""
 _DISPOSITION = TypeAdapter[Disposition](Disposition)
+
+
+def _disposition(data: object) -> Disposition:
+    """One disposition as the driver sent it; a field its shape does not have is kept, so scenarios see it."""
+    if isinstance(data, dict):
+        status = data.get("status")
+        shape = Success if status == "SUCCEEDED" else Suspended if status == "SUSPENDED" else Outcome
+        extra = sorted(set(data) - set(shape.model_fields))
+        if extra:
+            fields: dict[str, Any] = {name: (JsonValue, None) for name in extra}
+            widened = create_model(shape.__name__, __base__=shape, **fields)
+            return cast(Disposition, widened.model_validate(data))
+    return _DISPOSITION.validate_python(data)
+
+
+def _dispositions(raw: bytes) -> list[Disposition]:
+    answer = json.loads(raw)
+    return [_disposition(d) for d in answer.get("dispositions", [])] if isinstance(answer, dict) else []
 
 
 def is_driver_url(ref: str) -> bool:
@@ -100,26 +122,27 @@ class HttpInstance:
 
     async def submit(self, step: StepRequest) -> list[Disposition]:
         """``POST .../steps``."""
-        return Dispositions.model_validate_json(await self._call("POST", "/steps", step)).dispositions
+        return _dispositions(await self._call("POST", "/steps", step))
 
     async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int]:
         """Decision 12's memory, measured in the driver from the tools' results arriving to the step's end."""
-        answer = Dispositions.model_validate_json(await self._call("POST", "/steps?probe=memory", step))
-        return answer.dispositions, answer.memory_peak_bytes or 0
+        raw = await self._call("POST", "/steps?probe=memory", step)
+        peak = json.loads(raw).get("memory_peak_bytes")
+        return _dispositions(raw), peak if isinstance(peak, int) else 0
 
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         """``POST .../approvals``."""
         answer = ApprovalAnswer(invocation_id=invocation_id, approved=approved)
-        return _DISPOSITION.validate_json(await self._call("POST", "/approvals", answer))
+        return _disposition(json.loads(await self._call("POST", "/approvals", answer)))
 
     async def resume(self, invocation_id: str, answer: str) -> Disposition:
         """``POST .../resumptions``."""
         body = ResumeAnswer(invocation_id=invocation_id, answer=answer)
-        return _DISPOSITION.validate_json(await self._call("POST", "/resumptions", body))
+        return _disposition(json.loads(await self._call("POST", "/resumptions", body)))
 
     async def sweep(self) -> list[Disposition]:
         """``POST .../sweeps``."""
-        return Dispositions.model_validate_json(await self._call("POST", "/sweeps")).dispositions
+        return _dispositions(await self._call("POST", "/sweeps"))
 
     async def run_script(self, request: ScriptRequest) -> ScriptRun:
         """``POST .../scripts``."""
