@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from toolproof.driver import HttpImplementation
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
     Advertisement,
@@ -28,7 +27,6 @@ from toolproof.spec import (
     InstanceConfig,
     InvocationRow,
     MeasuresExcerptMemory,
-    NotCovered,
     Outcome,
     ProposedCall,
     ScriptRequest,
@@ -37,7 +35,6 @@ from toolproof.spec import (
     Success,
     Tool,
     TrustLabel,
-    load_catalog,
     new_run_id,
 )
 
@@ -128,20 +125,6 @@ class Harness:
         if not isinstance(disposition, Outcome):
             self.fail(rule_id, f"{what} should have been a non-success outcome but was {describe(disposition)}")
         return disposition
-
-    @property
-    def over_http(self) -> bool:
-        """Whether the implementation under test sits behind the driver protocol."""
-        return isinstance(self.implementation, HttpImplementation)
-
-    def in_process_only(self, rule_id: str) -> None:
-        """Stop the scenario as ``not-covered`` when the implementation is behind the driver protocol and the
-        catalog says ``rule_id`` cannot be judged there (``Rule.over_http``, the reason)."""
-        __tracebackhide__ = True
-        reason = load_catalog().rule(rule_id).over_http
-        if self.over_http and reason:
-            self.log.append(f"not covered over HTTP: {reason}")
-            raise NotCovered(rule_id, reason)
 
     def expect(self, rule_id: str, condition: bool, message: str) -> None:
         """Fail ``rule_id`` with ``message`` unless ``condition``."""

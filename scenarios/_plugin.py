@@ -24,7 +24,7 @@ import pytest
 # pytest.skip.Exception under the name it is defined with: a type checker needs a class to derive from.
 from _pytest.outcomes import Skipped
 
-from toolproof.driver import load
+from toolproof.driver import HttpImplementation, load
 from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
@@ -306,6 +306,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     missing = sorted(needed - set(impl.profiles), key=lambda profile: profile.value)
     if missing:
         raise NotClaimed(impl.name, missing)
+    if isinstance(impl, HttpImplementation):
+        # A rule the catalog says no scenario can judge behind the driver protocol reads not-covered there.
+        reasons = [(r, catalog.rule(r).over_http) for r in rules]
+        if all(reason for _, reason in reasons):
+            rule_id, reason = reasons[0]
+            raise NotCovered(rule_id, f"over the driver protocol: {reason}")
 
 
 @pytest.hookimpl(wrapper=True)
