@@ -38,11 +38,10 @@ MAX_DESCRIBED_MEMBERS = 500
 
 
 def public_names(obj: object) -> list[str]:
-    """The members a tool can reach by name: a record's fields, else every attribute not starting with ``_``."""
+    """The members a tool can reach by name: a pydantic record's fields, else every attribute not starting with
+    ``_`` (a dataclass's methods included: ``mark_effect_sent`` is one)."""
     if isinstance(obj, BaseModel):
         return list(type(obj).model_fields)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return [f.name for f in dataclasses.fields(obj)]
     return [name for name in dir(obj) if not name.startswith("_")]
 
 
