@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolproof.spec import Catalog, HarnessError, ResultRow, Rule, Verdict, load_catalog
 
 # Worst first. A rule's verdict is the first entry any of its scenario rows reaches.
-PRECEDENCE: tuple[Verdict, ...] = (Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.PASS, Verdict.NOT_CLAIMED)
+PRECEDENCE: tuple[Verdict, ...] = (
+    Verdict.FAIL,
+    Verdict.ERROR,
+    Verdict.XFAIL,
+    Verdict.NOT_COVERED,
+    Verdict.PASS,
+    Verdict.NOT_CLAIMED,
+)
 
 
 class RunInfo(BaseModel):
@@ -63,7 +70,8 @@ class RunInfo(BaseModel):
 def rule_verdicts(rows: Sequence[ResultRow], rule_ids: Sequence[str]) -> dict[str, Verdict]:
     """The verdict of each rule in ``rule_ids`` (same order) for ONE implementation's rows.
 
-    A rule's verdict is the worst of its scenario rows, by ``fail > error > xfail > pass > not-claimed``.
+    A rule's verdict is the worst of its scenario rows, by ``fail > error > xfail > not-covered > pass >
+    not-claimed`` (a scenario that could not judge the rule keeps it from passing).
     A rule without scenario rows is ``not-claimed`` when a rule-level row says so, else ``not-covered``:
     never ``pass``. Rows of rules not in ``rule_ids`` are ignored.
 

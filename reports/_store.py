@@ -26,7 +26,11 @@ _OPTIONAL: dict[str, type[BaseModel]] = {"crash_matrix": CrashCell, "stale_expec
 _COLUMNS: dict[str, tuple[Column, ...]] = {table: columns_of(model) for table, model in (_SCHEMA | _OPTIONAL).items()}
 # Columns a table written by an older toolproof may lack, always the last of their table: added on the next
 # write, read as the field's default (a NULL in a column added to old rows reads so too).
-_LATE: dict[str, frozenset[str]] = {"runs": frozenset({"exit_code", "implementation_refs"})}
+# Their position in the stored table does not matter: columns are always read and written by name.
+_LATE: dict[str, frozenset[str]] = {
+    "runs": frozenset({"exit_code", "implementation_refs"}),
+    "crash_matrix": frozenset({"path", "recovery"}),
+}
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -120,12 +124,17 @@ def load_everything(
         fetched = _select(connection, "results", info.run_id)
         crash_fetched = _select(connection, "crash_matrix", info.run_id)
         stale_fetched = _select(connection, "stale_expectations", info.run_id)
+        present = {table: _present(connection, table) for table in ("results", "crash_matrix", "stale_expectations")}
     finally:
         connection.close()
-    rows = _validated(ResultRow, "results", fetched, db_path, f"a results row of run_id={info.run_id!r}")
-    cells = _validated(CrashCell, "crash_matrix", crash_fetched, db_path, f"a crash cell of run_id={info.run_id!r}")
+    rows = _validated(ResultRow, present["results"], fetched, db_path, f"a results row of run {info.run_id}")
+    cells = _validated(CrashCell, present["crash_matrix"], crash_fetched, db_path, f"a crash cell of run {info.run_id}")
     stale = _validated(
-        StaleExpectation, "stale_expectations", stale_fetched, db_path, f"a stale expectation of run_id={info.run_id!r}"
+        StaleExpectation,
+        present["stale_expectations"],
+        stale_fetched,
+        db_path,
+        f"a stale expectation of run {info.run_id}",
     )
     return (
         info,
@@ -151,7 +160,7 @@ def _select(connection: duckdb.DuckDBPyConnection, table: str, run_id: str) -> l
     # Table and column names come from the record types, never from input. A missing optional table holds nothing.
     if table not in _tables(connection):
         return []
-    names = ", ".join(column.name for column in _COLUMNS[table])
+    names = ", ".join(column.name for column in _present(connection, table))
     return connection.execute(f"SELECT {names} FROM {table} WHERE run_id = ?", [run_id]).fetchall()
 
 
@@ -175,10 +184,11 @@ def _fields(columns: Sequence[Column], values: Sequence[object], table: str) -> 
 
 
 def _validated(
-    model: type[_Model], table: str, fetched: list[tuple[object, ...]], db_path: Path, what: str
+    model: type[_Model], columns: Sequence[Column], fetched: list[tuple[object, ...]], db_path: Path, what: str
 ) -> list[_Model]:
+    table = next(name for name, record in (_SCHEMA | _OPTIONAL).items() if record is model)
     try:
-        return [model.model_validate(loaded(_COLUMNS[table], values)) for values in fetched]
+        return [model.model_validate(_fields(columns, values, table)) for values in fetched]
     except ValueError as exc:  # A ValidationError, or a JSON column that holds no JSON.
         raise _not_ours(db_path, f"{what} is invalid ({_first_line(exc)})") from None
 
@@ -226,13 +236,12 @@ def _check_schema(connection: duckdb.DuckDBPyConnection, db_path: Path) -> None:
         ).fetchall()
         if not found:
             raise _not_ours(db_path, f"it has no {table!r} table")
-        wanted = [(column.name, column.sql_type) for column in columns]
-        missing = len(wanted) - len(found)
+        wanted = {column.name: column.sql_type for column in columns}
+        stored = {str(name): str(kind) for name, kind in found}
         late = _LATE.get(table, frozenset())
-        # An older toolproof wrote the table without some late columns, which are always the last.
-        if missing > 0 and {name for name, _ in wanted[-missing:]} <= late:
-            wanted = wanted[:-missing]
-        if [(str(n), str(k)) for n, k in found] != wanted:
+        # An older toolproof wrote the table without some late columns (added, at its end, on the next write).
+        expected = {name: kind for name, kind in wanted.items() if name in stored or name not in late}
+        if stored != expected:
             raise _not_ours(db_path, f"table {table!r} has columns {[str(n) for n, _ in found]}")
 
 

@@ -17,19 +17,20 @@ import types
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import pytest
 
 # pytest.skip.Exception under the name it is defined with: a type checker needs a class to derive from.
 from _pytest.outcomes import Skipped
 
-from toolproof.driver import load
+from toolproof.driver import HttpImplementation, load
 from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     CrashCell,
     Implementation,
+    NotCovered,
     PortViolation,
     Profile,
     ResultRow,
@@ -68,6 +69,7 @@ class ScenarioCase:
     """``module.py::test_name``, or ``module.py::test_name[param]`` for one cell."""
 
 
+_E = TypeVar("_E", bound=BaseException)
 CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
@@ -184,23 +186,21 @@ class ResultCollector:
 
 def _port_violation(exc: object) -> PortViolation | None:
     """The PortViolation ``exc`` is or carries (task groups may wrap it)."""
-    if isinstance(exc, PortViolation):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _port_violation(inner)
-            if found is not None:
-                return found
-    return None
+    return _carried(exc, PortViolation)
 
 
 def _conformance_failure(exc: object) -> ConformanceFailure | None:
     """The ConformanceFailure ``exc`` is or carries (an implementation's task groups may wrap it)."""
-    if isinstance(exc, ConformanceFailure):
+    return _carried(exc, ConformanceFailure)
+
+
+def _carried(exc: object, kind: type[_E]) -> _E | None:
+    """The exception of type ``kind`` that ``exc`` is or carries in its groups."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _conformance_failure(inner)
+            found = _carried(inner, kind)
             if found is not None:
                 return found
     return None
@@ -222,6 +222,9 @@ def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Ver
         return None, "", None
     if report.passed:
         return Verdict.PASS, "", None
+    not_covered = _carried(raised, NotCovered)
+    if not_covered is not None:
+        return Verdict.NOT_COVERED, f"not covered here: {not_covered.reason}", None
     failure = _conformance_failure(raised)
     if failure is not None:
         notes = "\n".join(getattr(failure, "__notes__", []))
@@ -380,6 +383,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     missing = sorted(needed - set(impl.profiles), key=lambda profile: profile.value)
     if missing:
         raise NotClaimed(impl.name, missing)
+    if isinstance(impl, HttpImplementation):
+        # A rule the catalog says no scenario can judge behind the driver protocol reads not-covered there.
+        reasons = [(r, catalog.rule(r).over_http) for r in rules]
+        if all(reason for _, reason in reasons):
+            rule_id, reason = reasons[0]
+            raise NotCovered(rule_id, f"over the driver protocol: {reason}")
 
 
 @pytest.hookimpl(wrapper=True)

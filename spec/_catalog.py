@@ -31,6 +31,9 @@ class Rule(BaseModel):
     """Our reading where the ADR leans on plan sections we do not have."""
     untestable: str | None = None
     """Why no scenario can judge this rule, when none can."""
+    over_http: str | None = None
+    """Why no scenario can judge this rule against an implementation behind the driver protocol, when none
+    can: there it reads ``not-covered`` with this reason, never ``pass`` (it is judged in-process only)."""
 
     @field_validator("id")
     @classmethod

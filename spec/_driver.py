@@ -22,10 +22,8 @@ from ._mcp import Advertisement, CatalogChange
 from ._port import InstanceConfig
 from ._types import (
     ArtifactRef,
-    Budget,
     Disposition,
     Event,
-    Identity,
     InvocationRow,
     JsonObject,
     ScriptRequest,
@@ -34,8 +32,14 @@ from ._types import (
     ToolSpec,
 )
 
-DRIVER_PROTOCOL: Final = "toolproof-driver/1"
-"""Protocol name and major version; a driver answers it in ``GET /v1/info``."""
+DRIVER_PROTOCOL: Final = "toolproof-driver/2"
+"""Protocol name and major version; a driver answers it in ``GET /v1/info``.
+
+Version 2: a tool's context travels as a description of the members the implementation
+handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
+cancellation says whether the implementation's own signal was set."""
+CONTEXT_DESCRIPTION_DEPTH: Final = 2
+"""How deep a context is described (its members, and theirs): as deep as decision 2's scenarios walk it."""
 NOW_HEADER = "Toolproof-Now"
 """Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
 PROBLEM_TYPES = (
@@ -55,7 +59,7 @@ class _Wire(BaseModel):
 class DriverInfo(_Wire):
     """What ``GET /v1/info`` answers."""
 
-    protocol: Literal["toolproof-driver/1"] = DRIVER_PROTOCOL
+    protocol: Literal["toolproof-driver/2"] = DRIVER_PROTOCOL
     name: str
     """Name shown in reports."""
     profiles: list[Profile]
@@ -164,21 +168,52 @@ class Credential(_Wire):
     credential: str | None
 
 
-class ToolContext(_Wire):
-    """What the driver hands the tool host with each execution: the values of decision 2's members.
+MemberKind = Literal["null", "boolean", "number", "string", "path", "data", "object", "callable", "unreadable"]
+"""What a context member is, in JSON's terms: a scalar (``value`` carries it), a filesystem path
+(``value`` is its text), a record of plain values (``data``: ``value`` is its JSON, ``members`` its
+fields), any other object (``members``), something to call, or a member whose read failed."""
 
-    The callable members (artifact writer, credential resolver, ``mark_effect_sent``) are
-    callbacks to ``{driver_url}/v1/contexts/{context_id}/...``; cancellation arrives at the
-    tool host as ``POST /v1/contexts/{context_id}/cancel``.
+
+class ContextMember(_Wire):
+    """One public member of a tool's context, or of one of its members, as the implementation handed it."""
+
+    name: str
+    """The member's name as the tool reads it."""
+    kind: MemberKind
+    value: JsonValue = None
+    """The value of a scalar, ``path`` or ``data`` member; null otherwise."""
+    type_name: str = ""
+    """The implementation's qualified name of the member's type (module or package, a dot, the type), as its
+    language spells it; the harness matches it against known database libraries, and shows it."""
+    is_instance: bool = False
+    """The member is the very instance the harness drives (the pipeline under test)."""
+    members: list[ContextMember] = Field(default_factory=list)
+    """The public members of a ``data`` or ``object`` member, described ``CONTEXT_DESCRIPTION_DEPTH`` deep."""
+
+
+class ToolContext(_Wire):
+    """What the driver hands the tool host with each execution: the context the implementation built.
+
+    ``members`` describes every public member of the context the implementation handed this
+    tool (decision 2 allows nine), so the harness judges that very context: the tool host builds
+    its stand-in from the description, with the same members. The callable members call back to
+    ``{driver_url}/v1/contexts/{context_id}/...`` (the artifact writer's ``write``, the credential
+    resolver's ``resolve``, ``mark_effect_sent``); cancellation arrives at the tool host as
+    ``POST /v1/contexts/{context_id}/cancel``.
     """
 
     context_id: str
     driver_url: str
-    identity: Identity
-    budget: Budget
-    deadline: float
-    target: str | None
-    workspace: str
+    members: list[ContextMember]
+
+
+class ToolCancellation(_Wire):
+    """``POST {tool_host}/v1/contexts/{context_id}/cancel``: the driver's news about a running tool."""
+
+    signal_set: bool
+    """Whether the context's cancellation signal, as the implementation keeps it, is set."""
+    stopped: bool
+    """Whether the implementation stopped waiting for the tool (the tool host cancels the tool's work)."""
 
 
 class ExecuteTool(_Wire):
@@ -221,6 +256,7 @@ _MODELS: tuple[type[BaseModel], ...] = (
     ScopeQuery,
     Credential,
     ExecuteTool,
+    ToolCancellation,
     ToolOutcome,
 )
 
@@ -357,8 +393,8 @@ OPERATIONS: tuple[tuple[str, str, str, str, str | None, int, str | None, str], .
         "post",
         "/v1/contexts/{context_id}/cancel",
         "cancelTool",
-        "Cancel a harness tool's execution",
-        None,
+        "A running tool's cancellation signal was set, or the driver stopped waiting for it",
+        "ToolCancellation",
         204,
         None,
         "tool-host",

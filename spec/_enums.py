@@ -334,7 +334,8 @@ class Verdict(StrEnum):
     NOT_CLAIMED = "not-claimed"
     """The implementation does not claim the rule's profile."""
     NOT_COVERED = "not-covered"
-    """No scenario exercises the rule yet; never a pass."""
+    """No scenario exercises the rule yet, or none can against this implementation (e.g. over the driver
+    protocol; the evidence says why); never a pass."""
 
 
 class EventKind(StrEnum):

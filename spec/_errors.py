@@ -19,6 +19,18 @@ class ConformanceFailure(ToolproofError, AssertionError):
         super().__init__(text)
 
 
+class NotCovered(ToolproofError):
+    """A scenario cannot judge its rule against this implementation (e.g. behind the driver protocol).
+
+    The scenario's rules read ``not-covered`` with the reason as evidence: never a pass.
+    """
+
+    def __init__(self, rule_id: str, reason: str) -> None:
+        self.rule_id = rule_id
+        self.reason = reason
+        super().__init__(f"{rule_id}: not covered: {reason}")
+
+
 class ContractViolation(ToolproofError):
     """A tool broke the tool-author contract (e.g. acted before mark_effect_sent)."""
 

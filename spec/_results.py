@@ -59,8 +59,11 @@ class RecoveryVia(StrEnum):
     """Another worker replays the step after the lease expired, without a sweep."""
 
 
-SCENARIO_VERDICTS = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_CLAIMED})
-"""Verdicts a scenario row may carry: what happened when the scenario ran, or that it was skipped as unclaimed."""
+SCENARIO_VERDICTS = frozenset(
+    {Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_CLAIMED, Verdict.NOT_COVERED}
+)
+"""Verdicts a scenario row may carry: what happened when the scenario ran, that it was skipped as unclaimed,
+or that it could not judge its rules against this implementation (``not-covered``, the reason as evidence)."""
 
 RULE_LEVEL_VERDICTS = frozenset({Verdict.NOT_CLAIMED, Verdict.NOT_COVERED})
 """Verdicts a rule-level row (``scenario == ""``) may carry: no scenario judged the rule, so it cannot pass."""

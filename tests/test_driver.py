@@ -21,8 +21,25 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from toolproof._run import run_suite
-from toolproof.driver import HttpImplementation, child_command
-from toolproof.spec import DRIVER_PROTOCOL, Problem, Verdict, openapi_document
+from toolproof.driver import HttpImplementation, ToolHost, child_command, describe_context, stand_in_context
+from toolproof.reference.hooks import (
+    CancellationSignal,
+    ContextParts,
+    ExecutionContext,
+    FileArtifactWriter,
+    ScopedCredentials,
+)
+from toolproof.spec import (
+    CONTEXT_MEMBERS,
+    DRIVER_PROTOCOL,
+    Budget,
+    ExecuteTool,
+    Identity,
+    Problem,
+    ToolContext,
+    Verdict,
+    openapi_document,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_EXAMPLES = 150
@@ -173,3 +190,131 @@ def test_a_python_pipeline_served_with_serve_gives_its_in_process_verdicts(
     in_process = run_suite(["toolproof_minimal:make"], "D3,D13", tmp_path / "in-process").verdicts["minimal"]
     assert over_http == in_process
     assert Verdict.PASS in in_process.values()
+
+
+class _Store:
+    """Stands for a store handle a careless pipeline could hand over."""
+
+    def commit(self) -> None:
+        """What a tool must never reach."""
+
+
+class _Leaky(ExecutionContext):
+    __slots__ = ("pipeline_store",)
+
+    def __init__(self, parts: ContextParts) -> None:
+        super().__init__(parts)
+        self.pipeline_store = _Store()
+
+
+def _parts(tmp_path: Path) -> ContextParts:
+    identity = Identity(
+        tenant="t",
+        run_id="r",
+        step_number=1,
+        call_id="c",
+        invocation_id="i",
+        tool_name="a.b",
+        tool_version="1",
+        attempt=2,
+        idempotency_key="k",
+    )
+
+    async def mark() -> None:
+        return None
+
+    return ContextParts(
+        identity=identity,
+        budget=Budget(max_output_bytes=10),
+        deadline=1234.5,
+        target=None,
+        workspace=tmp_path,
+        artifact_writer=FileArtifactWriter(tmp_path),
+        credential_resolver=ScopedCredentials(frozenset(), {}),
+        cancellation=CancellationSignal(),
+        mark=mark,
+    )
+
+
+def _stand_in(context: object, instance: object = None) -> object:
+    wire = ToolContext(context_id="x", driver_url="http://127.0.0.1:1", members=describe_context(context, instance))
+    request = ExecuteTool(tool="a.b", arguments={}, context=wire)
+    over_json = ExecuteTool.model_validate_json(request.model_dump_json())
+    return stand_in_context(over_json, httpx2.AsyncClient(), instance)
+
+
+def _names(obj: object) -> list[str]:
+    return sorted(name for name in dir(obj) if not name.startswith("_"))
+
+
+def test_the_tool_host_builds_the_context_the_implementation_handed_over(tmp_path: Path) -> None:
+    context = _stand_in(ExecutionContext(_parts(tmp_path)))
+    assert _names(context) == sorted(CONTEXT_MEMBERS)
+    identity = getattr(context, "identity", None)
+    assert isinstance(identity, Identity)
+    assert identity.attempt == 2
+    assert getattr(context, "deadline", None) == 1234.5
+    assert getattr(context, "workspace", None) == tmp_path
+    assert _names(getattr(context, "artifact_writer", None)) == _names(FileArtifactWriter(tmp_path))
+
+
+def test_a_member_the_implementation_adds_crosses_the_wire_with_its_type(tmp_path: Path) -> None:
+    instance = object()
+    leaky = _Leaky(_parts(tmp_path))
+    context = _stand_in(leaky, instance)
+    assert "pipeline_store" in _names(context)
+    store = getattr(context, "pipeline_store", None)
+    assert type(store).__module__ == _Store.__module__
+    assert type(store).__qualname__ == _Store.__qualname__
+    assert _names(store) == ["commit"]
+    # A member that is the instance under test stands for the harness's own handle on it.
+    object.__setattr__(leaky, "pipeline_store", instance)
+    assert getattr(_stand_in(leaky, instance), "pipeline_store", None) is instance
+
+
+@pytest.fixture(scope="module")
+def tool_host_url() -> Iterator[str]:
+    """A tool host with no tools, served on a loopback port in a thread of its own."""
+    import threading
+
+    import uvicorn
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(ToolHost([]).app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        if server.started:
+            break
+        time.sleep(0.1)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+HOST_CELLS = [
+    pytest.param(operation, mode, id=f"{operation.label}-{mode.value}")
+    for operation in (
+        result.ok() for result in schemathesis.openapi.from_dict(openapi_document("tool-host")).get_all_operations()
+    )
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+]
+"""The tool host's operations, with valid and invalid input."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("operation", "mode"), HOST_CELLS)
+def test_the_tool_host_survives_its_own_document(tool_host_url: str, operation: Any, mode: GenerationMode) -> None:
+    """The harness's half: no 5xx, every answer matches the document, bad input is a problem naming the field."""
+
+    @settings(max_examples=FUZZ_EXAMPLES // 3, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def exercise(case: schemathesis.Case) -> None:
+        response = case.call_and_validate(base_url=tool_host_url, excluded_checks=[positive_data_acceptance])
+        if 400 <= response.status_code < 500:
+            problem = Problem.model_validate_json(response.content)
+            assert problem.type == "invalid-request"
+            assert problem.field, problem
+
+    exercise()

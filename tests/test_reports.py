@@ -119,9 +119,12 @@ def test_a_rule_level_row_cannot_judge(verdict: Verdict) -> None:
         row("D1.1", "", verdict)
 
 
-def test_a_scenario_row_cannot_be_not_covered() -> None:
-    with pytest.raises(ValidationError, match=r"verdict='not-covered' is not allowed for scenario='t.py::t'"):
-        row("D1.1", "t.py::t", Verdict.NOT_COVERED)
+def test_a_scenario_that_cannot_judge_over_the_wire_makes_its_rule_not_covered_never_pass() -> None:
+    # Over HTTP a scenario may be unable to judge its rule (spec.NotCovered): that beats a pass elsewhere.
+    rows = [row("D4.9", "t.py::a", Verdict.PASS), row("D4.9", "t.py::b", Verdict.NOT_COVERED)]
+    assert rule_verdicts(rows, ["D4.9"]) == {"D4.9": Verdict.NOT_COVERED}
+    failing = [*rows, row("D4.9", "t.py::c", Verdict.FAIL)]
+    assert rule_verdicts(failing, ["D4.9"]) == {"D4.9": Verdict.FAIL}
 
 
 def test_rule_verdicts_refuses_rows_of_two_implementations() -> None:

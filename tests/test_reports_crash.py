@@ -308,7 +308,7 @@ def test_a_stored_crash_point_the_spec_does_not_have_is_refused_with_the_field_a
         connection.execute("UPDATE crash_matrix SET crash_point = 'after_teardown'")
     with pytest.raises(
         ConfigurationError,
-        match=r"^'.*results\.duckdb' is not a toolproof results database: a crash cell of run_id='run-1' is invalid"
+        match=r"^'.*results\.duckdb' is not a toolproof results database: a crash cell of run run-1 is invalid"
         r" \(crash_point: Input should be 'after_resolve', .*\); point at a folder a run was written to$",
     ):
         rerender(tmp_path)
@@ -358,3 +358,23 @@ def test_an_idempotent_rerun_says_why_its_second_effect_is_green() -> None:
     assert "| **✗ fail: UNCERTAIN effect_unknown**, 2 effects, 1 duplicate |" in report
     page = render_html(info(), [ROW], [rerun])
     assert '<span class="effects">2 effects (rerun: harmless for IDEMPOTENT)</span>' in page
+
+
+def test_a_crash_matrix_from_before_decision_paths_reads_allow_sweep_and_takes_new_cells(tmp_path: Path) -> None:
+    # A folder written before crash cells carried their decision path and recovery: `toolproof diff` against it
+    # must still work, and the next run into it adds the two columns (at the table's end).
+    held = cell("after_hold", path="approval", recovery="replay", run_id="run-2")
+    write_run(tmp_path, info(), [ROW], [cell()])
+    with duckdb.connect(str(tmp_path / "results.duckdb")) as connection:
+        connection.execute("ALTER TABLE crash_matrix DROP COLUMN path")
+        connection.execute("ALTER TABLE crash_matrix DROP COLUMN recovery")
+    (old,) = load_crash_cells(tmp_path)
+    assert (old.path.value, old.recovery.value) == ("allow", "sweep")
+    write_run(
+        tmp_path,
+        info(run_id="run-2", started_at="2025-03-02T10:00:00+00:00"),
+        [ROW.model_copy(update={"run_id": "run-2"})],
+        [held],
+    )
+    assert load_crash_cells(tmp_path, "run-2") == [held]
+    assert load_crash_cells(tmp_path, "run-1") == [cell()]

@@ -277,12 +277,13 @@ class _DeviceShortcut(Pipeline):
         resolved = Resolved(*found)
         s = CallState(request=request, call=call, resolved=resolved, attempt=1, key=uuid.uuid4().hex)
         context = self.context_for(self.context_parts(s, resolved))
-        result = await resolved.tool.execute(dict(call.arguments), context)
+        # Parsed as the pipeline parses any result: behind the driver a tool's result arrives as JSON.
+        result = self.parse_result(await resolved.tool.execute(dict(call.arguments), context))
         return Success(
             invocation_id=s.invocation_id,
             content=[
                 Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=resolved.spec.name, text=p.text)
-                for p in result.content
+                for p in (result.content if result is not None else [])
             ],
         )
 

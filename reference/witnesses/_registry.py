@@ -76,10 +76,12 @@ async def outside_the_pipeline(
         return None  # No row to mark: the call never entered the pipeline.
 
     parts = replace(pipeline.context_parts(state, Resolved(*found)), mark=nowhere)
-    result = await found[1].execute(dict(call.arguments), pipeline.context_for(parts))
+    # Parsed as the pipeline parses any result: behind the driver a tool's result arrives as JSON.
+    result = pipeline.parse_result(await found[1].execute(dict(call.arguments), pipeline.context_for(parts)))
     return Success(
         invocation_id=state.invocation_id,
         content=[
-            Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text) for p in result.content
+            Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=call.tool_name, text=p.text)
+            for p in (result.content if result is not None else [])
         ],
     )

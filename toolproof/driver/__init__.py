@@ -14,18 +14,23 @@ from toolproof.spec import publish_exports as _publish_exports
 
 from ._admission import DriverOptions
 from ._client import HttpImplementation, HttpInstance, is_driver_url, load
+from ._hosted import describe_context
 from ._server import Driver, serve
 from ._supervisor import child_command, supervise
+from ._tool_host import ToolHost, stand_in_context
 
 __all__ = [
     "Driver",
     "DriverOptions",
     "HttpImplementation",
     "HttpInstance",
+    "ToolHost",
     "child_command",
+    "describe_context",
     "is_driver_url",
     "load",
     "serve",
+    "stand_in_context",
     "supervise",
 ]
 

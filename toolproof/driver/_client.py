@@ -8,16 +8,19 @@ over streamable HTTP from this process, so their request logs stay readable too.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, JsonValue, TypeAdapter, create_model
 
 from toolproof.spec import (
+    DRIVER_PROTOCOL,
     NOW_HEADER,
     Advertisement,
     ApprovalAnswer,
@@ -26,7 +29,6 @@ from toolproof.spec import (
     Clock,
     ConfigurationError,
     Disposition,
-    Dispositions,
     DriverInfo,
     Event,
     Events,
@@ -41,11 +43,14 @@ from toolproof.spec import (
     McpTransport,
     Metrics,
     OpenInstance,
+    Outcome,
     Profile,
     ResumeAnswer,
     ScriptRequest,
     ScriptRun,
     StepRequest,
+    Success,
+    Suspended,
     Tables,
     Tool,
     crash_now,
@@ -61,6 +66,24 @@ CONNECT_PATIENCE_S = 60.0
 PROBE_TIMEOUT_S = 5.0
 """How long the first probe of a driver URL waits for an answer (the CLI's up-front check)."""
 _DISPOSITION = TypeAdapter[Disposition](Disposition)
+
+
+def _disposition(data: object) -> Disposition:
+    """One disposition as the driver sent it; a field its shape does not have is kept, so scenarios see it."""
+    if isinstance(data, dict):
+        status = data.get("status")
+        shape = Success if status == "SUCCEEDED" else Suspended if status == "SUSPENDED" else Outcome
+        extra = sorted(set(data) - set(shape.model_fields))
+        if extra:
+            fields: dict[str, Any] = {name: (JsonValue, None) for name in extra}
+            widened = create_model(shape.__name__, __base__=shape, **fields)
+            return cast(Disposition, widened.model_validate(data))
+    return _DISPOSITION.validate_python(data)
+
+
+def _dispositions(raw: bytes) -> list[Disposition]:
+    answer = json.loads(raw)
+    return [_disposition(d) for d in answer.get("dispositions", [])] if isinstance(answer, dict) else []
 
 
 def is_driver_url(ref: str) -> bool:
@@ -115,26 +138,27 @@ class HttpInstance:
 
     async def submit(self, step: StepRequest) -> list[Disposition]:
         """``POST .../steps``."""
-        return Dispositions.model_validate_json(await self._call("POST", "/steps", step)).dispositions
+        return _dispositions(await self._call("POST", "/steps", step))
 
     async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int]:
         """Decision 12's memory, measured in the driver from the tools' results arriving to the step's end."""
-        answer = Dispositions.model_validate_json(await self._call("POST", "/steps?probe=memory", step))
-        return answer.dispositions, answer.memory_peak_bytes or 0
+        raw = await self._call("POST", "/steps?probe=memory", step)
+        peak = json.loads(raw).get("memory_peak_bytes")
+        return _dispositions(raw), peak if isinstance(peak, int) else 0
 
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         """``POST .../approvals``."""
         answer = ApprovalAnswer(invocation_id=invocation_id, approved=approved)
-        return _DISPOSITION.validate_json(await self._call("POST", "/approvals", answer))
+        return _disposition(json.loads(await self._call("POST", "/approvals", answer)))
 
     async def resume(self, invocation_id: str, answer: str) -> Disposition:
         """``POST .../resumptions``."""
         body = ResumeAnswer(invocation_id=invocation_id, answer=answer)
-        return _DISPOSITION.validate_json(await self._call("POST", "/resumptions", body))
+        return _disposition(json.loads(await self._call("POST", "/resumptions", body)))
 
     async def sweep(self) -> list[Disposition]:
         """``POST .../sweeps``."""
-        return Dispositions.model_validate_json(await self._call("POST", "/sweeps")).dispositions
+        return _dispositions(await self._call("POST", "/sweeps"))
 
     async def run_script(self, request: ScriptRequest) -> ScriptRun:
         """``POST .../scripts``."""
@@ -191,7 +215,7 @@ class HttpImplementation:
             return DriverInfo.model_validate_json(response.content)
         except ValueError:
             raise ConfigurationError(
-                f"{self.url}/v1/info did not answer the driver protocol (toolproof-driver/1)"
+                f"{self.url}/v1/info did not answer the driver protocol ({DRIVER_PROTOCOL})"
             ) from None
 
     @property
@@ -246,8 +270,10 @@ class HttpImplementation:
             raise_problem(response)
             instance_id = InstanceHandle.model_validate_json(response.content).instance_id
             dies = config.crash is not None and config.crash.mode == "sigkill"
+            instance = HttpInstance(self, client, instance_id, clock, dies)
+            host.instance = instance
             try:
-                yield HttpInstance(self, client, instance_id, clock, dies)
+                yield instance
             finally:
                 # The driver may have died with its instance (a crash plan): then nothing is left to close.
                 shielded = anyio.CancelScope(shield=True)

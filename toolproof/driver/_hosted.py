@@ -7,23 +7,83 @@ the tool host makes to the driver.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import tracemalloc
 import uuid
+from pathlib import PurePath
 from typing import Any
 
 import anyio
 import httpx2
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from toolproof.spec import (
+    CONTEXT_DESCRIPTION_DEPTH,
+    ContextMember,
     ExecuteTool,
     JsonObject,
     SimulatedCrash,
+    ToolCancellation,
     ToolContext,
     ToolExecutionContext,
     ToolOutcome,
     ToolSpec,
     crash_now,
 )
+
+MAX_DESCRIBED_MEMBERS = 500
+"""Members described per object at most: a description stays small whatever the implementation hands over."""
+
+
+def public_names(obj: object) -> list[str]:
+    """The members a tool can reach by name: a pydantic record's fields, else every attribute not starting with
+    ``_`` (a dataclass's methods included: ``mark_effect_sent`` is one)."""
+    if isinstance(obj, BaseModel):
+        return list(type(obj).model_fields)
+    return [name for name in dir(obj) if not name.startswith("_")]
+
+
+def _type_name(value: object) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def describe_context(obj: object, instance: object, depth: int = CONTEXT_DESCRIPTION_DEPTH) -> list[ContextMember]:
+    """The public members of ``obj`` (a tool's context), ``depth`` levels deep, as the wire describes them."""
+    described: list[ContextMember] = []
+    for name in public_names(obj)[:MAX_DESCRIBED_MEMBERS]:
+        try:
+            value = getattr(obj, name)
+        except Exception as exc:  # boundary: a property that raises is described, not propagated
+            described.append(ContextMember(name=name, kind="unreadable", type_name=type(exc).__name__))
+            continue
+        described.append(_member(name, value, instance, depth))
+    return described
+
+
+def _member(name: str, value: object, instance: object, depth: int) -> ContextMember:
+    fields: dict[str, Any] = {"name": name, "type_name": _type_name(value), "is_instance": value is instance}
+    if value is None:
+        return ContextMember(kind="null", **fields)
+    if isinstance(value, bool):
+        return ContextMember(kind="boolean", value=value, **fields)
+    if isinstance(value, int | float):
+        finite = value == value and value not in (float("inf"), float("-inf"))
+        return ContextMember(kind="number", value=value if finite else repr(value), **fields)
+    if isinstance(value, str | bytes):
+        text = value if isinstance(value, str) else value.decode("utf-8", "replace")
+        return ContextMember(kind="string", value=text, **fields)
+    if isinstance(value, PurePath):
+        return ContextMember(kind="path", value=str(value), **fields)
+    below = describe_context(value, instance, depth - 1) if depth > 1 else []
+    if isinstance(value, BaseModel) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        data = to_jsonable_python(value, fallback=repr)
+        return ContextMember(kind="data", value=data, members=below, **fields)
+    if callable(value):
+        return ContextMember(kind="callable", **fields)
+    return ContextMember(kind="object", members=below, **fields)
 
 
 class PushedClock:
@@ -59,6 +119,8 @@ class HostedTool:
         self._host = host.rstrip("/")
         self._driver_url = driver_url
         self._contexts = contexts
+        self.instance: object = None
+        """The instance the driver serves, once open: a context member that is it is described as such."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -70,28 +132,31 @@ class HostedTool:
         context_id = uuid.uuid4().hex
         self._contexts.contexts[context_id] = context
         wire = ToolContext(
-            context_id=context_id,
-            driver_url=self._driver_url,
-            identity=context.identity,
-            budget=context.budget,
-            deadline=context.deadline,
-            target=context.target,
-            workspace=str(context.workspace),
+            context_id=context_id, driver_url=self._driver_url, members=describe_context(context, self.instance)
         )
         request = ExecuteTool(tool=self._spec.name, arguments=arguments, context=wire)
         try:
-            async with httpx2.AsyncClient(timeout=None) as client:
-                answer = await client.post(f"{self._host}/v1/tools/execute", json=request.model_dump(mode="json"))
+            async with httpx2.AsyncClient(timeout=None) as client, anyio.create_task_group() as group:
+                group.start_soon(self._forward_signal, client, context_id, context)
+                try:
+                    answer: httpx2.Response | None = await client.post(
+                        f"{self._host}/v1/tools/execute", json=request.model_dump(mode="json")
+                    )
+                except httpx2.TransportError:
+                    answer = None  # Raised outside the task group, so it is not wrapped in a group.
+                group.cancel_scope.cancel()
+            if answer is None:
+                # The harness worker holding the tool died (a SIGKILL crash point): this call's worker died
+                # with it. Nothing more is written for it; the row stays as it was for recovery to judge.
+                raise SimulatedCrash("the harness worker executing the tool vanished")
             outcome = ToolOutcome.model_validate_json(answer.content)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            # The implementation stopped waiting: the tool host learns whether its signal was set by then.
+            news = ToolCancellation(signal_set=_signal_set(context), stopped=True)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5), contextlib.suppress(httpx2.TransportError):
                 async with httpx2.AsyncClient(timeout=5) as client:
-                    await client.post(f"{self._host}/v1/contexts/{context_id}/cancel")
+                    await client.post(f"{self._host}/v1/contexts/{context_id}/cancel", json=news.model_dump())
             raise
-        except httpx2.TransportError:
-            # The harness worker holding the tool died (a SIGKILL crash point): this call's worker died
-            # with it. Nothing more is written for it; the row stays as it was for recovery to judge.
-            raise SimulatedCrash("the harness worker executing the tool vanished") from None
         finally:
             self._contexts.contexts.pop(context_id, None)
         if self._contexts.trace_results and not tracemalloc.is_tracing():
@@ -101,3 +166,20 @@ class HostedTool:
         if outcome.raised is not None:
             raise RuntimeError(f"the harness tool raised {outcome.raised}")
         return outcome.result
+
+    async def _forward_signal(self, client: httpx2.AsyncClient, context_id: str, context: ToolExecutionContext) -> None:
+        """When the implementation sets the context's cancellation signal, the tool host's stand-in is set too."""
+        try:
+            await context.cancellation.wait()
+        except Exception:  # boundary: a context without a usable signal has nothing to forward
+            return
+        news = ToolCancellation(signal_set=True, stopped=False)
+        with contextlib.suppress(httpx2.TransportError):
+            await client.post(f"{self._host}/v1/contexts/{context_id}/cancel", json=news.model_dump())
+
+
+def _signal_set(context: ToolExecutionContext) -> bool:
+    try:
+        return bool(context.cancellation.is_set())
+    except Exception:  # boundary: the implementation's signal, whatever it is
+        return False

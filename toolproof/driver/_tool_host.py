@@ -12,12 +12,12 @@ import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
 import uvicorn
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,17 +27,22 @@ from starlette.routing import Route
 from toolproof.spec import (
     ArtifactRef,
     ArtifactUpload,
-    ContextBase,
+    Budget,
+    ContextMember,
     Credential,
     ExecuteTool,
     HarnessError,
+    Identity,
     ScopeQuery,
     SimulatedCrash,
     Tool,
+    ToolCancellation,
     ToolOutcome,
 )
 
-from ._problems import raise_problem
+from ._problems import problem, raise_problem
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 def _free_socket() -> socket.socket:
@@ -68,60 +73,128 @@ async def serving(app: Any) -> AsyncIterator[str]:
     sock.close()
 
 
-class _HostContext(ContextBase):
-    """Decision 2's nine members, for a harness tool the driver executes; callables call the driver back."""
+class _Stand:
+    """Base of the stand-ins the tool host builds: their public members are the described ones, and only those."""
 
-    __slots__ = ("_base", "_cancelled", "_client")
 
-    def __init__(self, request: ExecuteTool, client: httpx2.AsyncClient) -> None:
+def _stand_in_class(member: ContextMember, namespace: dict[str, Any]) -> type:
+    # Named after the type the implementation handed over, so the harness's checks of a member's type see it.
+    module, _, qualname = member.type_name.rpartition(".")
+    name = qualname or "Member"
+    cls = type(name if name.isidentifier() else "Member", (_Stand,), namespace)
+    cls.__module__ = module or "unknown"
+    cls.__qualname__ = qualname or "Member"
+    return cls
+
+
+def _not_over_the_wire(path: str) -> Any:
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{path} is not reachable over the driver protocol")
+
+    return unavailable
+
+
+class _HostContext:
+    """Builds the stand-in of the context a driver's implementation handed a tool, member for member.
+
+    Decision 2's callable members call the driver back; the values are the ones described; any
+    other member (one decision 2 does not name) is a stand-in with the members it was described
+    with, so a scenario inspecting the context sees what the implementation handed over.
+    """
+
+    def __init__(self, request: ExecuteTool, client: httpx2.AsyncClient, instance: object) -> None:
         wire = request.context
-        self._base = f"{wire.driver_url.rstrip('/')}/v1/contexts/{wire.context_id}"
-        self._client = client
-        self._cancelled = anyio.Event()
-        super().__init__(
-            identity=wire.identity,
-            budget=wire.budget,
-            deadline=wire.deadline,
-            target=wire.target,
-            workspace=Path(wire.workspace),
-            artifact_writer=self._Artifacts(self),
-            credential_resolver=self._Credentials(self),
-            cancellation=self._Cancellation(self),
-        )
+        self.base = f"{wire.driver_url.rstrip('/')}/v1/contexts/{wire.context_id}"
+        self.client = client
+        self.instance = instance
+        self.cancelled = anyio.Event()
+        self.context = self._build(wire.members, "context", top=True)
 
-    async def mark_effect_sent(self) -> None:
-        """Commit the watermark in the driver; returns once it answered."""
-        raise_problem(await self._client.post(f"{self._base}/effect-sent"))
+    def _build(self, members: Sequence[ContextMember], path: str, *, top: bool = False) -> Any:
+        namespace: dict[str, Any] = {}
+        for member in members:
+            where = f"{path}.{member.name}"
+            if member.kind == "callable":
+                function = self._callback(where) or _not_over_the_wire(where)
+                namespace[member.name] = _method(function)
+            else:
+                value = self._value(member, where, top=top)
+                namespace[member.name] = _constant(value)
+        owner = ContextMember(name="context", kind="object", type_name="toolproof.driver.ToolContext")
+        return _stand_in_class(owner, namespace)() if top else namespace
 
-    class _Artifacts:
-        def __init__(self, outer: _HostContext) -> None:
-            self._outer = outer
+    def _value(self, member: ContextMember, where: str, *, top: bool) -> Any:
+        if member.is_instance:
+            return self.instance
+        if member.kind == "path" and isinstance(member.value, str):
+            return Path(member.value)
+        if top and member.kind == "data" and member.name in _RECORDS:
+            try:
+                return _RECORDS[member.name].model_validate(member.value)
+            except ValueError:
+                pass  # Not the record decision 2 names: the tool gets the stand-in of what was handed over.
+        if member.kind in ("data", "object"):
+            namespace = self._build(member.members, where)
+            if member.name == "cancellation" and top:
+                # The signal the driver forwards: set when (and only when) the implementation set its own.
+                signal = {"is_set": _method(self._is_set), "wait": _method(self._wait)}
+                namespace |= {name: signal[name] for name in signal if name in namespace}
+            return _stand_in_class(member, namespace)()
+        return member.value
 
-        async def write(self, name: str, data: bytes) -> ArtifactRef:
-            body = ArtifactUpload(name=name, data_base64=base64.b64encode(data).decode())
-            response = await self._outer._client.post(f"{self._outer._base}/artifacts", json=body.model_dump())
-            raise_problem(response)
-            return ArtifactRef.model_validate_json(response.content)
+    def _callback(self, where: str) -> Any:
+        known = {
+            "context.mark_effect_sent": self._mark,
+            "context.artifact_writer.write": self._write,
+            "context.credential_resolver.resolve": self._resolve,
+        }
+        return known.get(where)
 
-    class _Credentials:
-        def __init__(self, outer: _HostContext) -> None:
-            self._outer = outer
+    async def _mark(self) -> None:
+        raise_problem(await self.client.post(f"{self.base}/effect-sent"))
 
-        async def resolve(self, scope: str) -> str | None:
-            body = ScopeQuery(scope=scope)
-            response = await self._outer._client.post(f"{self._outer._base}/credentials", json=body.model_dump())
-            raise_problem(response)
-            return Credential.model_validate_json(response.content).credential
+    async def _write(self, name: str, data: bytes) -> ArtifactRef:
+        body = ArtifactUpload(name=name, data_base64=base64.b64encode(data).decode())
+        response = await self.client.post(f"{self.base}/artifacts", json=body.model_dump())
+        raise_problem(response)
+        return ArtifactRef.model_validate_json(response.content)
 
-    class _Cancellation:
-        def __init__(self, outer: _HostContext) -> None:
-            self._outer = outer
+    async def _resolve(self, scope: str) -> str | None:
+        response = await self.client.post(f"{self.base}/credentials", json=ScopeQuery(scope=scope).model_dump())
+        raise_problem(response)
+        return Credential.model_validate_json(response.content).credential
 
-        def is_set(self) -> bool:
-            return self._outer._cancelled.is_set()
+    def _is_set(self) -> bool:
+        return self.cancelled.is_set()
 
-        async def wait(self) -> None:
-            await self._outer._cancelled.wait()
+    async def _wait(self) -> None:
+        await self.cancelled.wait()
+
+
+def stand_in_context(request: ExecuteTool, client: httpx2.AsyncClient, instance: object = None) -> Any:
+    """The context a harness tool receives for ``request``: member for member the one the driver described.
+
+    Callbacks go to the driver through ``client``; a member described as the instance under test is ``instance``.
+    """
+    return _HostContext(request, client, instance).context
+
+
+_RECORDS: dict[str, type[BaseModel]] = {"identity": Identity, "budget": Budget}
+"""Decision 2's members that are records: described as data, handed to the tool as the record itself."""
+
+
+def _constant(value: Any) -> property:
+    """A read-only member of a stand-in that answers ``value``."""
+
+    def read(_self: object) -> Any:
+        return value
+
+    return property(read)
+
+
+def _method(function: Any) -> Any:
+    """``function`` as a method of a stand-in: called without the stand-in, as the described member was."""
+    return staticmethod(function)
 
 
 class ToolHost:
@@ -129,6 +202,8 @@ class ToolHost:
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         self.tools = {tool.spec.name: tool for tool in tools}
+        self.instance: object = None
+        """The harness's handle on the instance: what a context member that is the instance stands for."""
         self.running: dict[str, tuple[_HostContext, anyio.CancelScope]] = {}
         self.client = httpx2.AsyncClient(timeout=None)
 
@@ -143,17 +218,19 @@ class ToolHost:
 
     async def execute(self, request: Request) -> Response:
         """``POST /v1/tools/execute``: what the tool returned, raised, or that it crashed."""
-        body = ExecuteTool.model_validate_json(await request.body())
+        body = await _read(request, ExecuteTool)
+        if isinstance(body, Response):
+            return body
         tool = self.tools.get(body.tool)
         if tool is None:
             outcome = ToolOutcome(raised=f"LookupError: the harness registered no tool {body.tool!r}")
             return Response(outcome.model_dump_json(), media_type="application/json")
-        context = _HostContext(body, self.client)
+        context = _HostContext(body, self.client, self.instance)
         outcome = ToolOutcome(raised="CancelledError: cancelled by the driver")
         with anyio.CancelScope() as scope:
             self.running[body.context.context_id] = (context, scope)
             try:
-                result = await tool.execute(dict(body.arguments), context)
+                result = await tool.execute(dict(body.arguments), context.context)
                 data = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
                 outcome = ToolOutcome(result=to_jsonable_python(data, fallback=repr))
             except SimulatedCrash:
@@ -165,9 +242,25 @@ class ToolHost:
         return Response(outcome.model_dump_json(), media_type="application/json")
 
     async def cancel(self, request: Request) -> Response:
-        """``POST /v1/contexts/{id}/cancel``: the tool's cancellation is set and its call cancelled."""
+        """``POST /v1/contexts/{id}/cancel``: the stand-in's signal is set as the implementation's was, and the
+        tool's work cancelled when the implementation stopped waiting for it."""
+        news = await _read(request, ToolCancellation)
+        if isinstance(news, Response):
+            return news
         found = self.running.get(request.path_params["context_id"])
         if found is not None:
-            found[0]._cancelled.set()
-            found[1].cancel()
+            if news.signal_set:
+                found[0].cancelled.set()
+            if news.stopped:
+                found[1].cancel()
         return Response(status_code=204)
+
+
+async def _read(request: Request, model: type[_M]) -> _M | Response:
+    """The request's body as ``model``, or the 422 problem naming the field that was wrong."""
+    try:
+        return model.model_validate_json(await request.body())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return problem(422, "invalid-request", f"{where}: {first['msg']}", where)
