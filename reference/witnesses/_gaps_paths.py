@@ -1,0 +1,63 @@
+"""Witnesses of the red team's path gaps: the allowlist, replay of a failed call, the context's object graph,
+the script hash, the sweep over suspended calls, and the two alerting metrics of decision 4."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from toolproof.reference.hooks import STEP_TABLE, CallState, McpAdapter, Pipeline, Resolved, resolved_step
+from toolproof.spec import ConfigurationError, InstanceConfig, InvocationStatus, McpOrigin, McpTransport, Step
+
+from ._registry import witness
+
+_claim = STEP_TABLE[Step.CLAIM]
+
+
+class _SuffixAllowlist(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        seen: set[str] = set()
+        for server in config.mcp_servers:
+            if server.server_id in seen:
+                raise ConfigurationError(f"MCP server_id {server.server_id!r} is configured twice (D5.5)")
+            seen.add(server.server_id)
+            if server.origin is not McpOrigin.TENANT:
+                continue
+            if server.transport is not McpTransport.HTTP:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} must use HTTP (D7.1)")
+            host = urlsplit(server.url or "").hostname or ""
+            # The defect: a host passes when it ends with an allowed host, with no dot boundary.
+            if not any(host.endswith(allowed) for allowed in config.egress_allowlist):
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+
+
+@witness("allowlist_suffix_match", ("D7.2",), "matches a tenant host against the egress allowlist by suffix")
+class _AllowlistSuffixMatch(Pipeline):
+    mcp_class = _SuffixAllowlist
+
+
+@resolved_step
+async def _claim_reruns_failures(p: Pipeline, s: CallState, r: Resolved) -> None:
+    row = p.store.get(s.invocation_id)
+    status = InvocationStatus(row.status)
+    if status.is_terminal and status is not InvocationStatus.SUCCEEDED and row.effect_sent_at is None:
+        # The defect: only a success is final; a call that failed without its mark "can simply run again".
+        now = p.clock.now()
+        changes = {
+            "status": InvocationStatus.RUNNING.value,
+            "attempt": row.attempt + 1,
+            "lease_owner": p.worker_id,
+            "lease_expires_at": now + p.config.lease_s,
+            "started_at": now,
+            "reason_code": None,
+            "finished_at": None,
+            "disposition_json": None,
+        }
+        if p.store.claim(s.invocation_id, expect_status=status, expect_owner=row.lease_owner, changes=changes):
+            s.attempt = row.attempt + 1
+            return
+    await _claim(p, s)
+
+
+@witness("replay_reruns_failed", ("D3.4",), "re-executes a replayed call whose terminal row is not SUCCEEDED")
+class _ReplayRerunsFailed(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claim_reruns_failures}
