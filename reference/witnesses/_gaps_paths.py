@@ -3,9 +3,20 @@ the script hash, the sweep over suspended calls, and the two alerting metrics of
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, McpAdapter, Pipeline, Resolved, resolved_step
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    ContextParts,
+    McpAdapter,
+    Pipeline,
+    Resolved,
+    ScopedCredentials,
+    resolved_step,
+)
 from toolproof.spec import ConfigurationError, InstanceConfig, InvocationStatus, McpOrigin, McpTransport, Step
 
 from ._registry import witness
@@ -61,3 +72,17 @@ async def _claim_reruns_failures(p: Pipeline, s: CallState, r: Resolved) -> None
 @witness("replay_reruns_failed", ("D3.4",), "re-executes a replayed call whose terminal row is not SUCCEEDED")
 class _ReplayRerunsFailed(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claim_reruns_failures}
+
+
+class _AuditedCredentials(ScopedCredentials):
+    def __init__(self, allowed: frozenset[str], credentials: Mapping[str, str], audit: Pipeline) -> None:
+        super().__init__(allowed, credentials)
+        self.audit = audit  # The defect: the pipeline, "to log credential use", three hops from its store.
+
+
+@witness("resolver_reaches_pipeline", ("D2.2",), "the credential resolver keeps the pipeline as a public attribute")
+class _ResolverReachesPipeline(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        resolver = _AuditedCredentials(r.spec.required_scopes, self.config.credentials, self)
+        return dataclasses.replace(parts, credential_resolver=resolver)
