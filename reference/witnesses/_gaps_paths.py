@@ -4,20 +4,31 @@ the script hash, the sweep over suspended calls, and the two alerting metrics of
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from toolproof.reference.hooks import (
     STEP_TABLE,
+    Bridge,
     CallState,
     ContextParts,
     McpAdapter,
     Pipeline,
     Resolved,
     ScopedCredentials,
+    bridge_call_id,
     resolved_step,
 )
-from toolproof.spec import ConfigurationError, InstanceConfig, InvocationStatus, McpOrigin, McpTransport, Step
+from toolproof.spec import (
+    ConfigurationError,
+    InstanceConfig,
+    InvocationStatus,
+    McpOrigin,
+    McpTransport,
+    ScriptRequest,
+    Step,
+)
 
 from ._registry import witness
 
@@ -86,3 +97,14 @@ class _ResolverReachesPipeline(Pipeline):
         parts = super().context_parts(s, r)
         resolver = _AuditedCredentials(r.spec.required_scopes, self.config.credentials, self)
         return dataclasses.replace(parts, credential_resolver=resolver)
+
+
+class _NameHashBridge(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        # The defect: the "script hash" is of the module:function reference only, not of its source.
+        return bridge_call_id(hashlib.sha256(request.script.encode()).hexdigest(), ordinal)
+
+
+@witness("script_hash_of_reference_only", ("D17.2",), "hashes the script's module:function name, not its source")
+class _ScriptHashOfReferenceOnly(Pipeline):
+    bridge_class = _NameHashBridge
