@@ -8,11 +8,14 @@ import hashlib
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from sqlmodel import Session, col, select
+
 from toolproof.reference.hooks import (
     STEP_TABLE,
     Bridge,
     CallState,
     ContextParts,
+    InvocationTable,
     McpAdapter,
     Pipeline,
     Resolved,
@@ -108,3 +111,18 @@ class _NameHashBridge(Bridge):
 @witness("script_hash_of_reference_only", ("D17.2",), "hashes the script's module:function name, not its source")
 class _ScriptHashOfReferenceOnly(Pipeline):
     bridge_class = _NameHashBridge
+
+
+@witness("sweep_picks_suspended", ("D16.3",), "the lease-expiry sweep has no predicate on suspended_at")
+class _SweepPicksSuspended(Pipeline):
+    def orphans(self, now: float) -> list[InvocationTable]:
+        running = (col(InvocationTable.status) == InvocationStatus.RUNNING.value) & (
+            col(InvocationTable.lease_expires_at) < now
+        )
+        stranded = (col(InvocationTable.status) == InvocationStatus.RECORDED.value) & (
+            col(InvocationTable.created_at) < now - self.config.lease_s
+        )
+        with Session(self.store.engine, expire_on_commit=False) as session:
+            # The defect: every stale row is an orphan, suspended or not.
+            stmt = select(InvocationTable).where(running | stranded).order_by(col(InvocationTable.seq))
+            return list(session.exec(stmt).all())
