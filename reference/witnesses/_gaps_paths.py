@@ -29,7 +29,9 @@ from toolproof.spec import (
     InvocationStatus,
     McpOrigin,
     McpTransport,
+    Metric,
     ScriptRequest,
+    SideEffect,
     Step,
 )
 
@@ -126,3 +128,20 @@ class _SweepPicksSuspended(Pipeline):
             # The defect: every stale row is an orphan, suspended or not.
             stmt = select(InvocationTable).where(running | stranded).order_by(col(InvocationTable.seq))
             return list(session.exec(stmt).all())
+
+
+@witness("unmarked_flag_external_only", ("D4.10",), "flags an unmarked effect of EXTERNAL_WRITE tools only")
+class _UnmarkedFlagExternalOnly(Pipeline):
+    def unmarked(self, s: CallState) -> bool:
+        # The defect: a workspace write "stays inside", so it is not held to the watermark.
+        external = s.resolved is not None and s.resolved.spec.side_effect is SideEffect.EXTERNAL_WRITE
+        return external and super().unmarked(s)
+
+
+@witness("uncertain_metric_in_process_only", ("D4.11",), "counts UNCERTAIN only where the tool's failure is seen")
+class _UncertainMetricInProcessOnly(Pipeline):
+    def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
+        metrics = super().metrics_for(s, status)
+        if status is InvocationStatus.UNCERTAIN and s.error is None and not s.timed_out:
+            metrics.remove(Metric.UNCERTAIN.value)  # The defect: recovery's UNCERTAIN is not counted.
+        return metrics
