@@ -77,11 +77,11 @@ async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harne
         harness.expect("D7.2", "D7.2" in str(error), f"the configuration error does not name D7.2: {error}")
         for host in _NEAR_MISSES:
             near = tenant.model_copy(update={"url": f"http://{host}:9/mcp"})
-            error = await _refusal_or_failure(harness, near, egress_allowlist=["example.com", "127.0.0.1"])
+            found = await _refusal_or_failure(harness, near, egress_allowlist=["example.com", "127.0.0.1"])
             harness.expect(
                 "D7.2",
-                isinstance(error, ConfigurationError) and "D7.2" in str(error),
-                f"a tenant server at {host!r} (allowlist example.com, 127.0.0.1) was not refused naming D7.2: {error}",
+                isinstance(found, ConfigurationError) and "D7.2" in str(found),
+                f"a tenant server at {host!r} (allowlist example.com, 127.0.0.1) was not refused naming D7.2: {found}",
             )
         async with harness.open(mcp_servers=[tenant], egress_allowlist=["127.0.0.1"]) as session:
             harness.success("D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an allowlisted tenant call")
