@@ -52,29 +52,53 @@ def _public(obj: object) -> list[str]:
     return [name for name in dir(obj) if not name.startswith("_")]
 
 
+_LEAVES = (str, bytes, int, float, bool, complex, Path, type(None), type)
+
+
+def _members(obj: object) -> list[tuple[str, Any]]:
+    """What a tool can reach from ``obj`` in one hop: its public attributes, every entry of its ``__dict__``
+    and ``__slots__`` (a leading underscore hides nothing), and the items of a container."""
+    if isinstance(obj, dict):
+        return [(f"[{key!r}]", value) for key, value in obj.items()] + [(f"<key {key!r}>", key) for key in obj]
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [(f"[{i}]", value) for i, value in enumerate(obj)]
+    found: dict[str, Any] = {}
+    names = set(_public(obj))
+    names.update(getattr(obj, "__dict__", {}) if isinstance(getattr(obj, "__dict__", None), dict) else {})
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        names.update([slots] if isinstance(slots, str) else slots)
+    for name in sorted(names):
+        try:
+            found[name] = getattr(obj, name)
+        except Exception:
+            continue
+    return [(f".{name}", value) for name, value in found.items()]
+
+
 def _reachable_hazards(context: ToolExecutionContext, instance: object) -> list[str]:
-    """Paths from the context, two attributes deep, to anything that reaches the pipeline."""
+    """Paths from the context, through the whole object graph it reaches (each object visited once, however
+    deep), to anything that reaches the pipeline: a forbidden attribute name, the instance under test, or a
+    database object."""
     hazards: list[str] = []
+    seen: set[int] = {id(context)}
     frontier: list[tuple[str, Any]] = [("context", context)]
-    for _depth in range(2):
-        following: list[tuple[str, Any]] = []
-        for path, obj in frontier:
-            for name in _public(obj):
-                where = f"{path}.{name}"
-                if name in _FORBIDDEN_NAMES:
-                    hazards.append(f"{where} (name)")
-                    continue
-                try:
-                    value = getattr(obj, name)
-                except Exception:
-                    continue
-                if value is instance:
-                    hazards.append(f"{where} is the instance under test")
-                if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
-                    hazards.append(f"{where} is a {type(value).__module__}.{type(value).__name__}")
-                if not callable(value) and not isinstance(value, str | bytes | int | float | bool | Path | type(None)):
-                    following.append((where, value))
-        frontier = following
+    while frontier:
+        path, obj = frontier.pop()
+        for step, value in _members(obj):
+            where = f"{path}{step}"
+            name = step.lstrip(".")
+            if step.startswith(".") and name.lstrip("_") in _FORBIDDEN_NAMES:
+                hazards.append(f"{where} (name)")
+                continue
+            if value is instance:
+                hazards.append(f"{where} is the instance under test")
+            if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
+                hazards.append(f"{where} is a {type(value).__module__}.{type(value).__name__}")
+            if callable(value) or isinstance(value, _LEAVES) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            frontier.append((where, value))
     return hazards
 
 

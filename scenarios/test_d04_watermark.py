@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes import EchoTool, ForgetsWatermarkTool, HangsTool, MarkThenProbeTool, RaisesTool, WriteTool
+from toolproof.fakes import (
+    CrashingTool,
+    EchoTool,
+    ForgetsWatermarkTool,
+    HangsTool,
+    MarkThenProbeTool,
+    RaisesTool,
+    WriteTool,
+)
 from toolproof.spec import (
     CrashPlan,
     CrashPoint,
+    IdempotencyClass,
     InvocationRow,
     InvocationStatus,
     Metric,
     ReasonCode,
+    SideEffect,
     SimulatedCrash,
     Suspended,
     ToolExecutionContext,
@@ -79,22 +89,40 @@ async def test_raising_before_the_watermark_is_a_retryable_failure(harness: Harn
     )
 
 
+_OWES_THE_MARK = [
+    (side_effect, idempotency)
+    for side_effect in SideEffect
+    for idempotency in IdempotencyClass
+    if side_effect is not SideEffect.READ_ONLY and idempotency is not IdempotencyClass.IDEMPOTENT
+]
+"""Every class of consequential, not idempotent tool: each owes the watermark."""
+
+
 @pytest.mark.rules("D4.10")
 async def test_consequential_tool_without_watermark_is_flagged(harness: Harness) -> None:
-    forgets = ForgetsWatermarkTool(harness.world)
+    forgetful = [
+        ForgetsWatermarkTool(
+            harness.world,
+            name=f"unmarked.{side_effect.value.lower()}_{idempotency.value.lower()}",
+            side_effect=side_effect,
+            idempotency=idempotency,
+        )
+        for side_effect, idempotency in _OWES_THE_MARK
+    ]
     marks = WriteTool(harness.world)
     read = EchoTool(harness.world)
-    async with harness.open(forgets, marks, read) as session:
+    async with harness.open(*forgetful, marks, read) as session:
         await session.call(marks.spec.name, {"n": 1})
         await session.call(read.spec.name, {"text": "t"})
-        before = (await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0)
-        await session.call(forgets.spec.name, {"n": 1})
-        after = (await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0)
+        counts = [(await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0)]
+        for forgets in forgetful:
+            await session.call(forgets.spec.name, {"n": 1})
+            counts.append((await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0))
     harness.expect(
         "D4.10",
-        (before, after) == (0, 1),
-        f"{Metric.EFFECT_UNMARKED.value} was {before} after a marking write and a read, {after} after an unmarked write;"
-        " expected 0 then 1",
+        counts == list(range(len(forgetful) + 1)),
+        f"{Metric.EFFECT_UNMARKED.value} was {counts[0]} after a marking write and a read, then {counts[1:]} after "
+        f"unmarked writes of {[f'{a.value}/{b.value}' for a, b in _OWES_THE_MARK]}; expected 0, then one more each",
     )
 
 
@@ -105,6 +133,31 @@ async def test_uncertain_resolution_is_counted(harness: Harness) -> None:
         await session.call(tool.spec.name, {"n": 1})
         count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
     harness.expect("D4.11", count == 1, f"{Metric.UNCERTAIN.value}={count} after one UNCERTAIN resolution")
+
+
+@pytest.mark.rules("D4.11")
+async def test_uncertain_resolution_by_recovery_is_counted(harness: Harness) -> None:
+    lease_s = 60.0
+    async with harness.open(CrashingTool(harness.world, crash_at=CrashPoint.AFTER_EFFECT), lease_s=lease_s) as session:
+        try:
+            await session.call("orders.place", {"item": 1})
+            harness.fail("D4.11", "the worker did not die after the effect: it ignored its crash point")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append("  the worker died after its marked effect")
+    harness.clock.advance(lease_s + 1)
+    async with harness.open(CrashingTool(harness.world), lease_s=lease_s) as session:
+        decided = await session.sweep()
+        [row] = await session.rows()
+        count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+    harness.expect(
+        "D4.11",
+        row.status is InvocationStatus.UNCERTAIN and len(decided) == 1,
+        f"another worker's sweep resolved the dead worker's marked call {row.status.value} ({decided}); "
+        "expected UNCERTAIN",
+    )
+    harness.expect(
+        "D4.11", count == 1, f"{Metric.UNCERTAIN.value}={count} after a sweep resolved one call UNCERTAIN; expected 1"
+    )
 
 
 @pytest.mark.rules("D4.10")

@@ -21,6 +21,15 @@ async def _refusal(harness: Harness, *servers: McpServerConfig, **config: object
         return exc
 
 
+async def _refusal_or_failure(harness: Harness, *servers: McpServerConfig, **config: object) -> Exception | None:
+    """Like ``_refusal``, but an accepted configuration that then fails to connect is returned, not raised."""
+    try:
+        return await _refusal(harness, *servers, **config)
+    except Exception as exc:  # Accepted, then the connection failed: that is the finding.
+        harness.log.append(f"open accepted, then failed: {type(exc).__name__}")
+        return exc
+
+
 @pytest.mark.rules("D7.1")
 async def test_tenant_server_not_over_http_is_a_configuration_error(harness: Harness) -> None:
     stdio = McpServerConfig(
@@ -36,6 +45,27 @@ async def test_tenant_server_not_over_http_is_a_configuration_error(harness: Har
         harness.expect("D7.1", "D7.1" in str(error), f"the configuration error does not name D7.1: {error}")
 
 
+_NEAR_MISSES = (
+    "evilexample.com",  # ends with an allowed host, no dot boundary
+    "EVILEXAMPLE.COM",
+    "attacker-example.com",
+    "sub.example.com",  # a subdomain is another host
+    "www.example.com",
+    "example.com.evil.test",  # an allowed host as a prefix
+    "example.community",
+    "example.co",
+    "xample.com",
+    "example.com.",  # the absolute form is not the configured entry
+    "ex\u0430mple.com",  # Cyrillic a, a confusable
+    "xn--exmple-4nf.com",  # punycode of the confusable
+    "127.0.0.10",
+    "127.0.0.1.evil.test",
+    "1127.0.0.1",
+    "attacker-127.0.0.1",
+)
+"""Hosts near an allowlist of example.com and 127.0.0.1, none of them on it."""
+
+
 @pytest.mark.rules("D7.2")
 async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harness) -> None:
     async with http_server("PlainServer") as url:
@@ -45,6 +75,14 @@ async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harne
         error = await _refusal(harness, tenant, egress_allowlist=["api.example.com"])
         harness.expect("D7.2", error is not None, f"a tenant server at {url}, off the allowlist, was accepted")
         harness.expect("D7.2", "D7.2" in str(error), f"the configuration error does not name D7.2: {error}")
+        for host in _NEAR_MISSES:
+            near = tenant.model_copy(update={"url": f"http://{host}:9/mcp"})
+            found = await _refusal_or_failure(harness, near, egress_allowlist=["example.com", "127.0.0.1"])
+            harness.expect(
+                "D7.2",
+                isinstance(found, ConfigurationError) and "D7.2" in str(found),
+                f"a tenant server at {host!r} (allowlist example.com, 127.0.0.1) was not refused naming D7.2: {found}",
+            )
         async with harness.open(mcp_servers=[tenant], egress_allowlist=["127.0.0.1"]) as session:
             harness.success("D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an allowlisted tenant call")
 

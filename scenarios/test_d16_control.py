@@ -56,14 +56,33 @@ async def test_suspension_is_a_marker_not_a_status(harness: Harness) -> None:
 async def test_sweep_leaves_suspended_calls_alone(harness: Harness) -> None:
     async with harness.open(AskUserTool(harness.world), lease_s=60) as session:
         d = await _ask(harness, session)
-        session.advance(3600)
-        await session.sweep()
+        before = await session.row(d.invocation_id)
+        decided: list[object] = []
+        for seconds in (59, 2, 3600):  # Inside the lease, just past it, and long past it.
+            session.advance(seconds)
+            decided += [x for x in await session.sweep() if x.invocation_id == d.invocation_id]
         row = await session.row(d.invocation_id)
+        kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
     harness.expect(
         "D16.3",
         row is not None and row.suspended and not row.status.is_terminal and not harness.world.executions,
         f"after an hour and a sweep the suspended call is {row.status.value if row else None} "
         f"suspended={row.suspended if row else None} with {len(harness.world.executions)} execution(s)",
+    )
+    harness.expect(
+        "D16.3",
+        decided == [],
+        f"the sweep picked up the suspended call and answered {decided}; a suspended row is not an orphan",
+    )
+    harness.expect(
+        "D16.3",
+        EventKind.RECOVERED.value not in kinds,
+        f"the sweep wrote {EventKind.RECOVERED.value} for a suspended call (events {kinds})",
+    )
+    harness.expect(
+        "D16.3",
+        before is not None and row is not None and (row.status, row.attempt) == (before.status, before.attempt),
+        f"the sweep changed the suspended row: {before!r} -> {row!r}",
     )
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+import uuid
+
 import pytest
 
 from toolproof.fakes import CrashingTool, WriteTool
@@ -73,6 +78,55 @@ async def test_call_ids_come_from_the_script_and_the_ordinal(harness: Harness) -
         first.call_ids == again.call_ids and len(set(first.call_ids)) == 3,
         f"the same script, run twice, got call ids {first.call_ids} then {again.call_ids}; "
         "they must be the script hash and ordinal, the same on every run and distinct per ordinal",
+    )
+
+
+_EDITED = """from typing import Any
+
+
+def orders(bridge: Any) -> None:
+    {comment}
+    for item in {items}:
+        bridge.call("orders.place", {{"item": item}}, {{"item": ["user-1"]}})
+"""
+
+
+@pytest.mark.rules("D17.2")
+async def test_an_edited_script_under_the_same_name_is_a_new_script(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = harness.directory / "edited_scripts"
+    folder.mkdir()
+    module = f"toolproof_edited_{uuid.uuid4().hex[:12]}"
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    versions = (("# Orders 1 and 2.", (1, 2)), ("# Edited: orders 1, then 3 instead of 2.", (1, 3)))
+    runs = []
+    async with harness.open(_orders(harness)) as session:
+        for comment, items in versions:
+            (folder / f"{module}.py").write_text(_EDITED.format(comment=comment, items=items))
+            sys.modules.pop(module, None)  # The edited source is what a fresh worker would load.
+            importlib.invalidate_caches()
+            harness.log.append(f"script {module}:orders now orders {items}")
+            runs.append(await session.run_script(f"{module}:orders", step_number=1))
+    first, edited = runs
+    harness.expect(
+        "D17.2",
+        first.status == "completed" and edited.status == "completed",
+        f"the scripts ended {first.status} ({first.message}) and {edited.status} ({edited.message})",
+    )
+    harness.expect(
+        "D17.2",
+        not set(first.call_ids) & set(edited.call_ids),
+        f"two different scripts under one name got call ids {first.call_ids} and {edited.call_ids}; "
+        "the script hash must cover the script itself, so an edited script is not a replay of the old one",
+    )
+    harness.expect(
+        "D17.2",
+        [_effects(harness, item) for item in (1, 2, 3)] == [2, 1, 1],
+        f"after both scripts the orders 1, 2, 3 have {[_effects(harness, i) for i in (1, 2, 3)]} effects; "
+        "expected [2, 1, 1]: the edited script's first call is its own, not the old script's",
     )
 
 
