@@ -136,6 +136,7 @@ async def test_uncertain_resolution_is_counted(harness: Harness) -> None:
 
 
 @pytest.mark.rules("D4.11")
+@pytest.mark.profiles("recovery")  # The dying worker honours a crash plan.
 async def test_uncertain_resolution_by_recovery_is_counted(harness: Harness) -> None:
     lease_s = 60.0
     async with harness.open(CrashingTool(harness.world, crash_at=CrashPoint.AFTER_EFFECT), lease_s=lease_s) as session:
@@ -161,7 +162,10 @@ async def test_uncertain_resolution_by_recovery_is_counted(harness: Harness) -> 
 
 
 @pytest.mark.rules("D4.10")
-@pytest.mark.parametrize("entry", ["recovered", "approved"])
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param("recovered", marks=pytest.mark.profiles("recovery")), "approved"],  # recovered: a crash plan.
+)
 async def test_unmarked_call_is_flagged_when_it_runs_from_its_row(harness: Harness, entry: str) -> None:
     lease_s = 60.0
     if entry == "recovered":
