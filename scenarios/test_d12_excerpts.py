@@ -145,8 +145,6 @@ def _excerpt_problem(text: str, d: Success, limit: int) -> str | None:
         return f"head …{head[-8:]!r} / tail {tail[:8]!r}… not a prefix / suffix of the output"
     if size > limit:
         return f"head and tail carry {size} bytes"
-    if not d.artifacts:
-        return "no artifact"
     return None
 
 
