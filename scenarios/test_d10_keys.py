@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,27 +98,31 @@ _ARGUMENTS = st.tuples(st.dictionaries(_NAMES, _VALUES, min_size=1, max_size=4),
 )
 
 
-def _reordered(value: object) -> object:
+def _reordered(value: Any) -> Any:
     """``value`` with the members of every object, at every depth, in reverse order (arrays keep their order)."""
     if isinstance(value, dict):
-        return {name: _reordered(member) for name, member in reversed(list(value.items()))}
+        return _reordered_object(value)
     if isinstance(value, list):
         return [_reordered(item) for item in value]
     return value
 
 
+def _reordered_object(members: dict[str, Any]) -> dict[str, Any]:
+    """An object's members in reverse order, each reordered at every depth."""
+    return {name: _reordered(member) for name, member in reversed(list(members.items()))}
+
+
 @pytest.mark.rules("D10.4")
 @settings(max_examples=15, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(arguments=_ARGUMENTS)
-async def test_member_order_does_not_change_the_key(harness: Harness, arguments: dict[str, object]) -> None:
+async def test_member_order_does_not_change_the_key(harness: Harness, arguments: dict[str, Any]) -> None:
     harness.world.executions.clear()
     run_id = f"run-{len(harness.log)}"
-    nested = arguments["nested"]
-    assert isinstance(nested, dict)
+    nested: dict[str, Any] = arguments["nested"]
     variants = [
         arguments,
-        _reordered(arguments),
-        {**arguments, "nested": _reordered(nested)},
+        _reordered_object(arguments),
+        {**arguments, "nested": _reordered_object(nested)},
         {**arguments, next(iter(arguments)): "changed-value"},
         {**arguments, "nested": {**nested, next(iter(nested)): "changed-value"}},
     ]
