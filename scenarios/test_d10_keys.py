@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -81,32 +83,60 @@ async def test_later_step_or_other_call_id_executes_again(harness: Harness) -> N
     )
 
 
-_ARGUMENTS = st.dictionaries(
-    st.text("abcdefghij", min_size=1, max_size=6),
-    st.one_of(st.integers(-5, 5), st.text("xyz", max_size=3), st.booleans()),
-    min_size=2,
-    max_size=5,
+_NAMES = st.text("abcdefghij", min_size=1, max_size=6)
+_SCALARS = st.one_of(st.integers(-5, 5), st.text("xyz", max_size=3), st.booleans(), st.none())
+# JSON values nested to any depth: objects inside objects, objects inside arrays inside objects.
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_NAMES, inner, min_size=2, max_size=4)),
+    max_leaves=8,
 )
+_NESTED = st.dictionaries(_NAMES, _VALUES, min_size=2, max_size=4)
+# Top-level members of any kind, plus one nested object of at least two members (so reordering reaches inside).
+_ARGUMENTS = st.tuples(st.dictionaries(_NAMES, _VALUES, min_size=1, max_size=4), _NESTED).map(
+    lambda parts: {**parts[0], "nested": parts[1]}
+)
+
+
+def _reordered(value: Any) -> Any:
+    """``value`` with the members of every object, at every depth, in reverse order (arrays keep their order)."""
+    if isinstance(value, dict):
+        return _reordered_object(value)
+    if isinstance(value, list):
+        return [_reordered(item) for item in value]
+    return value
+
+
+def _reordered_object(members: dict[str, Any]) -> dict[str, Any]:
+    """An object's members in reverse order, each reordered at every depth."""
+    return {name: _reordered(member) for name, member in reversed(list(members.items()))}
 
 
 @pytest.mark.rules("D10.4")
 @settings(max_examples=15, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(arguments=_ARGUMENTS)
-async def test_member_order_does_not_change_the_key(harness: Harness, arguments: dict[str, object]) -> None:
+async def test_member_order_does_not_change_the_key(harness: Harness, arguments: dict[str, Any]) -> None:
     harness.world.executions.clear()
     run_id = f"run-{len(harness.log)}"
-    reordered = dict(reversed(list(arguments.items())))
-    changed = {**arguments, next(iter(arguments)): "changed-value"}
+    nested: dict[str, Any] = arguments["nested"]
+    variants = [
+        arguments,
+        _reordered_object(arguments),
+        {**arguments, "nested": _reordered_object(nested)},
+        {**arguments, next(iter(arguments)): "changed-value"},
+        {**arguments, "nested": {**nested, next(iter(nested)): "changed-value"}},
+    ]
     tool = EchoTool(harness.world, name="files.echo", **_FREE_OBJECT)
     async with harness.open(tool) as session:
-        for args in (arguments, reordered, changed):
+        for args in variants:
             await session.call(tool.spec.name, args, call_id="call-1", step_number=1, run_id=run_id)
         keys = [r.idempotency_key for r in await session.rows(run_id)]
     harness.expect(
         "D10.4",
-        len(keys) == 2 and len(harness.world.executions) == 2,
-        f"arguments {arguments!r}, the same reordered, and one value changed gave {len(keys)} rows and "
-        f"{len(harness.world.executions)} executions; expected the reordering to be the same call (2 and 2)",
+        len(keys) == 3 and len(harness.world.executions) == 3,
+        f"arguments {arguments!r}, the same with every object's members reordered (all depths, then the nested "
+        f"object only), a changed top-level value and a changed nested value gave {len(keys)} rows and "
+        f"{len(harness.world.executions)} executions; expected the reorderings to be the same call (3 and 3)",
     )
 
 

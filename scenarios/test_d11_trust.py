@@ -8,6 +8,7 @@ from toolproof.fakes import EchoTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ContextItem,
+    InvocationRow,
     InvocationStatus,
     ReasonCode,
     Suspended,
@@ -54,6 +55,29 @@ async def test_origin_trust_is_the_minimum_over_the_context(harness: Harness) ->
     )
 
 
+@pytest.mark.rules("D11.1")
+async def test_empty_context_is_external_untrusted(harness: Harness) -> None:
+    mail = _mail(harness)
+    async with harness.open(mail, _echo(harness)) as session:
+        origin, _ = await _labels(session, [], {})
+        bare = await session.call(mail.spec.name, {}, context=[])
+        row = await session.row(bare.invocation_id)
+    harness.expect(
+        "D11.1",
+        origin is TrustLabel.EXTERNAL_UNTRUSTED,
+        f"origin_trust over an empty context was {origin.value}; the minimum over nothing fails closed",
+    )
+    harness.expect(
+        "D11.1",
+        row is not None
+        and (row.origin_trust, row.argument_trust) == (TrustLabel.EXTERNAL_UNTRUSTED, TrustLabel.EXTERNAL_UNTRUSTED)
+        and isinstance(bare, Suspended)
+        and not harness.world.effects,
+        f"a consequential call without arguments and without context was {_describe_labels(row)}, answered {bare!r} "
+        f"with {len(harness.world.effects)} effects; expected both labels EXTERNAL_UNTRUSTED and an approval hold",
+    )
+
+
 @pytest.mark.rules("D11.2")
 async def test_argument_without_provenance_is_external_untrusted(harness: Harness) -> None:
     async with harness.open(_echo(harness)) as session:
@@ -70,11 +94,19 @@ async def test_one_untrusted_contributor_lowers_the_argument(harness: Harness) -
     async with harness.open(_echo(harness)) as session:
         _, mixed = await _labels(session, [USER, PAGE], {"text": ["user-1", "page-1"], "note": ["user-1"]})
         _, clean = await _labels(session, [USER, PAGE], {"text": ["user-1"], "note": ["user-1"]})
+        _, ghost = await _labels(session, [USER], {"text": ["user-1", "ghost-1"], "note": ["user-1"]})
+        _, ghost_only = await _labels(session, [USER], {"text": ["ghost-1"], "note": ["user-1"]})
     harness.expect(
         "D11.3",
         (mixed, clean) == (TrustLabel.EXTERNAL_UNTRUSTED, TrustLabel.USER),
         f"an argument built from USER and EXTERNAL_UNTRUSTED items gave argument_trust {mixed.value}; "
         f"from USER items only, {clean.value}",
+    )
+    harness.expect(
+        "D11.3",
+        (ghost, ghost_only) == (TrustLabel.EXTERNAL_UNTRUSTED, TrustLabel.EXTERNAL_UNTRUSTED),
+        f"an argument whose contributors include an id not in the request gave argument_trust {ghost.value} "
+        f"(with a USER item beside it) and {ghost_only.value} (alone); an unknown contributor counts EXTERNAL_UNTRUSTED",
     )
 
 
@@ -99,24 +131,53 @@ async def test_quoting_a_user_string_does_not_raise_the_label(harness: Harness) 
     )
 
 
+# case -> (context, provenance of the one argument, origin_trust, argument_trust): each label untrusted alone, both.
+_APPROVAL_CASES: dict[str, tuple[list[ContextItem], list[str], TrustLabel, TrustLabel]] = {
+    "origin-untrusted-argument-user": ([USER, PAGE], ["user-1"], TrustLabel.EXTERNAL_UNTRUSTED, TrustLabel.USER),
+    "origin-user-argument-untrusted": ([USER], [], TrustLabel.USER, TrustLabel.EXTERNAL_UNTRUSTED),
+    "both-untrusted": ([USER, PAGE], ["page-1"], TrustLabel.EXTERNAL_UNTRUSTED, TrustLabel.EXTERNAL_UNTRUSTED),
+}
+
+
 @pytest.mark.rules("D11.5")
-async def test_consequential_untrusted_call_waits_for_approval(harness: Harness) -> None:
+@pytest.mark.parametrize("case", list(_APPROVAL_CASES))
+async def test_consequential_untrusted_call_waits_for_approval(harness: Harness, case: str) -> None:
+    context, sources, origin, argument = _APPROVAL_CASES[case]
     write = WriteTool(harness.world, name="mail.send", input_schema={"type": "object"})
     async with harness.open(write, _echo(harness)) as session:
-        held = await session.call(write.spec.name, {"to": "x"}, context=[USER, PAGE], provenance={"to": ["page-1"]})
+        held = await session.call(
+            write.spec.name, {"to": "x"}, context=context, provenance={"to": sources} if sources else {}
+        )
         row = await session.row(held.invocation_id)
-        read = await session.call("files.echo", {"text": "t"}, context=[USER, PAGE], provenance={"text": ["page-1"]})
+        read = await session.call(
+            "files.echo", {"text": "t"}, context=context, provenance={"text": sources} if sources else {}
+        )
     harness.expect(
         "D11.5",
         isinstance(held, Suspended) and held.reason == "approval",
-        f"a consequential call with an EXTERNAL_UNTRUSTED argument was answered {held!r}; expected an approval hold",
+        f"a consequential call with origin {origin.value} and argument {argument.value} was answered {held!r}; "
+        "expected an approval hold",
     )
     harness.expect(
         "D11.5",
         row is not None and row.status is InvocationStatus.AWAITING_APPROVAL and not harness.world.effects,
         f"the held call's row is {row.status.value if row else None} with {len(harness.world.effects)} effects",
     )
-    harness.success("D11.5", read, "a read-only call with an untrusted argument")
+    harness.success("D11.5", read, "a read-only call with the same labels")
+
+
+@pytest.mark.rules("D11.5")
+async def test_consequential_trusted_call_runs(harness: Harness) -> None:
+    write = _mail(harness)
+    async with harness.open(write) as session:
+        d = await session.call(write.spec.name, {"to": "x"}, context=[SYSTEM, USER], provenance={"to": ["user-1"]})
+    harness.success("D11.5", d, "a consequential call whose origin and argument are both trusted")
+    harness.expect("D11.5", len(harness.world.effects) == 1, f"it left {len(harness.world.effects)} effects")
+
+
+def _describe_labels(row: InvocationRow | None) -> str:
+    """The row's two labels, for a message."""
+    return "no row" if row is None else f"origin {row.origin_trust.value}, argument {row.argument_trust.value}"
 
 
 async def _held(harness: Harness, session: Session) -> str:
@@ -171,6 +232,29 @@ async def test_hold_expires_after_its_bound(harness: Harness) -> None:
         late is not None and (late.status, late.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
         f"one second after its bound the hold was {late.status.value if late else None} "
         f"{late.reason_code.value if late and late.reason_code else ''}",
+    )
+
+
+@pytest.mark.rules("D11.6")
+@pytest.mark.parametrize("approved", [True, False], ids=["approved", "denied"])
+async def test_answer_after_the_bound_is_expired(harness: Harness, approved: bool) -> None:
+    async with harness.open(_mail(harness)) as session:
+        held = await _held(harness, session)
+        session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+        d = await session.resolve_approval(held, approved=approved)
+        row = await session.row(held)
+    answer = "approval" if approved else "refusal"
+    late = harness.outcome("D11.6", d, f"an {answer} answered after the bound, before any sweep")
+    harness.expect(
+        "D11.6",
+        late.reason_code is ReasonCode.APPROVAL_EXPIRED and not harness.world.effects,
+        f"an {answer} answered one second after the {DEFAULT_APPROVAL_TIMEOUT_S:.0f} s bound (no sweep ran) was "
+        f"answered {late.reason_code.value} with {len(harness.world.effects)} effects; expected approval_expired",
+    )
+    harness.expect(
+        "D11.6",
+        row is not None and (row.status, row.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
+        f"the late-answered hold's row is {row.status.value if row else None}",
     )
 
 

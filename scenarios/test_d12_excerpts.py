@@ -105,6 +105,106 @@ async def test_output_at_the_limit_is_delivered_whole(harness: Harness) -> None:
     )
 
 
+SMALL = 100
+# One multi-byte character of each UTF-8 width.
+WIDE = {2: "é", 3: "€", 4: "𝄞"}
+
+
+def _multibyte(size: int, width: int, lead: int) -> str:
+    """``size`` UTF-8 bytes: ``lead`` ASCII bytes, then characters ``width`` bytes wide, then ASCII to fill up.
+
+    Its character count is well under ``size``, so only a byte count tells whether it is over a byte limit.
+    """
+    count = (size - lead) // width
+    return "a" * lead + WIDE[width] * count + "b" * (size - lead - width * count)
+
+
+async def _deliver_each(harness: Harness, rule: str, outputs: list[str], limit: int) -> list[Success]:
+    """Each output from its own one-part tool, all in one session under ``limit`` (a failed call fails ``rule``)."""
+    tools = [PartsTool(harness.world, [(text, None)], name=f"logs.dump_{i}") for i, text in enumerate(outputs)]
+    async with harness.open(*tools, max_output_bytes=limit) as session:
+        return [
+            harness.success(rule, await session.call(tool.spec.name), f"a {len(text.encode())}-byte output")
+            for tool, text in zip(tools, outputs, strict=True)
+        ]
+
+
+def _pieces(d: Success) -> tuple[int, str, str]:
+    """(markers, head, tail) of ``d``; head is everything when there is no marker."""
+    head, markers, tail = _split(d.content)
+    return len(markers), "".join(e.text for e in head), "".join(e.text for e in tail)
+
+
+def _excerpt_problem(text: str, d: Success, limit: int) -> str | None:
+    """What keeps ``d`` from being head, one marker and tail of ``text`` under ``limit``, or None."""
+    markers, head, tail = _pieces(d)
+    size = len(head.encode()) + len(tail.encode())
+    if markers != 1:
+        return f"{markers} markers"
+    if not (head and tail and text.startswith(head) and text.endswith(tail)):
+        return f"head …{head[-8:]!r} / tail {tail[:8]!r}… not a prefix / suffix of the output"
+    if size > limit:
+        return f"head and tail carry {size} bytes"
+    return None
+
+
+# Every UTF-8 width at every alignment of its characters; the character count is always under the byte count.
+_ALIGNED = [(width, lead) for width in WIDE for lead in range(width)]
+
+
+@pytest.mark.rules("D12.5")
+async def test_output_within_the_limit_in_bytes_is_whole(harness: Harness) -> None:
+    cases = [(size, width, lead) for size in (SMALL - 1, SMALL) for width, lead in _ALIGNED]
+    outputs = [_multibyte(size, width, lead) for size, width, lead in cases]
+    delivered = await _deliver_each(harness, "D12.5", outputs, SMALL)
+    wrong = [
+        f"{size} bytes in {width}-byte characters after {lead} ASCII: {len(d.content)} envelopes"
+        for (size, width, lead), text, d in zip(cases, outputs, delivered, strict=True)
+        if [e.text for e in d.content] != [text]
+    ]
+    harness.expect("D12.5", not wrong, f"outputs at or under the {SMALL}-byte limit not delivered whole: {wrong}")
+
+
+@pytest.mark.rules("D12.1")
+async def test_output_one_byte_over_the_limit_is_excerpted(harness: Harness) -> None:
+    outputs = [_multibyte(SMALL + 1, width, lead) for width, lead in _ALIGNED]
+    delivered = await _deliver_each(harness, "D12.1", outputs, SMALL)
+    wrong = [
+        f"{width}-byte characters after {lead} ASCII: {problem}"
+        for (width, lead), text, d in zip(_ALIGNED, outputs, delivered, strict=True)
+        if (problem := _excerpt_problem(text, d, SMALL)) is not None
+    ]
+    harness.expect(
+        "D12.1",
+        not wrong,
+        f"outputs of {SMALL + 1} bytes (fewer characters than that) under a {SMALL}-byte limit were not delivered "
+        f"as head, marker and tail: {wrong}",
+    )
+
+
+@pytest.mark.rules("D12.3")
+async def test_excerpt_cuts_between_characters(harness: Harness) -> None:
+    # Shifting the characters by every lead and trail length puts the head's and the tail's cut at every byte
+    # position inside a character, whatever budgets the implementation gives them. Twice as many characters as
+    # the limit has bytes: over it however it is counted.
+    cases = [(width, lead, trail) for width, lead in _ALIGNED for trail in range(width)]
+    outputs = ["a" * lead + WIDE[width] * (2 * SMALL) + "b" * trail for width, lead, trail in cases]
+    delivered = await _deliver_each(harness, "D12.3", outputs, SMALL)
+    wrong = []
+    for (width, lead, trail), text, d in zip(cases, outputs, delivered, strict=True):
+        markers, head, tail = _pieces(d)
+        if markers != 1 or "\ufffd" in head + tail or not (text.startswith(head) and text.endswith(tail)):
+            wrong.append(
+                f"{width}-byte characters, {lead} lead, {trail} trail: head …{head[-4:]!r}, tail {tail[:4]!r}…"
+            )
+    harness.expect(
+        "D12.3",
+        not wrong,
+        "an excerpt whose cut falls inside a multi-byte character must deliver only text of the original, in order "
+        f"(one marker, head a prefix, tail a suffix, no U+FFFD): {wrong}",
+    )
+
+
 @pytest.mark.rules("D12.6")
 async def test_excerpting_does_not_copy_the_output(harness: Harness) -> None:
     size = 8 * 1024 * 1024
