@@ -43,6 +43,13 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def transport(session: nox.Session) -> None:
+    """Every witness served over HTTP must be rejected by the rule that rejects it in-process (issue 15's meta-test)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "transport_matrix", "-n", "0", "-s", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def quick(session: nox.Session) -> None:
     """The fast loop: no real processes, no PostgreSQL, no browser, no full witness matrix."""
     session.install("-e", ".[test]")

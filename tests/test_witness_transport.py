@@ -38,7 +38,7 @@ from toolproof.reports import rule_verdicts
 from toolproof.scenarios import PLUGIN, ResultCollector
 from toolproof.spec import Verdict, load_catalog, load_implementation
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.transport_matrix]
 
 
 def _free_port() -> int:
@@ -170,7 +170,24 @@ def over_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, t
     return verdicts
 
 
-@pytest.mark.parametrize("name", list(WITNESSES))
+KNOWN_HTTP_GAPS = {
+    "resolver_reaches_pipeline": "D2.2: the store is three members deep and the context is described two deep "
+    "(spec.CONTEXT_DESCRIPTION_DEPTH); open in issue 15",
+    "script_hash_of_reference_only": "D17.2: the edited-script scenario errors over HTTP (the driver imports the "
+    "rewritten module in its own process); open in issue 15",
+}
+"""Witnesses the suite still lets through over HTTP, with why: strict, so closing a gap fails here until removed."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_HTTP_GAPS[name]))
+        if name in KNOWN_HTTP_GAPS
+        else name
+        for name in WITNESSES
+    ],
+)
 def test_witness_is_rejected_over_http_by_the_rules_it_breaks_in_process(
     name: str, over_http: dict[str, dict[str, tuple[Verdict, str]]]
 ) -> None:
