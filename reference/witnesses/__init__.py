@@ -8,13 +8,31 @@ implementation: ``toolproof run --impl toolproof.reference.witnesses:status_hono
 
 from toolproof.spec import publish_exports as _publish_exports
 
-from . import _d01_d03_d13, _d04_d06, _d04_recovery, _d05_d09_mcp, _d10_d11, _d12_d16, _d17_d18
+from . import (
+    _d01_d03_d13,
+    _d04_d06,
+    _d04_recovery,
+    _d05_d09_mcp,
+    _d10_d11,
+    _d12_d16,
+    _d17_d18,
+    _gaps_outcomes_breaker,
+)
 from ._registry import WITNESSES, Witness
 
 # Each witness is reachable as ``toolproof.reference.witnesses:<name>``.
 globals().update(WITNESSES)
 
-_MODULES = (_d01_d03_d13, _d04_d06, _d04_recovery, _d05_d09_mcp, _d10_d11, _d12_d16, _d17_d18)
+_MODULES = (
+    _d01_d03_d13,
+    _d04_d06,
+    _d04_recovery,
+    _d05_d09_mcp,
+    _d10_d11,
+    _d12_d16,
+    _d17_d18,
+    _gaps_outcomes_breaker,
+)
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
 
