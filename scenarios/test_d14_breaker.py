@@ -168,7 +168,9 @@ async def test_call_identical_to_an_uncertain_one_never_runs_again(harness: Harn
     tool = RaisesTool(harness.world, after_watermark=True)
     async with harness.open(tool) as session:
         reasons = [
-            _reason(await session.call(tool.spec.name, {"amount": 10, "to": "x"} if i % 2 else {"to": "x", "amount": 10}))
+            _reason(
+                await session.call(tool.spec.name, {"amount": 10, "to": "x"} if i % 2 else {"to": "x", "amount": 10})
+            )
             for i in range(3)
         ]
     harness.expect(

@@ -130,4 +130,3 @@ async def _structure_without_schema(p: Pipeline, s: CallState) -> None:
 @witness("structure_without_schema_passes", ("D1.4",), "delivers structure from a tool that declares no output schema")
 class _StructureWithoutSchemaPasses(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _structure_without_schema}
-
