@@ -152,6 +152,28 @@ async def test_structure_that_violates_the_output_schema_is_invalid(harness: Har
     harness.expect("D1.4", _invalid_result(d), f"structure {{'count': 'many'}} against an integer schema gave {d!r}")
 
 
+@pytest.mark.rules("D1.4")
+@pytest.mark.parametrize(
+    "result",
+    [
+        ToolResult(ok=True, structured={"x": 1}),
+        ToolResult(ok=True, content=[ContentPart(text="3 files")], structured={"count": 3}),
+        ToolResult(ok=True, structured={}),
+    ],
+    ids=["structure-only", "content-and-structure", "empty-structure"],
+)
+async def test_structure_from_a_tool_without_output_schema_is_invalid(harness: Harness, result: ToolResult) -> None:
+    tool = ReturnsTool(harness.world, result, name="stats.count", output_schema=None)
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    harness.expect(
+        "D1.4",
+        _invalid_result(d) and not isinstance(d, Success),
+        f"a tool with no output schema returned structure {result.structured!r} and was answered {d!r}; structure "
+        "that cannot be validated is an invalid result",
+    )
+
+
 @pytest.mark.rules("D1.5")
 async def test_accepted_result_is_delivered_unchanged(harness: Harness) -> None:
     good = ToolResult(ok=True, content=[ContentPart(text="3 files")], structured={"count": 3})

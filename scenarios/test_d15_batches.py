@@ -56,6 +56,24 @@ async def test_every_call_gets_a_disposition_in_proposal_order(harness: Harness)
     harness.expect("D15.2", kinds == [Success, Outcome, Outcome, Success], f"dispositions were {kinds}")
 
 
+@pytest.mark.rules("D15.2")
+@pytest.mark.parametrize("slow_at", [0, 1, 2])
+async def test_parallel_batch_answers_in_proposal_order(harness: Harness, slow_at: int) -> None:
+    names = ["files.read_a", "files.read_b", "files.read_c"]
+    tools = [SlowTool(harness.world, name=n, pause_s=0.2 if i == slow_at else 0.0) for i, n in enumerate(names)]
+    async with harness.open(*tools) as session:
+        dispositions = await session.step([session.proposed(n, {}, call_id=n) for n in names])
+        by_id = {r.invocation_id: r.call_id for r in await session.rows()}
+    answered = [by_id.get(d.invocation_id) for d in dispositions]
+    sources = [d.content[0].source if isinstance(d, Success) and d.content else None for d in dispositions]
+    harness.expect(
+        "D15.2",
+        answered == names and sources == names,
+        f"a qualifying batch whose call {names[slow_at]} finishes last was answered {answered} (content from "
+        f"{sources}); expected every call, in proposal order {names}",
+    )
+
+
 @pytest.mark.rules("D15.3")
 @pytest.mark.parametrize(
     "odd_one",

@@ -16,6 +16,7 @@ from . import (
     _d10_d11,
     _d12_d16,
     _d17_d18,
+    _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
 )
@@ -32,6 +33,7 @@ _MODULES = (
     _d10_d11,
     _d12_d16,
     _d17_d18,
+    _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
 )
