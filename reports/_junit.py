@@ -17,6 +17,7 @@ _OUTCOME: dict[Verdict, tuple[str | None, str]] = {
     Verdict.ERROR: ("error", "error"),
     Verdict.XFAIL: ("skipped", "xfail"),
     Verdict.NOT_CLAIMED: ("skipped", "not-claimed"),
+    Verdict.NOT_COVERED: ("skipped", "not-covered"),
     Verdict.PASS: (None, "pass"),
 }
 

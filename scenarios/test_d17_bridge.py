@@ -9,15 +9,18 @@ import uuid
 
 import pytest
 
+from toolproof.driver import HttpImplementation
 from toolproof.fakes import CrashingTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
+    EDITED_SCRIPT_OVER_HTTP,
     TOOL_CRASH_POINTS,
     ContextItem,
     CrashPlan,
     CrashPoint,
     EventKind,
     InvocationStatus,
+    NotCovered,
     Outcome,
     ReasonCode,
     SimulatedCrash,
@@ -95,6 +98,8 @@ def orders(bridge: Any) -> None:
 async def test_an_edited_script_under_the_same_name_is_a_new_script(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if isinstance(harness.implementation, HttpImplementation):
+        raise NotCovered("D17.2", EDITED_SCRIPT_OVER_HTTP)
     folder = harness.directory / "edited_scripts"
     folder.mkdir()
     module = f"toolproof_edited_{uuid.uuid4().hex[:12]}"

@@ -8,6 +8,7 @@ from ._docs import member_doc
 from ._driver import (
     CONTEXT_DESCRIPTION_DEPTH,
     DRIVER_PROTOCOL,
+    EDITED_SCRIPT_OVER_HTTP,
     NOW_HEADER,
     PROBLEM_TYPES,
     ApprovalAnswer,
@@ -156,6 +157,7 @@ __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT_S",
     "DEFINITION_FIELDS",
     "DRIVER_PROTOCOL",
+    "EDITED_SCRIPT_OVER_HTTP",
     "ENTRY_POINT_GROUP",
     "EXCERPT_MARKER_SOURCE",
     "FAILURE_REASONS",

@@ -40,6 +40,11 @@ handed the tool (``ContextMember``), not as the values of decision 2's nine, and
 cancellation says whether the implementation's own signal was set."""
 CONTEXT_DESCRIPTION_DEPTH: Final = 2
 """How deep a context is described (its members, and theirs): as deep as decision 2's scenarios walk it."""
+EDITED_SCRIPT_OVER_HTTP: Final = (
+    "an edited script must be importable by the implementation's own process, and the harness cannot place a "
+    "module on a served driver's import path, so D17.2's edited-script cell reads not-covered over HTTP"
+)
+"""Why D17.2's edited-script cell cannot be judged behind the driver protocol (its other cells can)."""
 NOW_HEADER = "Toolproof-Now"
 """Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
 PROBLEM_TYPES = (
