@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -435,16 +436,22 @@ async def _crash_and_judge(
 def _race(implementation: Implementation, config: InstanceConfig, tool: ToolRecipe, world: World, now: float) -> None:
     """Two workers, each in its own thread, event loop and connections, sweep at the same instant."""
     barrier = threading.Barrier(2)
-    errors: list[BaseException] = []
 
     async def sweep() -> None:
         async with implementation.open(config, [tool.build(world)], FakeClock(now)) as instance:
             barrier.wait(timeout=30)
             await instance.sweep()
 
+    _in_two_threads(sweep)
+
+
+def _in_two_threads(work: Callable[[], Awaitable[None]]) -> None:
+    """Run ``work`` in two threads at once, each in its own event loop; a worker's exception is a harness error."""
+    errors: list[BaseException] = []
+
     def worker() -> None:
         try:
-            anyio.run(sweep)
+            anyio.run(work)
         except BaseException as exc:  # Reported to the scenario, which fails the race as a harness error.
             errors.append(exc)
 
@@ -499,7 +506,6 @@ def _submit_race(
 ) -> list[Disposition]:
     """Two workers, each in its own thread, event loop and connections, submit ``step`` at the same instant."""
     barrier = threading.Barrier(2)
-    errors: list[BaseException] = []
     answers: list[Disposition] = []
 
     async def submit() -> None:
@@ -507,19 +513,7 @@ def _submit_race(
             barrier.wait(timeout=30)
             answers.extend(await instance.submit(step))
 
-    def worker() -> None:
-        try:
-            anyio.run(submit)
-        except BaseException as exc:  # Reported to the scenario, which fails the race as a harness error.
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise HarnessError(f"a racing worker failed: {errors[0]!r}")
+    _in_two_threads(submit)
     return answers
 
 
