@@ -244,8 +244,8 @@ CORE_D13 = sum(rule.profile is Profile.CORE for rule in load_catalog().select("D
 VERDICTS = {
     "reference": f"✓ Verdict: reference conforms — core: {CORE_D1_D13} of {CORE_D1_D13} rules pass; bridge, mcp,"
     " recovery: no rule selected. Exit code 0. Not claimed: D13.7 (contract). Not covered: none.",
-    "witness": f"✗ Verdict: witness:narrates_remote_errors does not conform — core: 1 of {CORE_D13} rules fail"
-    " (D13.4); bridge, mcp, recovery: no rule selected. Exit code 1. Not claimed: D13.7 (contract). Not covered:"
+    "witness": f"✗ Verdict: witness:narrates_remote_errors does not conform — core: 2 of {CORE_D13} rules fail"
+    " (D13.3, D13.4); bridge, mcp, recovery: no rule selected. Exit code 1. Not claimed: D13.7 (contract). Not covered:"
     " none.",
 }
 
@@ -284,7 +284,7 @@ def test_the_verdict_line_is_in_the_first_screen(
             assert hidden
             assert max(hidden) <= 0
             assert browser.script("return document.querySelector('#failures code.command').innerText").startswith(
-                "toolproof run --impl toolproof.reference.witnesses:narrates_remote_errors --rules D13.4 --cell "
+                "toolproof run --impl toolproof.reference.witnesses:narrates_remote_errors --rules D13.3 --cell "
             )
             if javascript:
                 browser.script("document.getElementById('failures').scrollIntoView()")
