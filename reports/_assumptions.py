@@ -48,6 +48,17 @@ def render_assumptions() -> str:
     if others:
         lines += ["", "## Every other interpretation", ""]
         lines += [_rule(rule) for rule in others]
+    everywhere = [rule for rule in catalog.rules if rule.everywhere]
+    if everywhere:
+        lines += [
+            "",
+            "## Checked in every scenario",
+            "",
+            "The harness checks these rules on everything any scenario observes, whatever rule the scenario itself",
+            "judges; a violation seen there fails the rule in that scenario's cell.",
+            "",
+        ]
+        lines += [f"- **{rule.id}**: {rule.everywhere}" for rule in everywhere]
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
+    OUTCOME_TABLE,
     Advertisement,
     CatalogChange,
     ConfigurationError,
@@ -22,6 +23,7 @@ from toolproof.spec import (
     CrashCell,
     Disposition,
     Event,
+    EventKind,
     Implementation,
     Instance,
     InstanceConfig,
@@ -69,6 +71,9 @@ class Harness:
         self.clock = FakeClock()
         self.directory = directory
         self.log: list[str] = []
+        self.everywhere: dict[str, str] = {}
+        """The checks made on everything a scenario observes (``Rule.everywhere``) that failed: rule id -> the first
+        violation, with the reproduction up to it. The plugin turns each into a failing row of that rule."""
         self._opened = 0
 
     def config(self, **overrides: Any) -> InstanceConfig:
@@ -135,6 +140,60 @@ class Harness:
             self.fail(rule_id, f"{what} should have been a non-success outcome but was {describe(disposition)}")
         return disposition
 
+    def observed(self, dispositions: Sequence[Disposition], where: str) -> None:
+        """Check every non-success outcome the scenario received against the table (D13.2, D13.3, D13.4)."""
+        for disposition in dispositions:
+            if not isinstance(disposition, Outcome):
+                continue
+            entry = OUTCOME_TABLE.get(disposition.reason_code)
+            code = disposition.reason_code.value
+            if entry is None:
+                self._violated("D13.2", f"{where}: reason_code {code} is not in the table")
+                continue
+            if (disposition.status, disposition.retryable) != (entry.status, entry.retryable):
+                self._violated(
+                    "D13.2",
+                    f"{where}: {code} came with status {disposition.status.value} and retryable="
+                    f"{disposition.retryable}; the table assigns {entry.status.value} and retryable={entry.retryable}",
+                )
+            if disposition.message != entry.message:
+                self._violated(
+                    "D13.3",
+                    f"{where}: {code} came with message {disposition.message!r}, not the table's {entry.message!r}",
+                )
+            detail = disposition.external_detail
+            if detail is not None and detail.trust is not TrustLabel.EXTERNAL_UNTRUSTED:
+                self._violated(
+                    "D13.4",
+                    f"{where}: {code} came with external_detail labelled {detail.trust.value}, not EXTERNAL_UNTRUSTED",
+                )
+
+    def observed_events(self, events: Sequence[Event]) -> None:
+        """Check each invocation's events, as read: requested first, at most one completed, nothing after it (D3.7)."""
+        seen: dict[str, list[str]] = {}
+        for event in sorted(events, key=lambda e: e.seq):
+            kinds = seen.setdefault(event.invocation_id, [])
+            if not kinds and event.kind != EventKind.REQUESTED:
+                self._violated(
+                    "D3.7", f"invocation {event.invocation_id}'s first event is {event.kind}, not {EventKind.REQUESTED}"
+                )
+            if kinds and kinds[-1] == EventKind.COMPLETED:
+                self._violated(
+                    "D3.7", f"invocation {event.invocation_id} has {event.kind} after its {EventKind.COMPLETED} event"
+                )
+            kinds.append(event.kind)
+
+    def _violated(self, rule_id: str, message: str) -> None:
+        if rule_id not in self.everywhere:
+            # Worded as a ConformanceFailure of the rule is, so reports show both alike.
+            self.everywhere[rule_id] = str(
+                ConformanceFailure(
+                    rule_id,
+                    f"{message} (seen by the check the harness makes on everything a scenario observes)",
+                    reproduction=self.reproduction(),
+                )
+            )
+
     def expect(self, rule_id: str, condition: bool, message: str) -> None:
         """Fail ``rule_id`` with ``message`` unless ``condition``."""
         __tracebackhide__ = True
@@ -198,6 +257,7 @@ class Session:
             f"submit tenant={tenant} run={request.run_id} step={step_number} calls=[{shown}] context=[{ctx}]"
         )
         dispositions = await self.instance.submit(request)
+        self.harness.observed(dispositions, f"submit step {step_number}")
         for call, disposition in zip(calls, dispositions, strict=False):
             self.harness.log.append(f"  -> {call.call_id}: {describe(disposition)}")
         if len(dispositions) != len(calls):
@@ -215,6 +275,7 @@ class Session:
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         """Answer an approval hold."""
         disposition = await self.instance.resolve_approval(invocation_id, approved)
+        self.harness.observed([disposition], "an approval's answer")
         verb = "approve" if approved else "deny"
         self.harness.log.append(
             f"{verb} {invocation_id[:8]} at clock+{self.harness.clock.elapsed:.0f}s -> {describe(disposition)}"
@@ -224,12 +285,14 @@ class Session:
     async def resume(self, invocation_id: str, answer: str) -> Disposition:
         """Resume a suspended control call."""
         disposition = await self.instance.resume(invocation_id, answer)
+        self.harness.observed([disposition], "resume")
         self.harness.log.append(f"resume {invocation_id[:8]} answer={answer!r} -> {describe(disposition)}")
         return disposition
 
     async def sweep(self) -> list[Disposition]:
         """Run the implementation's maintenance sweep."""
         decided = await self.instance.sweep()
+        self.harness.observed(decided, "sweep")
         self.harness.log.append(f"sweep at clock+{self.harness.clock.elapsed:.0f}s -> {[describe(d) for d in decided]}")
         return decided
 
@@ -244,6 +307,7 @@ class Session:
             context=list(context) if context is not None else [USER_ITEM],
         )
         result = await self.instance.run_script(request)
+        self.harness.observed(result.dispositions, "run_script")
         shown = [describe(d) for d in result.dispositions]
         self.harness.log.append(f"run_script {script} step={step_number} -> {result.status} {shown} {result.message}")
         return result
@@ -263,7 +327,9 @@ class Session:
 
     async def events(self, run_id: str | None = None) -> list[Event]:
         """Events of the run."""
-        return await self.instance.events(run_id or self.run_id)
+        events = await self.instance.events(run_id or self.run_id)
+        self.harness.observed_events(events)
+        return events
 
     async def metrics(self) -> dict[str, int]:
         """Counters."""
@@ -288,6 +354,7 @@ class Session:
                 peak = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
+        self.harness.observed([disposition], f"submit step {step.step_number}")
         self.harness.log.append(f"  -> {describe(disposition)}; peak {peak / 2**20:.1f} MiB")
         return disposition, peak
 

@@ -73,6 +73,8 @@ _E = TypeVar("_E", bound=BaseException)
 CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
+EVERYWHERE = pytest.StashKey[dict[str, str]]()
+"""The harness's checks on everything the scenario observed that failed (``Harness.everywhere``)."""
 
 
 class NotClaimed(Skipped):
@@ -164,24 +166,37 @@ class ResultCollector:
         if verdict is None:
             return  # A passing setup phase: the call phase decides.
         self.done += 1
+        # What the harness saw fail on everything this scenario observed (Rule.everywhere), for the rules selected.
+        everywhere = item.stash.get(EVERYWHERE, {}) if report.when == "call" else {}
+        selected = item.config.stash[SELECTED]
+        everywhere = {rule: text for rule, text in everywhere.items() if rule in selected}
         for rule_id in case.rules:
             rule_verdict, rule_evidence = verdict, evidence
             if failed_rule is not None and rule_id != failed_rule:
                 rule_verdict = Verdict.ERROR
                 rule_evidence = f"not judged: the scenario stopped when {failed_rule} failed"
-            self.results.append(
-                ResultRow(
-                    run_id=self._run_id,
-                    implementation=case.implementation,
-                    rule_id=rule_id,
-                    scenario=case.scenario,
-                    verdict=rule_verdict,
-                    duration_s=self._durations[report.nodeid],
-                    evidence=rule_evidence,
-                )
-            )
+            if rule_verdict is Verdict.PASS and rule_id in everywhere:
+                rule_verdict, rule_evidence = Verdict.FAIL, everywhere[rule_id]
+            self._row(case, rule_id, rule_verdict, self._durations[report.nodeid], rule_evidence)
+        own = self.results[-1]
+        for rule_id, text in everywhere.items():
+            if rule_id not in case.rules:
+                self._row(case, rule_id, Verdict.FAIL, self._durations[report.nodeid], text)
         if self._on_result is not None:
-            self._on_result(self.results[-1], self.done, self.total)
+            self._on_result(own, self.done, self.total)
+
+    def _row(self, case: ScenarioCase, rule_id: str, verdict: Verdict, duration_s: float, evidence: str) -> None:
+        self.results.append(
+            ResultRow(
+                run_id=self._run_id,
+                implementation=case.implementation,
+                rule_id=rule_id,
+                scenario=case.scenario,
+                verdict=verdict,
+                duration_s=duration_s,
+                evidence=evidence,
+            )
+        )
 
 
 def _port_violation(exc: object) -> PortViolation | None:
@@ -324,6 +339,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     known = {rule.id for rule in catalog.rules}
     selected = config.stash[SELECTED]
     cells = config.stash[CELLS]
+    everywhere = {rule.id for rule in catalog.rules if rule.everywhere}
     matched: dict[str, list[pytest.Item]] = {cell: [] for cell in cells}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
@@ -343,14 +359,20 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         wanted = [cell for cell in cells if cell in scenario_names(item)]
         for cell in wanted:
             matched[cell].append(item)
-        chosen = bool(selected.intersection(rules)) and not no_database and (bool(wanted) or not cells)
+        # A named cell also judges the rules the harness checks on everything (so a failure seen there reruns).
+        judged = set(rules) | (everywhere if wanted else set())
+        chosen = bool(selected.intersection(judged)) and not no_database and (bool(wanted) or not cells)
         (keep if chosen else dropped).append(item)
     database = config.stash[DATABASE_URL] is not None
     problems = [_cell_problem(cell, found, keep, database) for cell, found in matched.items()]
     config.stash[CELL_PROBLEMS] = [problem for problem in problems if problem]
     if config.stash[CELL_PROBLEMS]:
         dropped, keep = dropped + keep, []  # Run nothing: the run stops on the selection's problems.
-    config.stash[CELL_RULES] = frozenset(rule for item in keep for rule in _rules_of(item)) & selected
+    # A cell kept only for a rule the harness checks everywhere judges that rule (its own are not selected).
+    judged_rules = {rule for item in keep for rule in _rules_of(item)}
+    if cells and any(not selected.intersection(_rules_of(item)) for item in keep):
+        judged_rules |= everywhere
+    config.stash[CELL_RULES] = frozenset(judged_rules) & selected
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -401,6 +423,8 @@ def pytest_runtest_makereport(
     harness = getattr(item, "funcargs", {}).get("harness")
     if call.when == "call" and isinstance(harness, Harness) and harness.crash_cells:
         item.stash[CRASH_CELLS] = tuple(harness.crash_cells)
+    if call.when == "call" and isinstance(harness, Harness) and harness.everywhere:
+        item.stash[EVERYWHERE] = dict(harness.everywhere)
     return report
 
 

@@ -355,6 +355,7 @@ async def _crash_and_judge(
     died_again, dispositions = await run.life(calm, step, action, None)
     harness.expect(want.rule, not died_again and dispositions is not None, "the recovering worker died")
     assert dispositions is not None
+    harness.observed(dispositions, f"{action} after a crash at {point.value}")
     outcome = dispositions[target]
     seen.observed = describe_status(outcome)
 
@@ -548,6 +549,7 @@ async def submit_race(harness: Harness, store_url: str | None, races: int) -> li
         answers = await anyio.to_thread.run_sync(
             _submit_race, harness.implementation, config, tool, world, harness.clock.now(), step
         )
+        harness.observed(answers, "a racing submit")
         async with harness.open(store_url=store_url) as reader:
             kinds = [e.kind for e in await reader.events(step.run_id)]
         results.append(

@@ -6,7 +6,10 @@ import pytest
 
 from toolproof.fakes import ClaimsStatusTool, EchoTool, FailsTool, FakeTool, ReturnsTool, World
 from toolproof.spec import (
+    FAILURE_REASONS,
+    OUTCOME_TABLE,
     ContentPart,
+    FailureKind,
     InvocationStatus,
     JsonObject,
     Outcome,
@@ -59,25 +62,36 @@ async def test_ok_result_completes_succeeded(harness: Harness) -> None:
 
 
 @pytest.mark.rules("D1.2")
-async def test_failure_completes_with_the_status_the_table_assigns(harness: Harness) -> None:
-    tool = FailsTool(harness.world, kind="REMOTE_UNAVAILABLE")
+@pytest.mark.parametrize("kind", list(FailureKind))
+async def test_failure_completes_with_the_status_the_table_assigns(harness: Harness, kind: FailureKind) -> None:
+    tool = FailsTool(harness.world, kind=kind.value)
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
+    reason = FAILURE_REASONS[kind]
+    status = OUTCOME_TABLE[reason].status
     harness.expect(
         "D1.2",
-        isinstance(d, Outcome)
-        and d.status is InvocationStatus.UNAVAILABLE
-        and d.reason_code is ReasonCode.REMOTE_UNAVAILABLE,
-        f"a REMOTE_UNAVAILABLE failure was answered {d!r}; expected UNAVAILABLE remote_unavailable",
+        isinstance(d, Outcome) and d.status is status and d.reason_code is reason,
+        f"a {kind.value} failure was answered {d!r}; expected {status.value} {reason.value}",
     )
 
 
-@pytest.mark.rules("D1.2")
-async def test_ok_and_failure_that_disagree_are_invalid(harness: Harness) -> None:
-    tool = ReturnsTool(harness.world, {"ok": True, "failure": {"kind": "ERROR"}, "content": [{"text": "fine"}]})
+@pytest.mark.rules("D1.6")
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"ok": True, "failure": {"kind": "ERROR"}, "content": [{"text": "fine"}]},
+        {"ok": True, "failure": {"kind": "TRANSIENT", "detail": "retry"}},
+        {"ok": False, "content": [{"text": "it did not work"}]},
+        {"ok": False},
+    ],
+    ids=["ok-with-failure", "ok-with-transient-failure", "not-ok-with-content-no-failure", "not-ok-bare"],
+)
+async def test_ok_and_failure_that_disagree_are_invalid(harness: Harness, result: JsonObject) -> None:
+    tool = ReturnsTool(harness.world, result)
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
-    harness.expect("D1.2", _invalid_result(d), f"ok=true with a failure was answered {d!r}")
+    harness.expect("D1.6", _invalid_result(d), f"the result {result} was answered {d!r}; expected FAILED invalid")
 
 
 class _LabelsTool(FakeTool):

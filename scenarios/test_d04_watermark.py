@@ -150,6 +150,7 @@ async def test_uncertain_resolution_by_recovery_is_counted(harness: Harness) -> 
         decided = await session.sweep()
         [row] = await session.rows()
         count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+        await session.events()  # Read, so the harness checks the recovered call's events in order (D3.7).
     harness.expect(
         "D4.11",
         row.status is InvocationStatus.UNCERTAIN and len(decided) == 1,

@@ -34,6 +34,9 @@ class Rule(BaseModel):
     over_http: str | None = None
     """Why no scenario can judge this rule against an implementation behind the driver protocol, when none
     can: there it reads ``not-covered`` with this reason, never ``pass`` (it is judged in-process only)."""
+    everywhere: str | None = None
+    """What the harness checks of this rule on everything any scenario observes (every outcome, every event read),
+    whatever rule the scenario itself judges; a violation seen there fails this rule in that scenario's cell."""
 
     @field_validator("id")
     @classmethod

@@ -41,7 +41,9 @@ def test_each_failure_names_the_command_that_reruns_its_cell_and_the_command_doe
     # enveloped (D13.4), each in more than one cell. One command per failing row, no more, no fewer.
     assert {row.rule_id for row in failing} == {"D13.3", "D13.4"}
     assert len(commands) == len(failing)
-    words = shlex.split(next(c for c in commands if NARRATED in c))
+    # The narrated cell fails D13.4 (its own rule) and D13.3 (the harness's check of every outcome): two commands.
+    assert sum(NARRATED in c for c in commands) == 2
+    words = shlex.split(next(c for c in commands if NARRATED in c and "--rules D13.4" in c))
     assert words == [
         "toolproof",
         "run",
@@ -61,7 +63,7 @@ def test_each_failure_names_the_command_that_reruns_its_cell_and_the_command_doe
     # Exactly that cell, judged on exactly that rule: the same failure, nothing else ran.
     assert info.selected_rules == ["D13.4"]
     assert [(row.scenario, row.verdict) for row in rows] == [(NARRATED, Verdict.FAIL)]
-    assert rows[0].evidence == next(row.evidence for row in failing if row.scenario == NARRATED)
+    assert rows[0].evidence == next(r.evidence for r in failing if r.scenario == NARRATED and r.rule_id == "D13.4")
 
 
 def test_the_html_report_shows_the_command_and_wraps_long_evidence(witness_run: Path) -> None:

@@ -128,7 +128,7 @@ def _judge(name: str, out: Path) -> dict[str, tuple[Verdict, str]]:
     with serve(f"toolproof.reference.witnesses:{name}", root) as url:
         args = ["--pyargs", "toolproof.scenarios", "-p", PLUGIN, "-p", "no:terminal", "-p", "no:cacheprovider"]
         args += ["-c", os.devnull, "--rootdir", str(out), "-W", "ignore::DeprecationWarning"]
-        args += ["--toolproof-impl", url, "--toolproof-rules", ",".join(rules)]
+        args += ["--toolproof-impl", url, "--toolproof-rules", WITNESSES[name].selection]
         code = pytest.main(args, plugins=[collector, _StopWhenRejected(collector, frozenset(rules))])
     assert code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED), code
     assert not collector.collection_errors, collector.collection_errors
@@ -140,7 +140,8 @@ def _judge(name: str, out: Path) -> dict[str, tuple[Verdict, str]]:
 
 def _solo(name: str) -> bool:
     """A witness of a decision with a crash matrix: its SIGKILL cells need a driver a supervisor restarts."""
-    return WITNESSES[name].breaks[0].split(".")[0] in SOLO_DECISIONS
+    witness = WITNESSES[name]
+    return any(rule.split(".")[0] in SOLO_DECISIONS for rule in (*witness.breaks, *witness.through))
 
 
 @pytest.fixture(scope="module")

@@ -20,11 +20,12 @@ SOLO_DECISIONS = frozenset({"D4", "D17"})
 
 
 def _groups() -> dict[str, list[str]]:
-    """Witnesses that share a run: those of one decision, which each run the union of the group's rules."""
+    """Witnesses that share a run: those of one decision, which each run the union of the group's rules. A witness
+    seen through another decision's scenarios (``Witness.through``) runs alone, on its own selection."""
     groups: dict[str, list[str]] = {}
     for name, witness in WITNESSES.items():
         decision = witness.breaks[0].split(".")[0]
-        groups.setdefault(name if decision in SOLO_DECISIONS else decision, []).append(name)
+        groups.setdefault(name if decision in SOLO_DECISIONS or witness.through else decision, []).append(name)
     return groups
 
 
@@ -33,7 +34,7 @@ def witness_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """One run per group, with the group's witnesses side by side (a run's fixed cost is paid once per group)."""
     runs = {}
     for key, names in _groups().items():
-        rules = sorted({rule for name in names for rule in WITNESSES[name].breaks})
+        rules = sorted({rule for name in names for rule in WITNESSES[name].selection.split(",")})
         impls = [f"toolproof.reference.witnesses:{name}" for name in names]
         run = run_and_load(impls, ",".join(rules), tmp_path_factory.mktemp(key))
         runs.update(dict.fromkeys(names, run))

@@ -142,7 +142,9 @@ def impls() -> None:
         return
     for witness in WITNESSES.values():
         out.print(
-            f"toolproof.reference.witnesses:{witness.name}  (witness; breaks {', '.join(witness.breaks)}: {witness.defect})",
+            f"toolproof.reference.witnesses:{witness.name}  (witness; breaks {', '.join(witness.breaks)}"
+            + (f", seen through {', '.join(witness.through)}" if witness.through else "")
+            + f": {witness.defect})",
             markup=False,
         )
 

@@ -61,7 +61,7 @@ class _StatusHonouring(Pipeline):
         return ToolResult.model_validate({k: v for k, v in data.items() if k in ToolResult.model_fields})
 
 
-@witness("trusts_ok_flag", ("D1.2",), "believes ok=true over a failure, and files every failure as tool_error")
+@witness("trusts_ok_flag", ("D1.2", "D1.6"), "believes ok=true over a failure, and files every failure as tool_error")
 class _TrustsOkFlag(Pipeline):
     def parse_result(self, raw: Any) -> ToolResult | None:
         data = dict(raw.model_dump() if hasattr(raw, "model_dump") else raw)
@@ -70,6 +70,27 @@ class _TrustsOkFlag(Pipeline):
         elif data.get("failure"):
             data["failure"] = {"kind": "ERROR", "detail": data["failure"].get("detail")}
         return super().parse_result(data)
+
+
+@witness("rejected_filed_unavailable", ("D1.2",), "files a REMOTE_REJECTED failure as remote_unavailable")
+class _RejectedFiledUnavailable(Pipeline):
+    def parse_result(self, raw: Any) -> ToolResult | None:
+        result = super().parse_result(raw)
+        if result is not None and result.failure is not None and result.failure.kind == "REMOTE_REJECTED":
+            # The mistake: "the remote said no" and "the remote is down" are one bucket.
+            return result.model_copy(
+                update={"failure": result.failure.model_copy(update={"kind": "REMOTE_UNAVAILABLE"})}
+            )
+        return result
+
+
+@witness("bare_not_ok_is_tool_error", ("D1.6",), "reads ok=false without a failure as a plain tool_error")
+class _BareNotOkIsToolError(Pipeline):
+    def parse_result(self, raw: Any) -> ToolResult | None:
+        data = raw.model_dump() if hasattr(raw, "model_dump") else raw
+        if isinstance(data, Mapping) and data.get("ok") is False and not data.get("failure"):
+            return ToolResult(ok=False, failure=ToolFailure(kind="ERROR"))  # The mistake: a lenient default.
+        return super().parse_result(raw)
 
 
 async def _rejects_unstructured(p: Pipeline, s: CallState) -> None:

@@ -29,6 +29,14 @@ class Witness:
     """What is wrong with it, in one line."""
     pipeline: type[Pipeline]
     """The defective pipeline."""
+    through: tuple[str, ...] = ()
+    """Decisions whose scenarios observe the defect, when the rules it breaks are judged there by the harness's
+    checks on everything a scenario observes (``Rule.everywhere``) rather than by their own scenarios."""
+
+    @property
+    def selection(self) -> str:
+        """The ``--rules`` that judge it: the rules it breaks and the decisions it is seen through."""
+        return ",".join((*self.breaks, *self.through))
 
     def __call__(self) -> ReferenceImplementation:
         """The implementation (so a witness is its own factory)."""
@@ -39,13 +47,15 @@ WITNESSES: dict[str, Witness] = {}
 """Every witness by name."""
 
 
-def witness(name: str, breaks: tuple[str, ...], defect: str) -> Callable[[type[Pipeline]], type[Pipeline]]:
-    """Register the decorated pipeline as the witness ``name``."""
+def witness(
+    name: str, breaks: tuple[str, ...], defect: str, *, through: tuple[str, ...] = ()
+) -> Callable[[type[Pipeline]], type[Pipeline]]:
+    """Register the decorated pipeline as the witness ``name`` (``through``: see ``Witness.through``)."""
 
     def register(cls: type[Pipeline]) -> type[Pipeline]:
         if name in WITNESSES:
             raise ValueError(f"witness {name!r} is registered twice")
-        WITNESSES[name] = Witness(name, breaks, defect, cls)
+        WITNESSES[name] = Witness(name, breaks, defect, cls, through)
         return cls
 
     return register
