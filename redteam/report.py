@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import cast
 
-from .manifest import MANIFEST
+from .run import MANIFEST, OUT
 
-RESULTS = Path("/tmp/redteam/results.jsonl")
+RESULTS = OUT / "results.jsonl"
 
 
 def clause_and_mistake(ref: str) -> tuple[str, str]:
@@ -48,7 +48,7 @@ def main() -> None:
     for ref in MANIFEST:
         r = latest.get(ref)
         if r is not None:
-            d = "D" + str(int(ref.split(":")[0].removeprefix("redteam.d")))
+            d = "D" + str(int(ref.split(":")[0].rsplit("_d" if "_d" in ref else ".d", 1)[1]))
             per.setdefault(d, [0, 0])
             per[d][0] += r["exit"] == 1
             per[d][1] += 1
