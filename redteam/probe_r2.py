@@ -11,8 +11,6 @@ from typing import Any
 
 import anyio
 
-import anyio
-
 from toolproof.reference.hooks import ReferenceImplementation
 from toolproof.spec import (
     ConfigurationError,
@@ -22,7 +20,6 @@ from toolproof.spec import (
     ProposedCall,
     ToolResult,
     ToolSpec,
-    TrustLabel,
 )
 
 from .probe import USER, Clock, FnTool, _chosen, ok, probe, step, with_instance
@@ -257,7 +254,12 @@ async def r2_mcp_cap_characters() -> Any:
         call = ProposedCall(call_id="c", tool_name="mcp.plain.wide", arguments={})
         d = (await inst.submit(step("r", 0, call, context=USER)))[0]
     delivered = sum(len(e.text.encode()) for e in getattr(d, "content", []))
-    return {"cap_bytes": 100, "status": d.status, "reason": getattr(d, "reason_code", None), "delivered_bytes": delivered}
+    return {
+        "cap_bytes": 100,
+        "status": d.status,
+        "reason": getattr(d, "reason_code", None),
+        "delivered_bytes": delivered,
+    }
 
 
 @probe
@@ -361,7 +363,6 @@ WRITE = ToolSpec(name="t.w", side_effect="WORKSPACE_WRITE", idempotency="NON_IDE
 @probe
 async def r2_origin_per_run() -> Any:
     from redteam.r2_d11 import origin_cached_per_run as f
-    from toolproof.spec import ContextItem
 
     tool = FnTool(WRITE, ok)
     second_context = [
@@ -370,8 +371,6 @@ async def r2_origin_per_run() -> Any:
     ]
 
     async def body(inst: Any) -> Any:
-        read = FnTool(ToolSpec(name="t.r"), ok)
-        _ = read
         first = ProposedCall(call_id="c0", tool_name="t.w", arguments={"p": "a"}, provenance={"p": ["u"]})
         await inst.submit(step("r", 0, first, context=USER))
         second = ProposedCall(call_id="c1", tool_name="t.w", arguments={"p": "b"}, provenance={"p": ["u"]})
@@ -401,8 +400,6 @@ async def r2_hold_bound_config() -> Any:
 
 
 async def _excerpted(f: Any, tool: FnTool, limit: int = 100) -> Any:
-    import hashlib
-
     async def body(inst: Any) -> Any:
         d = (await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name=tool.spec.name), context=USER)))[0]
         out: dict[str, Any] = {"envelopes": [(e.trust.value, e.source, len(e.text.encode())) for e in d.content]}
@@ -410,7 +407,7 @@ async def _excerpted(f: Any, tool: FnTool, limit: int = 100) -> Any:
         return out
 
     result = await with_instance(f(), [tool], body, max_output_bytes=limit)
-    return result | {"limit": limit, "hashlib": hashlib.sha256.__name__} if False else result | {"limit": limit}
+    return result | {"limit": limit}
 
 
 @probe
@@ -619,7 +616,9 @@ async def r2_bridge_provenance() -> Any:
     tool = FnTool(WRITE, ok)
 
     async def body(inst: Any) -> Any:
-        request = ScriptRequest(run_id="r", step_number=0, script="redteam.r2_scripts:writes_without_provenance", context=USER)
+        request = ScriptRequest(
+            run_id="r", step_number=0, script="redteam.r2_scripts:writes_without_provenance", context=USER
+        )
         run = await inst.run_script(request)
         rows = await inst.invocations("r")
         return {
@@ -651,7 +650,9 @@ async def r2_first_page_only() -> Any:
     fake = Paginated("Paginated", lambda: [], {"echo": echo, "search": echo})
     async with opened(f(), [], mcp_servers=[mcp_config(fake, classification=classified())]) as inst:
         names = (await inst.advertise("r")).names()
-        call = ProposedCall(call_id="c", tool_name="mcp.plain.search", arguments={"text": "x"}, provenance={"text": ["u"]})
+        call = ProposedCall(
+            call_id="c", tool_name="mcp.plain.search", arguments={"text": "x"}, provenance={"text": ["u"]}
+        )
         d = (await inst.submit(step("r", 0, call, context=USER)))[0]
         history = [(c.kind.value, c.registered_name) for c in await inst.catalog_history()]
     return {"advertised": names, "call mcp.plain.search": getattr(d, "reason_code", d.status), "history": history}
@@ -689,7 +690,9 @@ async def r2_output_schema_drift() -> Any:
         async with opened(f(), [], mcp_servers=[mcp_config(fake, classification=classified())]) as inst:
             await inst.advertise("r")
             state["changed"] = True
-            call = ProposedCall(call_id="c", tool_name="mcp.plain.lookup", arguments={"text": "x"}, provenance={"text": ["u"]})
+            call = ProposedCall(
+                call_id="c", tool_name="mcp.plain.lookup", arguments={"text": "x"}, provenance={"text": ["u"]}
+            )
             d = (await inst.submit(step("r", 0, call, context=USER)))[0]
             kinds = [c.kind.value for c in await inst.catalog_history()]
         out[f"{label} changed mid-session"] = {"call": getattr(d, "reason_code", d.status), "history": kinds}
@@ -744,3 +747,88 @@ async def r2_in_progress_row() -> Any:
             out["row after"] = (await b.invocations("r"))[0].status.value
             out["completed events"] = sum(e.kind == "tool_call.completed" for e in await b.events("r"))
     return out
+
+
+@probe
+async def r2_replay_after_mark() -> Any:
+    from redteam.r2_d04 import replay_path_ignores_watermark as f
+
+    async def mark_then_hang_once(_a: dict[str, Any], c: Any) -> ToolResult:
+        await c.mark_effect_sent()
+        if tool.calls == 1:
+            await anyio.sleep_forever()
+        return ToolResult(ok=True)
+
+    tool = FnTool(WRITE.model_copy(update={"deadline_s": 600}), mark_then_hang_once)
+    clock = Clock()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as dd:
+        cfg = InstanceConfig(store_dir=Path(dd) / "s", workspace=Path(dd))
+        the_step = step("r", 0, _same(0), context=USER)
+        async with (
+            _chosen(f()).open(cfg, [tool], clock) as a,
+            _chosen(f()).open(cfg, [tool], clock) as b,
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(a.submit, the_step)
+            await tool.started.wait()
+            await anyio.sleep(0.2)
+            clock.t += 120  # worker A is dead: its lease expired, its watermark is set
+            d = (await b.submit(the_step))[0]  # the step is replayed before any sweep
+            out["replay"] = getattr(d, "reason_code", d.status)
+            out["executions"] = tool.calls
+            group.cancel_scope.cancel()
+    return out
+
+
+@probe
+async def r2_status_only_cas_race() -> Any:
+    import threading
+
+    from redteam.r2_d04 import claim_cas_on_status_only as f
+
+    def race(root: Path) -> int:
+        async def body(_a: dict[str, Any], _c: Any) -> ToolResult:
+            if tool.calls == 1:
+                await anyio.sleep_forever()
+            await anyio.sleep(0.05)
+            return ToolResult(ok=True)
+
+        tool = FnTool(ToolSpec(name="t.r", deadline_s=60), body)
+        clock = Clock()
+        cfg = InstanceConfig(store_dir=root / "s", workspace=root)
+
+        async def dead_worker() -> None:
+            async with _chosen(f()).open(cfg, [tool], clock) as a:
+                with anyio.move_on_after(5):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(
+                            a.submit, step("r", 0, ProposedCall(call_id="c", tool_name="t.r"), context=USER)
+                        )
+                        await tool.started.wait()
+                        group.cancel_scope.cancel()
+
+        anyio.run(dead_worker)
+        clock.t += 120
+        barrier = threading.Barrier(2)
+
+        def sweeper() -> None:
+            async def go() -> None:
+                async with _chosen(f()).open(cfg, [tool], clock) as inst:
+                    barrier.wait()
+                    await inst.sweep()
+
+            anyio.run(go)
+
+        threads = [threading.Thread(target=sweeper) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return tool.calls - 1  # executions by the two recovering workers
+
+    counts = []
+    for _ in range(20):
+        with tempfile.TemporaryDirectory() as d:
+            counts.append(await anyio.to_thread.run_sync(race, Path(d)))
+    return {"races": len(counts), "races where both recovering workers executed": sum(c == 2 for c in counts)}

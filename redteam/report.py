@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from pathlib import Path
 from typing import cast
 
 from .run import MANIFEST, OUT
