@@ -13,11 +13,18 @@ _reference_excerpt = STEP_TABLE[Step.EXCERPT]
 FULL_OUTPUT_ARTIFACT = "full-output.txt"
 
 
+def _utf8_size(text: str) -> int:
+    from toolproof.reference._excerpt import chunked
+
+    # Measured chunk by chunk, so a large part is never encoded (copied) whole.
+    return sum(len(chunk.encode()) for chunk in chunked(text))
+
+
 async def _excerpt_per_part(p: Pipeline, s: CallState) -> None:
     if isinstance(s.disposition, Success):
         limit = p.config.max_output_bytes
         # The mistake: the limit is applied to each part ("no part may be longer than the budget").
-        if all(len(e.text.encode()) <= limit for e in s.disposition.content):
+        if all(_utf8_size(e.text) <= limit for e in s.disposition.content):
             return
     await _reference_excerpt(p, s)
 
