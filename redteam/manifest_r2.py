@@ -5,6 +5,7 @@ from __future__ import annotations
 MANIFEST: dict[str, str] = {
     "redteam.r2_d01:part_claim_replaces_floor": "D1",
     "redteam.r2_d01:empty_parts_dropped": "D1,D12",
+    "redteam.r2_d01:excerpt_replaces_tool_artifacts": "D1,D12",
     "redteam.r2_d01:structure_checks_top_level_type_only": "D1",
     "redteam.r2_d02:scope_prefix_match": "D2",
     "redteam.r2_d03:replay_retries_retryable_outcomes": "D3",

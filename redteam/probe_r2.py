@@ -832,3 +832,20 @@ async def r2_status_only_cas_race() -> Any:
         with tempfile.TemporaryDirectory() as d:
             counts.append(await anyio.to_thread.run_sync(race, Path(d)))
     return {"races": len(counts), "races where both recovering workers executed": sum(c == 2 for c in counts)}
+
+
+@probe
+async def r2_excerpt_drops_artifacts() -> Any:
+    from redteam.r2_d01 import excerpt_replaces_tool_artifacts as f
+
+    async def writes(_a: dict[str, Any], c: Any) -> ToolResult:
+        ref = await c.artifact_writer.write("report.csv", b"a,b\n1,2\n")
+        return ToolResult(ok=True, content=[ContentPart(text="x" * 300)], artifacts=[ref])
+
+    tool = FnTool(ToolSpec(name="t.o"), writes)
+
+    async def body(inst: Any) -> Any:
+        d = (await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="t.o"), context=USER)))[0]
+        return {"artifacts delivered": [a.name for a in d.artifacts]}
+
+    return await with_instance(f(), [tool], body, max_output_bytes=100)

@@ -83,3 +83,25 @@ def structure_checks_top_level_type_only() -> ReferenceImplementation:
     top-level type (an object is an object), so a structure missing a required member or with a member of the
     wrong type is delivered instead of completing FAILED invalid_tool_result."""
     return impl("r2-d01-structure-top-level-type-only", _TypeOnlyStructure)
+
+
+_reference_excerpt = STEP_TABLE[Step.EXCERPT]
+
+
+async def _excerpt_keeps_only_full_output(p: Pipeline, s: CallState) -> None:
+    before = s.disposition
+    await _reference_excerpt(p, s)
+    if s.disposition is not before and isinstance(s.disposition, Success):
+        # The mistake: an excerpted output's artifacts are "the full output now", so the list is replaced.
+        s.disposition = s.disposition.model_copy(update={"artifacts": s.disposition.artifacts[-1:]})
+
+
+class _ExcerptReplacesArtifacts(Pipeline):
+    steps = table(EXCERPT=_excerpt_keeps_only_full_output)
+
+
+def excerpt_replaces_tool_artifacts() -> ReferenceImplementation:
+    """D1 "ToolResult carries ok, content, ..., artifacts" (delivered with the success) + D12 "artifactized": when
+    the output is excerpted, the disposition's artifacts are replaced by the full-output artifact, so the artifacts
+    the tool itself wrote through the artifact writer are no longer referenced from the SUCCEEDED disposition."""
+    return impl("r2-d01-excerpt-replaces-tool-artifacts", _ExcerptReplacesArtifacts)
