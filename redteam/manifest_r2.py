@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+# r2_d01:empty_parts_dropped ran (exit 0) and was withdrawn: dropping empty-text parts is not a mistake the ADR
+# forbids (see RESULTS-r2.md); excerpt_replaces_tool_artifacts took its place.
 MANIFEST: dict[str, str] = {
     "redteam.r2_d01:part_claim_replaces_floor": "D1",
-    "redteam.r2_d01:empty_parts_dropped": "D1,D12",
     "redteam.r2_d01:excerpt_replaces_tool_artifacts": "D1,D12",
     "redteam.r2_d01:structure_checks_top_level_type_only": "D1",
     "redteam.r2_d02:scope_prefix_match": "D2",

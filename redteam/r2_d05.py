@@ -120,7 +120,7 @@ class _LowerFirstPipeline(Pipeline):
 
 
 def normalize_lowers_before_nfkc() -> ReferenceImplementation:
-    """D5 "a deterministic normalization" (pinned: NFKC, then lower case): the remote name is lower-cased before
+    """D5 "a deterministic normalization" (pinned as NFKC, then lower case): the remote name is lower-cased before
     NFKC, so characters whose compatibility form is upper case (mathematical bold "𝐃𝐞𝐥𝐞𝐭𝐞", "ℌ") keep it, are
     replaced by "_", and register under another name than the pinned normalization gives."""
     return impl("r2-d05-normalize-lowers-before-nfkc", _LowerFirstPipeline)

@@ -127,7 +127,7 @@ class _RetriesNotAttempts(Pipeline):
 
 
 def max_attempts_counts_retries() -> ReferenceImplementation:
-    """D10 "a bounded retry reuses the key" (bound: InstanceConfig.max_attempts executions in all): the bound is
+    """D10 "a bounded retry reuses the key" (bounded by InstanceConfig.max_attempts executions in all): the bound is
     compared with ``<=``, i.e. read as retries after the first execution, so a tool that keeps reporting TRANSIENT is
     executed max_attempts + 1 times (3 with the default 2)."""
     return impl("r2-d10-max-attempts-counts-retries", _RetriesNotAttempts)

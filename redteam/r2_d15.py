@@ -24,7 +24,7 @@ class _SortedSequential(Pipeline):
 
 
 def sequential_batch_sorted_by_call_id() -> ReferenceImplementation:
-    """D15 "a mixed batch runs sequentially" (Section 12.4: in proposal order): a batch that does not qualify for
+    """D15 "a mixed batch runs sequentially" (Section 12.4, in proposal order): a batch that does not qualify for
     parallelism runs its calls sorted by call_id rather than in proposal order (results are still returned in
     proposal order), so a batch proposed as ["b": write, "a": read] reads before it writes."""
     return impl("r2-d15-sequential-sorted-by-call-id", _SortedSequential)
