@@ -47,7 +47,8 @@ def main() -> None:
     for ref in MANIFEST:
         r = latest.get(ref)
         if r is not None:
-            d = "D" + str(int(ref.split(":")[0].rsplit("_d" if "_d" in ref else ".d", 1)[1]))
+            module = ref.split(":")[0].rsplit(".", 1)[1]  # d01 (round 1) or r2_d01 (round 2)
+            d = "D" + str(int(module.rsplit("d", 1)[1]))
             per.setdefault(d, [0, 0])
             per[d][0] += r["exit"] == 1
             per[d][1] += 1
