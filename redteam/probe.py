@@ -487,6 +487,15 @@ async def cut_inside_character() -> Any:
     return await _excerpt_probe(f, "a" + "é" * 200)  # the 50-byte head ends inside an é
 
 
+from . import probe_r2 as _round_2  # noqa: E402  (registers round 2's probes in PROBES)
+
+_: Any = _round_2
+
+
 if __name__ == "__main__":
+    # Run as a script this module is __main__; round 2 registered its probes in the importable redteam.probe.
+    from redteam import probe as _importable
+
+    PROBES.update(_importable.PROBES)
     for name in sys.argv[1:] or list(PROBES):
         print(name, "->", anyio.run(PROBES[name]))

@@ -8,12 +8,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from pathlib import Path
 from typing import cast
 
-from .manifest import MANIFEST
+from .run import MANIFEST, OUT
 
-RESULTS = Path("/tmp/redteam/results.jsonl")
+RESULTS = OUT / "results.jsonl"
 
 
 def clause_and_mistake(ref: str) -> tuple[str, str]:
@@ -48,7 +47,8 @@ def main() -> None:
     for ref in MANIFEST:
         r = latest.get(ref)
         if r is not None:
-            d = "D" + str(int(ref.split(":")[0].removeprefix("redteam.d")))
+            module = ref.split(":")[0].rsplit(".", 1)[1]  # d01 (round 1) or r2_d01 (round 2)
+            d = "D" + str(int(module.rsplit("d", 1)[1]))
             per.setdefault(d, [0, 0])
             per[d][0] += r["exit"] == 1
             per[d][1] += 1

@@ -1,0 +1,48 @@
+"""Round 2: which rules each red-team pipeline is run against (the decisions its mistake touches)."""
+
+from __future__ import annotations
+
+# r2_d01:empty_parts_dropped ran (exit 0) and was withdrawn: dropping empty-text parts is not a mistake the ADR
+# forbids (see RESULTS-r2.md); excerpt_replaces_tool_artifacts took its place.
+MANIFEST: dict[str, str] = {
+    "redteam.r2_d01:part_claim_replaces_floor": "D1",
+    "redteam.r2_d01:excerpt_replaces_tool_artifacts": "D1,D12",
+    "redteam.r2_d01:structure_checks_top_level_type_only": "D1",
+    "redteam.r2_d02:scope_prefix_match": "D2",
+    "redteam.r2_d03:replay_retries_retryable_outcomes": "D3",
+    "redteam.r2_d03:in_progress_completes_row": "D3,D4,D13",
+    "redteam.r2_d04:claim_cas_on_status_only": "D4",
+    "redteam.r2_d04:replay_path_ignores_watermark": "D4",
+    "redteam.r2_d05:name_cap_exclusive": "D5",
+    "redteam.r2_d05:name_length_uncapped": "D5",
+    "redteam.r2_d05:grammar_dollar_accepts_newline": "D5",
+    "redteam.r2_d05:resolve_folds_compatibility_characters": "D5",
+    "redteam.r2_d05:normalize_lowers_before_nfkc": "D5",
+    "redteam.r2_d05:normalize_caps_before_prefix": "D5",
+    "redteam.r2_d05:mcp_resolve_normalizes_proposed": "D5,D9",
+    "redteam.r2_d06:annotations_refine_operator_ceiling": "D6",
+    "redteam.r2_d07:allowlist_reads_userinfo_as_host": "D7",
+    "redteam.r2_d07:tenant_transport_blacklist": "D7",
+    "redteam.r2_d08:output_cap_in_characters": "D8",
+    "redteam.r2_d08:remote_tool_shadows_read_resource": "D8,D5",
+    "redteam.r2_d09:catalog_first_page_only": "D9,D18",
+    "redteam.r2_d09:definition_hash_older_field_set": "D9,D18",
+    "redteam.r2_d10:key_inputs_concatenated": "D10",
+    "redteam.r2_d10:key_sorts_arrays": "D10",
+    "redteam.r2_d10:max_attempts_counts_retries": "D10,D2,D13",
+    "redteam.r2_d11:origin_cached_per_run": "D11",
+    "redteam.r2_d11:hold_bound_ignores_configuration": "D11,D17",
+    "redteam.r2_d12:limit_applied_per_part": "D12",
+    "redteam.r2_d12:excerpt_relabels_pieces": "D12",
+    "redteam.r2_d12:artifact_joins_parts_with_newlines": "D12,D2",
+    "redteam.r2_d13:completed_event_carries_remote_error": "D13,D3",
+    "redteam.r2_d13:exhausted_transient_reported_as_error": "D13,D1,D10",
+    "redteam.r2_d14:breaker_reads_earlier_steps_only": "D14",
+    "redteam.r2_d14:denial_threshold_off_by_one": "D14",
+    "redteam.r2_d15:sequential_batch_sorted_by_call_id": "D15",
+    "redteam.r2_d15:sequential_batch_stops_at_failure": "D15,D3",
+    "redteam.r2_d16:control_tools_skip_breaker": "D16,D14",
+    "redteam.r2_d17:ordinal_counted_per_tool": "D17",
+    "redteam.r2_d17:bridge_credits_whole_context": "D17,D11",
+    "redteam.r2_d18:changed_recorded_without_hash": "D18,D9",
+}
