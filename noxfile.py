@@ -44,7 +44,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def transport(session: nox.Session) -> None:
-    """Every witness served over HTTP must be rejected by the rule that rejects it in-process (issue 15's meta-test)."""
+    """The over-HTTP tier: every witness served over HTTP is rejected by the rule that rejects it in-process, and the
+    reference over HTTP gives its in-process verdict on every rule."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "transport_matrix", "-n", "0", "-s", *session.posargs)
 

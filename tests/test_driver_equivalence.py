@@ -16,7 +16,9 @@ from helpers import Run
 from toolproof._run import run_suite
 from toolproof.spec import Verdict, load_catalog
 
-pytestmark = pytest.mark.slow
+# The whole suite over HTTP is the over-HTTP tier's (nox -s transport), with every witness over HTTP; the default
+# run keeps tests/test_driver.py's served runs of D3 and D13 against their in-process verdicts.
+pytestmark = [pytest.mark.slow, pytest.mark.transport_matrix]
 
 
 def _free_port() -> int:

@@ -1,13 +1,14 @@
 """The key self-test: every scenario fails against a witness, and the reference passes them all.
 
 Each witness runs only the scenarios of the decisions it breaks (a run per witness), which
-is enough to prove that every scenario can fail and keeps the matrix affordable.
+is enough to prove that every scenario can fail and keeps the matrix affordable. The runs are
+split in two halves (this module and ``test_witnesses_more.py``), so two xdist workers share them.
 """
 
 from __future__ import annotations
 
 import pytest
-from helpers import Run, run_and_load
+from helpers import Run, shared_root, shared_run
 
 from toolproof.reference.witnesses import WITNESSES
 from toolproof.spec import Verdict, load_catalog
@@ -29,15 +30,27 @@ def _groups() -> dict[str, list[str]]:
     return groups
 
 
+def partition(half: int) -> list[str]:
+    """The groups one of the two witness modules runs: every other group, so each xdist worker runs about half
+    the matrix (this module runs half 0 and then reads half 1, which ``test_witnesses_more.py`` runs)."""
+    return list(_groups())[half::2]
+
+
+def group_run(factory: pytest.TempPathFactory, key: str) -> Run:
+    """The run of one group, made once per session by whichever worker asks first."""
+    names = _groups()[key]
+    rules = sorted({rule for name in names for rule in WITNESSES[name].selection.split(",")})
+    impls = [f"toolproof.reference.witnesses:{name}" for name in names]
+    return shared_run(shared_root(factory, "witness-runs"), key, impls, ",".join(rules))
+
+
 @pytest.fixture(scope="module")
 def witness_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """One run per group, with the group's witnesses side by side (a run's fixed cost is paid once per group)."""
+    """Every witness's run: this module's half first, then the other half (made by the other worker meanwhile)."""
     runs = {}
-    for key, names in _groups().items():
-        rules = sorted({rule for name in names for rule in WITNESSES[name].selection.split(",")})
-        impls = [f"toolproof.reference.witnesses:{name}" for name in names]
-        run = run_and_load(impls, ",".join(rules), tmp_path_factory.mktemp(key))
-        runs.update(dict.fromkeys(names, run))
+    for key in partition(0) + partition(1):
+        run = group_run(tmp_path_factory, key)
+        runs.update(dict.fromkeys(_groups()[key], run))
     return runs
 
 
@@ -91,9 +104,9 @@ def test_witnesses_name_only_catalog_rules() -> None:
     assert {rule for w in WITNESSES.values() for rule in w.breaks} <= known
 
 
-@pytest.mark.parametrize("name", list(WITNESSES))
-def test_witness_is_rejected_on_the_rules_it_breaks(name: str, witness_runs: dict[str, Run]) -> None:
-    witness, run = WITNESSES[name], witness_runs[name]
+def judge_witness(name: str, run: Run) -> None:
+    """The witness is rejected on every rule it breaks, and its report names each."""
+    witness = WITNESSES[name]
     verdicts = run.outcome.verdicts[f"witness:{name}"]
     assert {rule: verdicts[rule] for rule in witness.breaks} == dict.fromkeys(witness.breaks, Verdict.FAIL)
     assert run.outcome.exit_code == 1
@@ -101,3 +114,13 @@ def test_witness_is_rejected_on_the_rules_it_breaks(name: str, witness_runs: dic
     for rule in witness.breaks:
         assert f"### witness:{name}: {rule}," in report
     assert "reproduction:" in report
+
+
+@pytest.mark.parametrize("name", [name for key in partition(0) for name in _groups()[key]])
+def test_witness_is_rejected_on_the_rules_it_breaks(name: str, witness_runs: dict[str, Run]) -> None:
+    judge_witness(name, witness_runs[name])
+
+
+def test_the_two_halves_hold_every_witness_once() -> None:
+    halves = [name for half in (0, 1) for key in partition(half) for name in _groups()[key]]
+    assert sorted(halves) == sorted(WITNESSES)
