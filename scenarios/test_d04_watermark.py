@@ -7,6 +7,7 @@ import pytest
 from toolproof.fakes import (
     CrashingTool,
     EchoTool,
+    FakeTool,
     ForgetsWatermarkTool,
     HangsTool,
     MarkThenProbeTool,
@@ -50,42 +51,48 @@ async def test_watermark_is_committed_when_mark_returns(harness: Harness) -> Non
     )
 
 
+_CONSEQUENTIAL = [SideEffect.WORKSPACE_WRITE, SideEffect.EXTERNAL_WRITE]
+
+
+def _failing_tool(
+    harness: Harness, how: str, marked: bool, side_effect: SideEffect, idempotency: IdempotencyClass
+) -> FakeTool:
+    spec = {"side_effect": side_effect.value, "idempotency": idempotency.value}
+    if how == "raise":
+        return RaisesTool(harness.world, after_watermark=marked, **spec)
+    return HangsTool(harness.world, after_watermark=marked, deadline_s=0.05, **spec)
+
+
 @pytest.mark.rules("D4.2")
-async def test_raising_after_the_watermark_is_uncertain(harness: Harness) -> None:
-    tool = RaisesTool(harness.world, after_watermark=True)
+@pytest.mark.parametrize("side_effect", _CONSEQUENTIAL)
+@pytest.mark.parametrize("how", ["raise", "overrun"])
+async def test_failing_after_the_watermark_is_uncertain(harness: Harness, how: str, side_effect: SideEffect) -> None:
+    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT)
     async with harness.open(tool) as session:
-        d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), "a raise after the watermark")
+        d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), f"a {how} after the watermark")
     harness.expect(
         "D4.2",
         (d.status, d.reason_code) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
-        f"a NON_IDEMPOTENT tool that marked, acted and raised was answered {d.status.value} {d.reason_code.value}",
+        f"a NON_IDEMPOTENT {side_effect.value} tool that marked, acted and then failed ({how}) was answered "
+        f"{d.status.value} {d.reason_code.value}; expected UNCERTAIN effect_unknown",
     )
 
 
-@pytest.mark.rules("D4.2")
-async def test_hanging_after_the_watermark_is_uncertain(harness: Harness) -> None:
-    tool = HangsTool(
-        harness.world, after_watermark=True, deadline_s=0.05, side_effect="EXTERNAL_WRITE", idempotency="NON_IDEMPOTENT"
-    )
+@pytest.mark.rules("D4.20")
+@pytest.mark.parametrize("idempotency", list(IdempotencyClass))
+@pytest.mark.parametrize("how", ["raise", "overrun"])
+async def test_failing_before_the_watermark_is_a_retryable_failure(
+    harness: Harness, how: str, idempotency: IdempotencyClass
+) -> None:
+    tool = _failing_tool(harness, how, False, SideEffect.EXTERNAL_WRITE, idempotency)
     async with harness.open(tool) as session:
-        d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), "a hang after the watermark")
+        d = harness.outcome("D4.20", await session.call(tool.spec.name, {"n": 1}), f"a {how} before the watermark")
+    reason = ReasonCode.TOOL_CRASHED if how == "raise" else ReasonCode.DEADLINE_EXCEEDED
     harness.expect(
-        "D4.2",
-        (d.status, d.reason_code) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
-        f"a NON_IDEMPOTENT tool that marked and then overran its deadline was answered {d.status.value} {d.reason_code.value}",
-    )
-
-
-@pytest.mark.rules("D4.2")
-async def test_raising_before_the_watermark_is_a_retryable_failure(harness: Harness) -> None:
-    tool = RaisesTool(harness.world, after_watermark=False)
-    async with harness.open(tool) as session:
-        d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), "a raise before the watermark")
-    harness.expect(
-        "D4.2",
-        d.status is InvocationStatus.FAILED and d.retryable,
-        f"a tool that raised before marking its effect was answered {d.status.value} {d.reason_code.value} "
-        f"retryable={d.retryable}; nothing left the process, so FAILED and retryable",
+        "D4.20",
+        (d.status, d.reason_code, d.retryable) == (InvocationStatus.FAILED, reason, True),
+        f"a {idempotency.value} tool that failed ({how}) before marking its effect was answered {d.status.value} "
+        f"{d.reason_code.value} retryable={d.retryable}; nothing left the process, so FAILED {reason.value} retryable",
     )
 
 

@@ -16,6 +16,7 @@ from toolproof.spec import (
     IdempotencyClass,
     InvocationStatus,
     Metric,
+    Outcome,
     ReasonCode,
     Step,
     Tool,
@@ -85,9 +86,36 @@ async def _exceptions_are_failures(p: Pipeline, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
 
 
-@witness("exceptions_are_failures", ("D4.2",), "answers every exception and overrun FAILED, watermark or not")
+@witness("exceptions_are_failures", ("D4.2", "D4.20"), "answers every exception and overrun FAILED, watermark or not")
 class _ExceptionsAreFailures(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _exceptions_are_failures}
+
+
+async def _overrun_before_mark_uncertain(p: Pipeline, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if s.timed_out and not s.marked and spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT:
+        s.finish(ReasonCode.EFFECT_UNKNOWN)  # The mistake: "the deadline may have cut it mid-send".
+        return
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness("overrun_before_mark_uncertain", ("D4.20",), "resolves a NON_IDEMPOTENT overrun UNCERTAIN though unmarked")
+class _OverrunBeforeMarkUncertain(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _overrun_before_mark_uncertain}
+
+
+async def _idempotent_crash_final(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    spec = s.resolved.spec if s.resolved is not None else None
+    d = s.disposition
+    crashed = isinstance(d, Outcome) and d.reason_code is ReasonCode.TOOL_CRASHED
+    if crashed and spec is not None and spec.idempotency is IdempotencyClass.IDEMPOTENT:
+        s.finish(ReasonCode.TOOL_ERROR)  # The mistake: "an idempotent tool that crashes will crash again".
+
+
+@witness("idempotent_crash_final", ("D4.20",), "answers an IDEMPOTENT tool's crash tool_error, not retryable")
+class _IdempotentCrashFinal(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _idempotent_crash_final}
 
 
 @witness("no_unmarked_flag", ("D4.10",), "never raises the production flag for an unmarked consequential call")
