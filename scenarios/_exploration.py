@@ -58,8 +58,12 @@ PROFILES = {
     )
 }
 
+# No example database: a conformance run leaves nothing but its report in the folder it runs from (hypothesis
+# would keep a .hypothesis/ there); a failing example is in the failure's evidence and its rerun command.
 for _profile in PROFILES.values():
-    hypothesis.settings.register_profile(_profile.hypothesis_profile, max_examples=_profile.stateful_examples)
+    hypothesis.settings.register_profile(
+        _profile.hypothesis_profile, max_examples=_profile.stateful_examples, database=None
+    )
 
 
 class ExplorationError(ConfigurationError):

@@ -37,6 +37,8 @@ def test_the_wheel_without_extras_runs_the_suite_from_an_empty_folder(tmp_path: 
     result = _run(toolproof, "run", "--impl", "reference", "--rules", "D1,D4", "-q", cwd=empty)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (empty / "toolproof-report" / "report.html").is_file()
+    # Nothing but the report is left where the run ran (no .hypothesis/ example database, no stray store).
+    assert sorted(p.name for p in empty.iterdir()) == ["toolproof-report"]
 
     asked = _run(
         toolproof, "run", "--rules", "D1", "--database-url", "postgresql://127.0.0.1/x", "--out", "o", cwd=empty

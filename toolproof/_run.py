@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
+import hypothesis.configuration
 import pytest
 
 from toolproof.driver import load
@@ -149,7 +151,13 @@ def run_suite(
         args += ["--toolproof-database-url", database_url]
     for cell in cells:
         args += ["--toolproof-cell", cell]
-    code = pytest.main(args, plugins=[collector, expected.index])
+    # Hypothesis keeps caches under .hypothesis/ in the working folder; a run leaves only its report behind.
+    with tempfile.TemporaryDirectory(prefix="toolproof-hypothesis-") as scratch:
+        hypothesis.configuration.set_hypothesis_home_dir(scratch)
+        try:
+            code = pytest.main(args, plugins=[collector, expected.index])
+        finally:
+            hypothesis.configuration.set_hypothesis_home_dir(None)
     if collector.port_violation is not None:  # The collector stopped the session: checked before INTERRUPTED.
         raise ConfigurationError(collector.port_violation)
     if code == pytest.ExitCode.INTERRUPTED:
