@@ -244,7 +244,7 @@ _SCOPES = (
     "admin",
 )
 # Required scopes of each probing tool; each resolves every configured scope and a few unconfigured ones.
-_REQUIRED = (
+_REQUIRED: tuple[frozenset[str], ...] = (
     frozenset({"repo"}),
     frozenset({"repo:read"}),
     frozenset({"repo:admin"}),
