@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from toolproof.fakes import ClaimsStatusTool, EchoTool, FailsTool, FakeTool, ReturnsTool, World
 from toolproof.spec import (
     FAILURE_REASONS,
     OUTCOME_TABLE,
+    ArtifactRef,
     ContentPart,
     FailureKind,
     InvocationStatus,
@@ -200,4 +203,63 @@ async def test_accepted_result_is_delivered_unchanged(harness: Harness) -> None:
         and d.structured == {"count": 3}
         and [(e.text, e.source) for e in d.content] == [("3 files", "stats.count")],
         f"expected content '3 files' from stats.count and structure {{'count': 3}}, got {d!r}",
+    )
+
+
+class _ArtifactsTool(FakeTool):
+    """Writes ``count`` artifacts of its own through the context's writer and returns them with ``parts``."""
+
+    def __init__(self, world: World, name: str, count: int, parts: list[str]) -> None:
+        super().__init__(world, name=name)
+        self.count = count
+        self.parts = parts
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs = [
+            await context.artifact_writer.write(f"report-{i}.csv", f"row,{i}\n{self.spec.name},{i}\n".encode())
+            for i in range(self.count)
+        ]
+        self.world.observations[self.spec.name] = refs
+        return ToolResult(ok=True, content=[ContentPart(text=text) for text in self.parts], artifacts=refs)
+
+
+_LIMIT = 100
+
+
+def _artifact_cases() -> list[tuple[str, int, list[str]]]:
+    """A tool's own artifacts (0 to 3) beside output under, at, just over and far over the limit, in one or two
+    parts: the excerpt of decision 12 must change only the content (and add the whole output's artifact)."""
+    cases = []
+    for count in range(4):
+        for total in (_LIMIT - 1, _LIMIT, _LIMIT + 1, 3 * _LIMIT):
+            for pieces in (1, 2):
+                first = total // pieces
+                parts = ["x" * first, "y" * (total - first)][:pieces]
+                cases.append((f"{count} artifact(s), {total} bytes in {pieces} part(s)", count, parts))
+    return cases
+
+
+@pytest.mark.rules("D1.5")
+async def test_tool_artifacts_are_delivered_whatever_the_output_size(harness: Harness) -> None:
+    cases = _artifact_cases()
+    tools = [
+        _ArtifactsTool(harness.world, f"reports.build_{i}", count, parts) for i, (_, count, parts) in enumerate(cases)
+    ]
+    wrong = []
+    async with harness.open(*tools, max_output_bytes=_LIMIT) as session:
+        for (what, _, parts), tool in zip(cases, tools, strict=True):
+            d = harness.success("D1.5", await session.call(tool.spec.name), what)
+            own: list[ArtifactRef] = harness.world.observations.get(tool.spec.name, [])
+            raw = "".join(parts).encode()
+            whole = (len(raw), hashlib.sha256(raw).hexdigest())
+            kept = [a for a in d.artifacts if (a.size, a.sha256) != whole]
+            if kept != own:
+                wrong.append(
+                    f"{what}: the tool returned {[a.name for a in own]}, delivered {[a.name for a in d.artifacts]}"
+                )
+    harness.expect(
+        "D1.5",
+        not wrong,
+        "the artifacts a tool returns must be delivered with its success unchanged, in order, whether or not its output "
+        f"is excerpted (the excerpt only adds the whole output's artifact): {wrong}",
     )

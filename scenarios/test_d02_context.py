@@ -219,3 +219,68 @@ async def test_artifact_written_through_the_context_is_returned_with_its_digest(
         refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
         f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
     )
+
+
+# Configured scopes that share a prefix, a separator, a case or a pattern with a required one: least privilege is an
+# exact match, in both directions (a parent scope grants no child, a child no parent, "*" is a name, not a pattern).
+_SCOPES = (
+    "repo",
+    "repo:admin",
+    "repo:read",
+    "repo:read:all",
+    "repo:*",
+    "repo.admin",
+    "repo/admin",
+    "repo_admin",
+    "repository",
+    "rep",
+    "REPO",
+    "Repo",
+    " repo",
+    "repo ",
+    "issues",
+    "issues:write",
+    "*",
+    "admin",
+)
+# Required scopes of each probing tool; each resolves every configured scope and a few unconfigured ones.
+_REQUIRED: tuple[frozenset[str], ...] = (
+    frozenset({"repo"}),
+    frozenset({"repo:read"}),
+    frozenset({"repo:admin"}),
+    frozenset({"repo", "issues:write"}),
+    frozenset({"*"}),
+    frozenset({"repo:*"}),
+    frozenset({"REPO"}),
+    frozenset(),
+)
+_ASKED = (*_SCOPES, "repo:write", "", "nothing")
+
+
+@pytest.mark.rules("D2.5")
+async def test_credentials_resolve_only_for_exactly_the_required_scopes(harness: Harness) -> None:
+    async def resolve_all(context: ToolExecutionContext) -> dict[str, str | None]:
+        return {scope: await context.credential_resolver.resolve(scope) for scope in _ASKED}
+
+    creds = {scope: f"token-{i}" for i, scope in enumerate(_SCOPES)}
+    tools = [
+        ProbeTool(harness.world, name=f"probe.scopes_{i}", probe=resolve_all, required_scopes=required)
+        for i, required in enumerate(_REQUIRED)
+    ]
+    async with harness.open(*tools, credentials=creds) as session:
+        for tool in tools:
+            harness.success("D2.5", await session.call(tool.spec.name))
+    wrong = []
+    for tool, required in zip(tools, _REQUIRED, strict=True):
+        seen = harness.world.observations.get(tool.spec.name, {})
+        expected = {scope: creds.get(scope) if scope in required else None for scope in _ASKED}
+        extra = sorted(scope for scope in _ASKED if seen.get(scope) != expected[scope])
+        if extra:
+            shown = {scope: seen.get(scope) for scope in extra}
+            wrong.append(f"requiring {sorted(required)}: {shown}")
+    harness.expect(
+        "D2.5",
+        not wrong,
+        "a tool must resolve exactly the configured credentials of the scopes it requires (compared as whole strings) "
+        f"and nothing for any other scope; resolved otherwise: {wrong}",
+    )

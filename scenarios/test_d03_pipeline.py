@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 
 from toolproof.fakes import (
     EchoTool,
     FailsTool,
+    MarkThenProbeTool,
     Probe,
     ProbeTool,
     RaisesTool,
@@ -23,10 +27,13 @@ from toolproof.spec import (
     FailureKind,
     InvocationRow,
     InvocationStatus,
+    ProposedCall,
     ReasonCode,
+    Success,
     Suspended,
     Tool,
     ToolExecutionContext,
+    ToolKind,
     ToolSource,
     TrustLabel,
 )
@@ -231,3 +238,103 @@ async def test_refused_call_emits_requested_and_one_completed(harness: Harness) 
         kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
     want = [EventKind.REQUESTED.value, EventKind.COMPLETED.value]
     harness.expect("D3.7", kinds == want, f"a refused call emitted {kinds}; expected {want}")
+
+
+# -- A second submission of a call another worker is executing ----------------------------------------------------
+
+_PATHS = ("submit", "submit-after-mark", "batch", "approved", "resumed")
+"""How the executing worker reached step 10 (its own submission, the same after the tool's mark, an approval's
+answer, a control call's resume), and ``batch``: the second submission proposes the call beside another one."""
+
+Look = Callable[[Session, str], Awaitable[Any]]
+"""What a scenario reads through a separate reader while the tool still runs, given the executing invocation."""
+
+
+def _running_tool(harness: Harness, path: str) -> ProbeTool:
+    if path in ("submit-after-mark", "approved"):
+        return MarkThenProbeTool(harness.world, name="probe.write")
+    if path == "resumed":
+        return ProbeTool(
+            harness.world, name="conversation.ask_user", kind=ToolKind.CONTROL, output_trust=TrustLabel.USER
+        )
+    return ProbeTool(harness.world, name="probe.look")
+
+
+async def _second_submission_while_running(harness: Harness, path: str, look: Look) -> tuple[Disposition, Any]:
+    """Worker A executes a call; while its tool runs, worker B (another instance over the same store) submits the
+    same step again, then a reader applies ``look``. Returns A's disposition and what ``look`` saw (None when the
+    tool never ran), after both are done."""
+    tool = _running_tool(harness, path)
+    other = EchoTool(harness.world, name="files.echo")
+    held = path == "approved"
+    context = [_HOLDER, _PAGE] if held else None
+    seen: dict[str, Any] = {}
+    async with harness.open(tool, other) as a, harness.open(tool, other) as b, harness.reader() as reader:
+        call = a.proposed(
+            tool.spec.name, {"title": "x"}, call_id="call-shared", provenance={"title": ["page-1"]} if held else None
+        )
+        again: list[ProposedCall] = [call] + ([b.proposed(other.spec.name, {"text": "y"})] if path == "batch" else [])
+
+        async def second(context_: ToolExecutionContext) -> None:
+            if "look" in seen:
+                return  # A wrong pipeline that executes the call again in B does not recurse.
+            seen["look"] = None
+            harness.log.append(f"  (while {tool.spec.name} runs in worker A, worker B submits the step again)")
+            await b.step(again, step_number=1, context=context)
+            seen["look"] = await look(reader, context_.identity.invocation_id)
+
+        tool.probe = second
+        [first] = await a.step([call], step_number=1, context=context)
+        if path in ("approved", "resumed"):
+            if not isinstance(first, Suspended):
+                harness.fail("D3.2", f"the {path} path's call was not suspended first: {first!r}")
+            if path == "approved":
+                first = await a.resolve_approval(first.invocation_id, approved=True)
+            else:
+                first = await a.resume(first.invocation_id, "yes")
+    return first, seen.get("look")
+
+
+async def _row_status(reader: Session, invocation_id: str) -> str:
+    row = await reader.row(invocation_id)
+    return "missing" if row is None else row.status.value
+
+
+@pytest.mark.rules("D3.2")
+@pytest.mark.parametrize("path", _PATHS)
+async def test_second_submission_leaves_the_running_row_alone(harness: Harness, path: str) -> None:
+    first, during = await _second_submission_while_running(harness, path, _row_status)
+    harness.expect("D3.2", during is not None, f"the tool never ran ({path}): worker A answered {first!r}")
+    harness.expect(
+        "D3.2",
+        during == InvocationStatus.RUNNING.value,
+        f"while worker A's tool ran ({path}), worker B submitted the same step again, and a separate reader then saw "
+        f"the row {during}; it must read RUNNING until the executing worker completes it",
+    )
+
+
+async def _completions(reader: Session, invocation_id: str) -> list[str]:
+    return [e.kind for e in await reader.events() if e.invocation_id == invocation_id]
+
+
+@pytest.mark.rules("D3.7")
+@pytest.mark.parametrize("path", _PATHS)
+async def test_second_submission_adds_no_completed_event(harness: Harness, path: str) -> None:
+    first, during = await _second_submission_while_running(harness, path, _completions)
+    harness.expect("D3.7", during is not None, f"the tool never ran ({path}): worker A answered {first!r}")
+    harness.expect(
+        "D3.7",
+        EventKind.COMPLETED.value not in during,
+        f"while worker A's tool ran ({path}), worker B submitted the same step again; the call's events then were "
+        f"{during}: no tool_call.completed may be emitted before the call is terminal",
+    )
+    async with harness.reader() as reader:
+        after = await _completions(reader, first.invocation_id)
+    harness.expect(
+        "D3.7",
+        isinstance(first, Success)
+        and after.count(EventKind.COMPLETED.value) == 1
+        and after[-1] == EventKind.COMPLETED.value,
+        f"once worker A's call ({path}) ended {first!r}, its events were {after}; expected it SUCCEEDED with exactly "
+        "one tool_call.completed, last",
+    )

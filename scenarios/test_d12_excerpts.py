@@ -218,3 +218,117 @@ async def test_excerpting_does_not_copy_the_output(harness: Harness) -> None:
         f"excerpting an {size // 2**20} MiB output allocated {peak / 2**20:.1f} MiB while the call ran; "
         "an excerpt must not copy the output",
     )
+
+
+# -- The limit is the whole output's: every part counts, however the output is split. --------------------------
+
+
+def _sizes(total: int, count: int) -> list[int]:
+    """``total`` bytes split over ``count`` parts as evenly as possible (the larger parts last)."""
+    base, extra = divmod(total, count)
+    return [base + (1 if i >= count - extra else 0) for i in range(count)]
+
+
+def _split_output(sizes: list[int], width: int) -> list[str]:
+    """One part per size, each of its own character (``width`` UTF-8 bytes wide where it fits, ASCII to fill)."""
+    parts = []
+    for i, size in enumerate(sizes):
+        fill = chr(ord("a") + i % 26)
+        char = fill if width == 1 else WIDE[width]
+        count = size // len(char.encode())
+        parts.append(char * count + fill * (size - count * len(char.encode())))
+    return parts
+
+
+def _split_cases() -> list[tuple[str, list[str]]]:
+    """Outputs of several parts around the limit: totals at limit-1, limit, limit+1 and beyond, split evenly over
+    2, 3 and 5 parts (every part under the limit until the total is twice it); parts each at limit-1, limit and
+    limit+1; empty parts between full ones; ASCII and 3-byte characters."""
+    cases: list[tuple[str, list[str]]] = []
+    for width in (1, 3):
+        for count in (2, 3, 5):
+            for total in (SMALL - 1, SMALL, SMALL + 1, SMALL + SMALL // 2, 2 * SMALL - 1, 2 * SMALL + 1, 3 * SMALL):
+                cases.append(
+                    (f"{total} bytes in {count} parts of width {width}", _split_output(_sizes(total, count), width))
+                )
+        for count in (2, 3):
+            for each in (SMALL - 1, SMALL, SMALL + 1):
+                cases.append((f"{count} parts of {each} bytes, width {width}", _split_output([each] * count, width)))
+    for sizes in ([0, 50, 0, 50, 0], [0, 51, 0, 50], [0, 60, 0, 60, 0], [34, 0, 33, 0, 34]):
+        cases.append((f"parts of {sizes} bytes", _split_output(sizes, 1)))
+    return cases
+
+
+SPLIT = _split_cases()
+
+
+async def _deliver_split(harness: Harness, rule: str, outputs: list[list[str]], limit: int) -> list[Success]:
+    """Each output from its own tool, one content part per text (labels alternating), all in one session."""
+    tools = [
+        PartsTool(
+            harness.world,
+            [(text, None if j % 2 else TrustLabel.EXTERNAL_UNTRUSTED) for j, text in enumerate(parts)],
+            name=f"logs.split_{i}",
+        )
+        for i, parts in enumerate(outputs)
+    ]
+    async with harness.open(*tools, max_output_bytes=limit) as session:
+        return [
+            harness.success(rule, await session.call(tool.spec.name), f"an output of {len(parts)} parts")
+            for tool, parts in zip(tools, outputs, strict=True)
+        ]
+
+
+def _total(parts: list[str]) -> int:
+    return sum(len(text.encode()) for text in parts)
+
+
+@pytest.mark.rules("D12.1")
+async def test_output_over_the_limit_in_several_parts_is_excerpted(harness: Harness) -> None:
+    cases = [(what, parts) for what, parts in SPLIT if _total(parts) > SMALL]
+    delivered = await _deliver_split(harness, "D12.1", [parts for _, parts in cases], SMALL)
+    wrong = [
+        f"{what}: {problem}"
+        for (what, parts), d in zip(cases, delivered, strict=True)
+        if (problem := _excerpt_problem("".join(parts), d, SMALL)) is not None
+    ]
+    harness.expect(
+        "D12.1",
+        not wrong,
+        f"outputs whose parts together are over the {SMALL}-byte limit must be delivered as one head, one marker and "
+        f"one tail within the limit, whatever each part's own size: {wrong}",
+    )
+
+
+@pytest.mark.rules("D12.2")
+async def test_whole_output_of_several_parts_is_the_artifact(harness: Harness) -> None:
+    cases = [(what, parts) for what, parts in SPLIT if _total(parts) > SMALL]
+    delivered = await _deliver_split(harness, "D12.2", [parts for _, parts in cases], SMALL)
+    wrong = []
+    for (what, parts), d in zip(cases, delivered, strict=True):
+        raw = "".join(parts).encode()
+        refs = [(a.size, a.sha256) for a in d.artifacts]
+        if (len(raw), hashlib.sha256(raw).hexdigest()) not in refs:
+            wrong.append(f"{what}: artifacts {[size for size, _ in refs]} bytes, none the whole {len(raw)}")
+    harness.expect(
+        "D12.2",
+        not wrong,
+        f"excerpted outputs of several parts must keep the whole output (every part, in order) as an artifact: {wrong}",
+    )
+
+
+@pytest.mark.rules("D12.5")
+async def test_output_within_the_limit_in_several_parts_is_whole(harness: Harness) -> None:
+    cases = [(what, parts) for what, parts in SPLIT if _total(parts) <= SMALL]
+    delivered = await _deliver_split(harness, "D12.5", [parts for _, parts in cases], SMALL)
+    wrong = [
+        f"{what}: delivered {[e.text[:12] for e in d.content]}"
+        for (what, parts), d in zip(cases, delivered, strict=True)
+        if [e.text for e in d.content if e.text] != [text for text in parts if text]
+    ]
+    harness.expect(
+        "D12.5",
+        not wrong,
+        f"outputs whose parts together are at or under the {SMALL}-byte limit must be delivered whole, part by part: "
+        f"{wrong}",
+    )
