@@ -19,12 +19,25 @@ class FileArtifactWriter:
     def __init__(self, directory: Path) -> None:
         self._directory = directory
         self._written: list[ArtifactRef] = []
+        self._taken: set[str] = set()
+
+    def _free_path(self, name: str) -> Path:
+        """A file of its own for ``name``: reduced to a safe file name, numbered when that file is already taken (a
+        name written twice, two names reduced alike, or the pipeline's own artifact), so no artifact overwrites
+        another's bytes after its reference was made."""
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "artifact"
+        stem, dot, suffix = safe.partition(".")
+        candidate, n = safe, 1
+        while candidate.casefold() in self._taken or (self._directory / candidate).exists():
+            n += 1
+            candidate = f"{stem}-{n}{dot}{suffix}"
+        self._taken.add(candidate.casefold())
+        self._directory.mkdir(parents=True, exist_ok=True)
+        return self._directory / candidate
 
     async def write(self, name: str, data: bytes) -> ArtifactRef:
-        """Store ``data`` as ``name``; the name is reduced to a safe file name."""
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "artifact"
-        self._directory.mkdir(parents=True, exist_ok=True)
-        path = self._directory / safe
+        """Store ``data`` as ``name`` in a file of its own (see ``_free_path``)."""
+        path = self._free_path(name)
         await anyio.Path(path).write_bytes(data)
         ref = ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
         self._written.append(ref)
@@ -32,8 +45,7 @@ class FileArtifactWriter:
 
     def stream(self, name: str) -> ArtifactStream:
         """A file artifact written chunk by chunk (for output too large to hold), hashed as it goes."""
-        self._directory.mkdir(parents=True, exist_ok=True)
-        return ArtifactStream(self, name, self._directory / name)
+        return ArtifactStream(self, name, self._free_path(name))
 
     def _record(self, ref: ArtifactRef) -> None:
         self._written.append(ref)

@@ -102,9 +102,10 @@ async def claim(p: Pipeline, s: CallState, r: Resolved) -> None:
         s.disposition, s.leave_row = DISPOSITION.validate_json(row.disposition_json), True
         return
     now = p.clock.now()
-    if status is InvocationStatus.RUNNING and (row.lease_expires_at or 0) > now and row.lease_owner != p.worker_id:
+    if status is InvocationStatus.RUNNING and (row.lease_expires_at or 0) > now:
+        # Running under a live lease, this worker's own included (a concurrent second submission): not ours to run.
         s.finish(ReasonCode.IN_PROGRESS)
-        s.leave_row = True  # Not ours to complete.
+        s.leave_row = True
         return
     if status is InvocationStatus.RUNNING and p.escaped(row, r.spec):
         # A dead worker's call that may have left its mark: never retried, whoever finds it.

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
+import anyio
 import pytest
 
 from toolproof.fakes import ClaimsStatusTool, EchoTool, FailsTool, FakeTool, ReturnsTool, World
@@ -15,6 +18,7 @@ from toolproof.spec import (
     FailureKind,
     InvocationStatus,
     JsonObject,
+    NotCovered,
     Outcome,
     ReasonCode,
     Success,
@@ -262,4 +266,53 @@ async def test_tool_artifacts_are_delivered_whatever_the_output_size(harness: Ha
         not wrong,
         "the artifacts a tool returns must be delivered with its success unchanged, in order, whether or not its output "
         f"is excerpted (the excerpt only adds the whole output's artifact): {wrong}",
+    )
+
+
+class _NamedArtifactsTool(FakeTool):
+    """Writes one artifact per ``(name, bytes)`` through the context's writer, then returns ``parts``."""
+
+    def __init__(self, world: World, name: str, artifacts: list[tuple[str, bytes]], parts: list[str]) -> None:
+        super().__init__(world, name=name)
+        self.artifacts = artifacts
+        self.parts = parts
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs = [await context.artifact_writer.write(name, data) for name, data in self.artifacts]
+        return ToolResult(ok=True, content=[ContentPart(text=text) for text in self.parts], artifacts=refs)
+
+
+# Names an implementation may also use for what it stores (the whole output of an excerpt), names written twice,
+# and names that a file system would reduce to one another.
+_COLLIDING = [
+    ("full-output.txt", b"the tool's own full-output.txt\n"),
+    ("output.txt", b"the tool's own output.txt\n"),
+    ("a.txt", b"first a.txt\n"),
+    ("a.txt", b"second a.txt, longer\n"),
+    ("b c.txt", b"b space c\n"),
+    ("b_c.txt", b"b underscore c\n"),
+    ("B_C.txt", b"capital B_C\n"),
+]
+
+
+@pytest.mark.rules("D1.5")
+@pytest.mark.parametrize("total", [_LIMIT - 1, _LIMIT + 1, 3 * _LIMIT])
+async def test_every_delivered_artifact_holds_the_bytes_its_reference_names(harness: Harness, total: int) -> None:
+    tool = _NamedArtifactsTool(harness.world, "reports.build", _COLLIDING, ["z" * total])
+    wrong = []
+    async with harness.open(tool, max_output_bytes=_LIMIT) as session:
+        d = harness.success("D1.5", await session.call(tool.spec.name), f"a tool writing artifacts, {total} bytes")
+        readable = [a for a in d.artifacts if a.uri.startswith("file:")]
+        if not readable:
+            raise NotCovered("D1.5", f"no delivered artifact has a file: URI the harness can read ({d.artifacts})")
+        for ref in readable:
+            path = anyio.Path(url2pathname(urlparse(ref.uri).path))
+            data = await path.read_bytes() if await path.is_file() else None
+            if data is None or (len(data), hashlib.sha256(data).hexdigest()) != (ref.size, ref.sha256):
+                shown = "nothing" if data is None else f"{len(data)} bytes"
+                wrong.append(f"{ref.name} ({ref.uri}): the reference says {ref.size} bytes, the store holds {shown}")
+    harness.expect(
+        "D1.5",
+        not wrong,
+        f"an artifact's stored bytes changed after its reference was made (names collide in the store): {wrong}",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
@@ -260,16 +261,26 @@ def _running_tool(harness: Harness, path: str) -> ProbeTool:
     return ProbeTool(harness.world, name="probe.look")
 
 
-async def _second_submission_while_running(harness: Harness, path: str, look: Look) -> tuple[Disposition, Any]:
-    """Worker A executes a call; while its tool runs, worker B (another instance over the same store) submits the
-    same step again, then a reader applies ``look``. Returns A's disposition and what ``look`` saw (None when the
-    tool never ran), after both are done."""
+_WHO = ("another-worker", "same-worker")
+"""Who submits the step again: worker B, another instance over the same store, or worker A itself (a concurrent
+request to the same instance, as two requests to one served driver are)."""
+
+
+async def _second_submission_while_running(
+    harness: Harness, path: str, look: Look, who: str = "another-worker"
+) -> tuple[Disposition, Any]:
+    """Worker A executes a call; while its tool runs, worker B (``who``: another instance over the same store, or A
+    itself) submits the same step again, then a reader applies ``look``. Returns A's disposition and what ``look``
+    saw (None when the tool never ran), after both are done."""
     tool = _running_tool(harness, path)
     other = EchoTool(harness.world, name="files.echo")
     held = path == "approved"
     context = [_HOLDER, _PAGE] if held else None
     seen: dict[str, Any] = {}
-    async with harness.open(tool, other) as a, harness.open(tool, other) as b, harness.reader() as reader:
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(harness.open(tool, other))
+        b = a if who == "same-worker" else await stack.enter_async_context(harness.open(tool, other))
+        reader = await stack.enter_async_context(harness.reader())
         call = a.proposed(
             tool.spec.name, {"title": "x"}, call_id="call-shared", provenance={"title": ["page-1"]} if held else None
         )
@@ -301,14 +312,15 @@ async def _row_status(reader: Session, invocation_id: str) -> str:
 
 
 @pytest.mark.rules("D3.2")
+@pytest.mark.parametrize("who", _WHO)
 @pytest.mark.parametrize("path", _PATHS)
-async def test_second_submission_leaves_the_running_row_alone(harness: Harness, path: str) -> None:
-    first, during = await _second_submission_while_running(harness, path, _row_status)
+async def test_second_submission_leaves_the_running_row_alone(harness: Harness, path: str, who: str) -> None:
+    first, during = await _second_submission_while_running(harness, path, _row_status, who)
     harness.expect("D3.2", during is not None, f"the tool never ran ({path}): worker A answered {first!r}")
     harness.expect(
         "D3.2",
         during == InvocationStatus.RUNNING.value,
-        f"while worker A's tool ran ({path}), worker B submitted the same step again, and a separate reader then saw "
+        f"while worker A's tool ran ({path}), {who} submitted the same step again, and a separate reader then saw "
         f"the row {during}; it must read RUNNING until the executing worker completes it",
     )
 
@@ -318,14 +330,15 @@ async def _completions(reader: Session, invocation_id: str) -> list[str]:
 
 
 @pytest.mark.rules("D3.7")
+@pytest.mark.parametrize("who", _WHO)
 @pytest.mark.parametrize("path", _PATHS)
-async def test_second_submission_adds_no_completed_event(harness: Harness, path: str) -> None:
-    first, during = await _second_submission_while_running(harness, path, _completions)
+async def test_second_submission_adds_no_completed_event(harness: Harness, path: str, who: str) -> None:
+    first, during = await _second_submission_while_running(harness, path, _completions, who)
     harness.expect("D3.7", during is not None, f"the tool never ran ({path}): worker A answered {first!r}")
     harness.expect(
         "D3.7",
         EventKind.COMPLETED.value not in during,
-        f"while worker A's tool ran ({path}), worker B submitted the same step again; the call's events then were "
+        f"while worker A's tool ran ({path}), {who} submitted the same step again; the call's events then were "
         f"{during}: no tool_call.completed may be emitted before the call is terminal",
     )
     async with harness.reader() as reader:

@@ -4,10 +4,15 @@ hierarchy, another worker's in-progress answer written to the shared row, and th
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
+from hashlib import sha256
+from pathlib import Path
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, ContextParts, Pipeline, Resolved
-from toolproof.spec import Outcome, ReasonCode, Step, Success
+import anyio
+
+from toolproof.reference.hooks import STEP_TABLE, CallState, ContextParts, FileArtifactWriter, Pipeline, Resolved
+from toolproof.spec import ArtifactRef, InvocationStatus, Outcome, ReasonCode, Step, Success
 
 from ._registry import witness
 
@@ -81,3 +86,44 @@ async def _excerpt_each_part_alone(p: Pipeline, s: CallState) -> None:
 @witness("limit_per_part", ("D12.1", "D12.2"), "compares each content part with the byte limit, not the whole output")
 class _LimitPerPart(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_each_part_alone}
+
+
+class _OverwritingWriter(FileArtifactWriter):
+    """Stores each artifact under its name made safe, whatever was stored under that name before."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.folder = directory
+        self.stored: list[ArtifactRef] = []
+
+    async def write(self, name: str, data: bytes) -> ArtifactRef:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "artifact"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = anyio.Path(self.folder / safe)
+        await path.write_bytes(data)  # The mistake: a name written before is simply written over.
+        ref = ArtifactRef(name=name, uri=(self.folder / safe).as_uri(), size=len(data), sha256=sha256(data).hexdigest())
+        self.stored.append(ref)
+        return ref
+
+    def written(self) -> list[ArtifactRef]:
+        return [*self.stored, *super().written()]
+
+
+@witness("artifacts_overwrite_by_name", ("D1.5",), "stores a tool's artifacts by name, a later one over an earlier")
+class _ArtifactsOverwriteByName(Pipeline):
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _OverwritingWriter(directory)
+
+
+async def _claim_own_lease(p: Pipeline, s: CallState) -> None:
+    row = p.store.get(s.invocation_id)
+    live = (row.lease_expires_at or 0) > p.clock.now()
+    if row.status == InvocationStatus.RUNNING.value and live and row.lease_owner == p.worker_id:
+        # The mistake: a live lease of its own is taken for a leftover of this worker's, and claimed again.
+        p.store.update(s.invocation_id, {"lease_expires_at": 0.0})
+    await STEP_TABLE[Step.CLAIM](p, s)
+
+
+@witness("own_lease_claimed_again", ("D3.2", "D3.7"), "claims again a call running under its own live lease")
+class _OwnLeaseClaimedAgain(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claim_own_lease}
