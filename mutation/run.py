@@ -46,6 +46,7 @@ import tempfile
 import time
 import tomllib
 import traceback
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -137,19 +138,62 @@ def operators() -> list[str]:
     ]
 
 
+def annotation_spans(tree: Any) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where a function's annotations are (its parameters', its return's, its local variables'): never evaluated
+    under ``from __future__ import annotations``, so a mutant there is equivalent by construction. Annotations of
+    classes and modules stay in: pydantic and sqlmodel evaluate them."""
+    spans = []
+    for node in ast_nodes(tree):
+        if node.type in ("param", "funcdef") and node.annotation is not None:
+            spans.append((node.annotation.start_pos, node.annotation.end_pos))
+        elif node.type == "annassign" and node.search_ancestor("funcdef") is not None:
+            annotation = node.children[1]
+            spans.append((annotation.start_pos, annotation.end_pos))
+    return spans
+
+
 def enumerate_mutants(modules: Sequence[str]) -> list[Mutant]:
-    """Every mutant of ``modules``, in module order, as cosmic-ray's ``init`` enumerates them."""
+    """Every mutant of ``modules`` as cosmic-ray's ``init`` enumerates them, less those in function annotations."""
     found: list[Mutant] = []
     names = operators()
     for module in modules:
         tree = get_ast((REFERENCE / f"{module}.py").read_text(encoding="utf-8"))
         nodes = list(ast_nodes(tree))
+        spans = annotation_spans(tree)
         for name in names:
             operator = cosmic_ray.plugins.get_operator(name)()
             positions = ((start, end) for node in nodes for start, end in operator.mutation_positions(node))
             for occurrence, (start, end) in enumerate(positions):
-                found.append(Mutant(module, name, occurrence, start[0], start[1], end[0]))
+                if not any(low <= start < high for low, high in spans):
+                    found.append(Mutant(module, name, occurrence, start[0], start[1], end[0]))
     return found
+
+
+def competent(mutant: Mutant) -> bool:
+    """Whether cosmic-ray's rewrite of ``mutant`` is Python (a ``*`` marker of keyword-only parameters is not)."""
+    source = mutant.source()
+    if source is None:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(source, str(mutant.path), "exec")
+        except SyntaxError:
+            return False
+    return True
+
+
+def draw(population: Sequence[Mutant], size: int, seed: int) -> list[Mutant]:
+    """``size`` competent mutants: the population shuffled with ``seed``, the incompetent ones passed over."""
+    order = list(population)
+    random.Random(seed).shuffle(order)
+    chosen: list[Mutant] = []
+    for mutant in order:
+        if len(chosen) == size:
+            break
+        if competent(mutant):
+            chosen.append(mutant)
+    return chosen
 
 
 # --- the parent: everything imported once ---------------------------------------------------------------------
@@ -221,6 +265,7 @@ def _in_child(work: Path, run: Any) -> int:
     if pid:
         return pid
     try:
+        atexit._clear()  # The parent's exit hooks (its temporary folders' finalizers) are not the child's.
         os.setpgid(0, 0)
         os.chdir(work)  # hypothesis's example database and any stray file land here.
         run(work)
@@ -266,8 +311,12 @@ class Baseline:
     """Module (``_keys``) → line → the cells that executed it; ``""`` stands for the import."""
     failures: list[tuple[str, str]] = field(default_factory=list)
 
-    def cells_for(self, mutant: Mutant) -> tuple[list[str], str]:
-        """The cells to run against ``mutant``, cheapest first, and how they were chosen."""
+    def cells_for(self, mutant: Mutant, *, every: bool) -> tuple[list[str], str]:
+        """The cells to run against ``mutant``, cheapest first, and how they were chosen.
+
+        ``every``: every cell that executed the lines; else, per scenario function, the cheapest cells that
+        together show each of its parameter values once (each-choice).
+        """
         executed = self.lines.get(mutant.module, {})
         span = range(mutant.line, mutant.end_line + 1)
         found = {cell for line in span for cell in executed.get(line, ())}
@@ -279,7 +328,22 @@ class Baseline:
         functions = {cell.partition("[")[0] for cell in found}
         found |= {c for c in self.durations if "sigkill" in c and c.partition("[")[0] in functions}
         passing = [cell for cell in found if self.outcomes.get(cell) == "passed"]
-        return sorted(passing, key=lambda cell: (self.durations.get(cell, 0.0), cell)), how
+        ordered = sorted(passing, key=lambda cell: (self.durations.get(cell, 0.0), cell))
+        return (ordered, how) if every else (each_choice(ordered), f"{how}, each-choice")
+
+
+def each_choice(cells: Sequence[str]) -> list[str]:
+    """Of ``cells`` (cheapest first), per scenario function the first cells that show each parameter value once."""
+    seen: dict[str, set[str]] = {}
+    kept = []
+    for cell in cells:
+        function, _, params = cell.partition("[")
+        values = {f"{i}={v}" for i, v in enumerate(params.rstrip("]").split("-"))}
+        shown = seen.get(function)
+        if shown is None or not values <= shown:
+            seen[function] = (shown or set()) | values
+            kept.append(cell)
+    return kept
 
 
 def source_key(profile: str) -> str:
@@ -307,7 +371,8 @@ def _baseline_child(work: Path) -> None:
                 cov.switch_context("")
 
     cov.start()
-    code = pytest.main(pytest_args(["."], work / "t", first_failure=False), plugins=[recorder, Contexts()])
+    chosen = os.environ.get("TOOLPROOF_MUTATION_BASELINE_CELLS", ".").split()  # A subset, to try the runner.
+    code = pytest.main(pytest_args(chosen, work / "t", first_failure=False), plugins=[recorder, Contexts()])
     cov.stop()
     data = cov.get_data()
     lines: dict[str, dict[int, list[str]]] = {}
@@ -341,7 +406,7 @@ def run_baseline(profile: str, cache: Path) -> Baseline:
         wall = time.monotonic() - started
         result = work / "baseline.json"
         if status is None or not result.exists():
-            error = (work / "error.txt").read_text() if (work / "error.txt").exists() else "no result"
+            error = (work / "error.txt").read_text() if (work / "error.txt").exists() else f"wait status {status}"
             raise SystemExit(f"mutation: the baseline run did not finish: {error.strip().splitlines()[-1]}")
         found = json.loads(result.read_text(encoding="utf-8"))
     not_passed = [cell for cell, outcome in found["outcomes"].items() if outcome != "passed"]
@@ -384,7 +449,7 @@ class Pending:
     deadline: float
 
 
-def start(mutant: Mutant, baseline: Baseline, factor: float) -> Pending | dict[str, Any]:
+def start(mutant: Mutant, baseline: Baseline, factor: float, every: bool) -> Pending | dict[str, Any]:
     """Fork the child that judges ``mutant``; the result record at once when there is nothing to run."""
     record: dict[str, Any] = {"id": mutant.id, **asdict(mutant)}
     mutated = mutant.source()
@@ -395,7 +460,7 @@ def start(mutant: Mutant, baseline: Baseline, factor: float) -> Pending | dict[s
         compile(mutated, str(mutant.path), "exec")
     except SyntaxError as exc:
         return record | {"outcome": "incompetent", "detail": f"does not compile: {exc.msg}"}
-    cells, how = baseline.cells_for(mutant)
+    cells, how = baseline.cells_for(mutant, every=every)
     record |= {"chosen_by": how, "cells": len(cells)}
     if not cells:
         return record | {"outcome": "uncovered", "detail": "no scenario executes the mutated lines", "seconds": 0.0}
@@ -433,7 +498,9 @@ def finish(pending: Pending, status: int | None) -> dict[str, Any]:
     return record | {"outcome": "survived", "detail": f"{found['passed']} cells passed"}
 
 
-def judge_all(todo: Sequence[Mutant], baseline: Baseline, factor: float, jobs: int, results_path: Path) -> None:
+def judge_all(
+    todo: Sequence[Mutant], baseline: Baseline, factor: float, jobs: int, results_path: Path, *, every: bool
+) -> None:
     """Judge ``todo``, up to ``jobs`` children at once, forked from this one thread; append each record."""
     queue = list(reversed(todo))
     running: list[Pending] = []
@@ -453,7 +520,7 @@ def judge_all(todo: Sequence[Mutant], baseline: Baseline, factor: float, jobs: i
 
     while queue or running:
         while queue and len(running) < max(jobs, 1):
-            started = start(queue.pop(), baseline, factor)
+            started = start(queue.pop(), baseline, factor, every)
             if isinstance(started, Pending):
                 running.append(started)
             else:
@@ -479,7 +546,8 @@ def judge_all(todo: Sequence[Mutant], baseline: Baseline, factor: float, jobs: i
 def load_results(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return list({row["id"]: row for row in rows}.values())  # A confirmation replaces the first record.
 
 
 def load_survivors(path: Path) -> dict[str, dict[str, Any]]:
@@ -574,6 +642,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants judged at once (default 1)")
     parser.add_argument("--timeout-factor", type=float, default=3.0, help="timeout: this × the cells' baseline")
     parser.add_argument("--profile", default="dev", help="TOOLPROOF_HYPOTHESIS_PROFILE of the runs (default dev)")
+    parser.add_argument(
+        "--cells",
+        choices=("each-choice", "every"),
+        default="each-choice",
+        help="the cells a mutant meets: each parameter value of each scenario once (then --confirm), or every one",
+    )
+    parser.add_argument(
+        "--no-confirm", dest="confirm", action="store_false", help="do not judge each-choice survivors again"
+    )
     parser.add_argument("--resume", action="store_true", help="keep results.jsonl and skip the mutants it holds")
     parser.add_argument("--score-only", action="store_true", help="write score.md from results.jsonl and stop")
     parser.add_argument("--out", type=Path, default=HERE, help="folder of results.jsonl and score.md")
@@ -590,15 +667,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     population = enumerate_mutants(modules)
     chosen = population
     if options.sample and options.sample < len(population):
-        chosen = random.Random(options.seed).sample(population, options.sample)
+        chosen = draw(population, options.sample, options.seed)
         chosen.sort(key=lambda m: (modules.index(m.module), m.line, m.operator, m.occurrence))
     os.environ["TOOLPROOF_HYPOTHESIS_PROFILE"] = options.profile
     warm_imports()
     baseline = run_baseline(options.profile, HERE / ".cache" / "baseline.json")
     cells = sum(1 for outcome in baseline.outcomes.values() if outcome == "passed")
-    sampled = f"a sample of {len(chosen)} (seed {options.seed})" if chosen is not population else "every mutant"
+    sampled = (
+        f"a sample of {len(chosen)} compiling mutants (seed {options.seed})"
+        if chosen is not population
+        else "every mutant"
+    )
     meta = (
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {sampled} of the {len(population)} cosmic-ray mutants of "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {sampled} of the {len(population)} cosmic-ray mutants (function annotations left out) of "
         f"{', '.join(modules)}; hypothesis profile `{options.profile}`, timeout {options.timeout_factor:g} × the "
         f"cells' baseline + {STARTUP_S:g} s, {options.jobs} job(s). Baseline: {cells} cells pass, "
         f"{baseline.wall_s:.0f} s under coverage."
@@ -610,7 +691,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         results_path.write_text("", encoding="utf-8")
     todo = [m for m in chosen if m.id not in done]
     print(f"mutation: {len(todo)} mutants to judge; baseline {baseline.wall_s:.0f} s", file=sys.stderr, flush=True)
-    judge_all(todo, baseline, options.timeout_factor, options.jobs, results_path)
+    judge_all(todo, baseline, options.timeout_factor, options.jobs, results_path, every=options.cells == "every")
+    if options.cells == "each-choice" and options.confirm:
+        # A survivor of the each-choice cells is judged again by every cell that executed its lines.
+        first = {r["id"] for r in load_results(results_path) if r["outcome"] == "survived" and "each" in r["chosen_by"]}
+        again = [m for m in chosen if m.id in first]
+        print(f"mutation: {len(again)} survivors judged again by every cell", file=sys.stderr, flush=True)
+        judge_all(again, baseline, options.timeout_factor, options.jobs, results_path, every=True)
     results = load_results(results_path)
     wanted = {m.id for m in chosen}
     print(write_score([r for r in results if r["id"] in wanted], survivors, score_path, meta))
