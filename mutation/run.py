@@ -53,10 +53,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import cosmic_ray.plugins
+import cosmic_ray.plugins  # type: ignore[import-untyped]
 import pytest
-from cosmic_ray.ast import ast_nodes, get_ast
-from cosmic_ray.mutating import mutate_code
+from cosmic_ray.ast import ast_nodes, get_ast  # type: ignore[import-untyped]
+from cosmic_ray.mutating import mutate_code  # type: ignore[import-untyped]
 
 from toolproof.driver import MUTANT_VARIABLE, install_mutant_from_environment
 
@@ -311,11 +311,11 @@ class Baseline:
     """Module (``_keys``) → line → the cells that executed it; ``""`` stands for the import."""
     failures: list[tuple[str, str]] = field(default_factory=list)
 
-    def cells_for(self, mutant: Mutant, *, every: bool) -> tuple[list[str], str]:
+    def cells_for(self, mutant: Mutant, *, every: bool, per_function: int = 3) -> tuple[list[str], str]:
         """The cells to run against ``mutant``, cheapest first, and how they were chosen.
 
         ``every``: every cell that executed the lines; else, per scenario function, the cheapest cells that
-        together show each of its parameter values once (each-choice).
+        show a parameter value not shown yet, ``per_function`` at most (each-choice, capped).
         """
         executed = self.lines.get(mutant.module, {})
         span = range(mutant.line, mutant.end_line + 1)
@@ -329,18 +329,20 @@ class Baseline:
         found |= {c for c in self.durations if "sigkill" in c and c.partition("[")[0] in functions}
         passing = [cell for cell in found if self.outcomes.get(cell) == "passed"]
         ordered = sorted(passing, key=lambda cell: (self.durations.get(cell, 0.0), cell))
-        return (ordered, how) if every else (each_choice(ordered), f"{how}, each-choice")
+        return (ordered, how) if every else (each_choice(ordered, per_function), f"{how}, each-choice")
 
 
-def each_choice(cells: Sequence[str]) -> list[str]:
-    """Of ``cells`` (cheapest first), per scenario function the first cells that show each parameter value once."""
+def each_choice(cells: Sequence[str], per_function: int) -> list[str]:
+    """Of ``cells`` (cheapest first), per scenario function the first cells that show a parameter value not shown
+    yet, at most ``per_function`` of them."""
     seen: dict[str, set[str]] = {}
     kept = []
     for cell in cells:
         function, _, params = cell.partition("[")
         values = {f"{i}={v}" for i, v in enumerate(params.rstrip("]").split("-"))}
         shown = seen.get(function)
-        if shown is None or not values <= shown:
+        taken = sum(1 for k in kept if k.partition("[")[0] == function)
+        if (shown is None or not values <= shown) and taken < per_function:
             seen[function] = (shown or set()) | values
             kept.append(cell)
     return kept
@@ -449,7 +451,9 @@ class Pending:
     deadline: float
 
 
-def start(mutant: Mutant, baseline: Baseline, factor: float, every: bool) -> Pending | dict[str, Any]:
+def start(
+    mutant: Mutant, baseline: Baseline, factor: float, every: bool, per_function: int
+) -> Pending | dict[str, Any]:
     """Fork the child that judges ``mutant``; the result record at once when there is nothing to run."""
     record: dict[str, Any] = {"id": mutant.id, **asdict(mutant)}
     mutated = mutant.source()
@@ -460,7 +464,7 @@ def start(mutant: Mutant, baseline: Baseline, factor: float, every: bool) -> Pen
         compile(mutated, str(mutant.path), "exec")
     except SyntaxError as exc:
         return record | {"outcome": "incompetent", "detail": f"does not compile: {exc.msg}"}
-    cells, how = baseline.cells_for(mutant, every=every)
+    cells, how = baseline.cells_for(mutant, every=every, per_function=per_function)
     record |= {"chosen_by": how, "cells": len(cells)}
     if not cells:
         return record | {"outcome": "uncovered", "detail": "no scenario executes the mutated lines", "seconds": 0.0}
@@ -499,7 +503,14 @@ def finish(pending: Pending, status: int | None) -> dict[str, Any]:
 
 
 def judge_all(
-    todo: Sequence[Mutant], baseline: Baseline, factor: float, jobs: int, results_path: Path, *, every: bool
+    todo: Sequence[Mutant],
+    baseline: Baseline,
+    factor: float,
+    jobs: int,
+    results_path: Path,
+    *,
+    every: bool,
+    per_function: int = 3,
 ) -> None:
     """Judge ``todo``, up to ``jobs`` children at once, forked from this one thread; append each record."""
     queue = list(reversed(todo))
@@ -520,13 +531,14 @@ def judge_all(
 
     while queue or running:
         while queue and len(running) < max(jobs, 1):
-            started = start(queue.pop(), baseline, factor, every)
+            started = start(queue.pop(), baseline, factor, every, per_function)
             if isinstance(started, Pending):
                 running.append(started)
             else:
                 record(started)
         for pending in list(running):
-            done, status = os.waitpid(pending.pid, os.WNOHANG)
+            done, waited = os.waitpid(pending.pid, os.WNOHANG)
+            status: int | None = waited
             if done:
                 _end_group(pending.pid)  # Whatever it started and left behind.
             elif time.monotonic() > pending.deadline:
@@ -569,6 +581,7 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         rows = list(rows)
         found = {name: sum(1 for r in rows if r["outcome"] == name) for name in (*KILLED, *SURVIVED, "incompetent")}
         found["equivalent"] = sum(1 for r in rows if r["outcome"] in SURVIVED and r["id"] in equivalent)
+        found["uncovered_open"] = sum(1 for r in rows if r["outcome"] == "uncovered" and r["id"] not in equivalent)
         found["killed_all"] = sum(found[name] for name in KILLED)
         found["survived_all"] = sum(found[name] for name in SURVIVED) - found["equivalent"]
         return found
@@ -577,7 +590,7 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
     summary = (
         f"mutation score {_score(total['killed_all'], total['survived_all'])}: "
         f"{total['killed_all']} killed ({total['killed']} by a failing cell, {total['timeout']} timeout, "
-        f"{total['crashed']} crashed), {total['survived_all']} survived ({total['uncovered']} uncovered), "
+        f"{total['crashed']} crashed), {total['survived_all']} survived ({total['uncovered_open']} of them uncovered), "
         f"{total['equivalent']} equivalent, {total['incompetent']} incompetent; {len(results)} mutants"
     )
     timed = [r["seconds"] for r in results if r.get("seconds")]
@@ -603,8 +616,11 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         cells = [module, rows, c["killed"], c["timeout"], c["crashed"], c["survived"], c["uncovered"]]
         cells += [c["equivalent"], _score(c["killed_all"], c["survived_all"])]
         lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
-    lines += ["", "## Survivors", "", "| mutant | line | mutation | outcome | classification | reason |"]
-    lines += ["|---|---|---|---|---|---|"]
+    lines += ["", "## Survivors", ""]
+    lines += ["Cells: how many passed against the mutant, chosen from the cells that executed its lines: every one,"]
+    lines += ["or each-choice (each parameter value of a scenario function once, three cells at most).", ""]
+    lines += ["| mutant | line | mutation | outcome | cells | classification | reason |"]
+    lines += ["|---|---|---|---|---|---|---|"]
     for r in results:
         if r["outcome"] not in SURVIVED:
             continue
@@ -613,8 +629,10 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         detail = entry.get("rule") or entry.get("clause") or ""
         mutation = " / ".join(f"`{d.strip()}`" for d in r.get("diff", "").splitlines()).replace("|", "\\|")
         reason = str(entry.get("reason", "")).replace("|", "\\|")
+        chosen = "each-choice" if "each" in r.get("chosen_by", "") else "every"
+        cells = f"{r.get('cells', 0)} ({chosen})" if r["outcome"] == "survived" else "0"
         lines.append(
-            f"| `{r['id']}` | {r['line']} | {mutation} | {r['outcome']} | {kind}"
+            f"| `{r['id']}` | {r['line']} | {mutation} | {r['outcome']} | {cells} | {kind}"
             f"{f' ({detail})' if detail else ''} | {reason} |"
         )
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -648,10 +666,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="each-choice",
         help="the cells a mutant meets: each parameter value of each scenario once (then --confirm), or every one",
     )
+    parser.add_argument("--per-function", type=int, default=3, help="each-choice: cells per scenario function at most")
     parser.add_argument(
         "--no-confirm", dest="confirm", action="store_false", help="do not judge each-choice survivors again"
     )
     parser.add_argument("--resume", action="store_true", help="keep results.jsonl and skip the mutants it holds")
+    parser.add_argument(
+        "--ids",
+        default="",
+        help="judge only these mutants of the sample (comma-separated ids), appending to the results",
+    )
     parser.add_argument("--score-only", action="store_true", help="write score.md from results.jsonl and stop")
     parser.add_argument("--out", type=Path, default=HERE, help="folder of results.jsonl and score.md")
     options = parser.parse_args(argv)
@@ -687,11 +711,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.out.mkdir(parents=True, exist_ok=True)
     meta_path.write_text(json.dumps({"meta": meta}), encoding="utf-8")
     done = {r["id"] for r in load_results(results_path)} if options.resume else set()
-    if not options.resume:
+    if not options.resume and not options.ids:
         results_path.write_text("", encoding="utf-8")
     todo = [m for m in chosen if m.id not in done]
+    if options.ids:
+        wanted_ids = set(options.ids.split(","))
+        todo = [m for m in todo if m.id in wanted_ids]
     print(f"mutation: {len(todo)} mutants to judge; baseline {baseline.wall_s:.0f} s", file=sys.stderr, flush=True)
-    judge_all(todo, baseline, options.timeout_factor, options.jobs, results_path, every=options.cells == "every")
+    judge_all(
+        todo,
+        baseline,
+        options.timeout_factor,
+        options.jobs,
+        results_path,
+        every=options.cells == "every",
+        per_function=options.per_function,
+    )
     if options.cells == "each-choice" and options.confirm:
         # A survivor of the each-choice cells is judged again by every cell that executed its lines.
         first = {r["id"] for r in load_results(results_path) if r["outcome"] == "survived" and "each" in r["chosen_by"]}
