@@ -336,7 +336,7 @@ def each_choice(cells: Sequence[str], per_function: int) -> list[str]:
     """Of ``cells`` (cheapest first), per scenario function the first cells that show a parameter value not shown
     yet, at most ``per_function`` of them."""
     seen: dict[str, set[str]] = {}
-    kept = []
+    kept: list[str] = []
     for cell in cells:
         function, _, params = cell.partition("[")
         values = {f"{i}={v}" for i, v in enumerate(params.rstrip("]").split("-"))}
@@ -598,7 +598,8 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
     lines += [
         "Score = killed ÷ (killed + survived); killed counts timeouts and crashed children, survived counts",
         "uncovered mutants (no scenario executes their lines); equivalent mutants (`survivors.toml`) and",
-        "incompetent ones (cosmic-ray's rewrite does not compile) are left out.",
+        "incompetent ones (cosmic-ray's rewrite does not compile) are left out. In the table below the survived",
+        "and uncovered columns still count the equivalent ones.",
         "",
     ]
     if timed:
@@ -630,9 +631,9 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         mutation = " / ".join(f"`{d.strip()}`" for d in r.get("diff", "").splitlines()).replace("|", "\\|")
         reason = str(entry.get("reason", "")).replace("|", "\\|")
         chosen = "each-choice" if "each" in r.get("chosen_by", "") else "every"
-        cells = f"{r.get('cells', 0)} ({chosen})" if r["outcome"] == "survived" else "0"
+        passed = f"{r.get('cells', 0)} ({chosen})" if r["outcome"] == "survived" else "0"
         lines.append(
-            f"| `{r['id']}` | {r['line']} | {mutation} | {r['outcome']} | {cells} | {kind}"
+            f"| `{r['id']}` | {r['line']} | {mutation} | {r['outcome']} | {passed} | {kind}"
             f"{f' ({detail})' if detail else ''} | {reason} |"
         )
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
