@@ -1,4 +1,4 @@
-"""Automation: ``nox -s quick`` for the inner loop, ``tests`` for everything, ``lint``, ``conformance``.
+"""Automation: ``nox -s quick`` for the inner loop, ``tests`` for everything, ``lint``, ``conformance``, ``mutation``.
 
 ``tests`` and ``conformance`` run on every supported Python: ``nox -s tests`` runs all three,
 ``nox -s tests-3.12`` one. The interpreters are found on PATH or, as on these machines, under ``pyenv root``.
@@ -112,3 +112,14 @@ def bench(session: nox.Session) -> None:
     """`toolproof bench` with the DBOS peer into ./toolproof-bench; `nox -s bench -- --quick` for the short run."""
     session.install(".[bench]")
     session.run("toolproof", "bench", "--out", "toolproof-bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def mutation(session: nox.Session) -> None:
+    """The mutation gate over the reference core: mutation/results.jsonl and mutation/score.md.
+
+    Options after ``--``: ``--sample N`` (drawn with ``--seed``), ``--modules _keys,_store``, ``--jobs J``; see
+    ``python mutation/run.py --help``. ``nox -s mutation -- --sample 150`` judges the committed sample.
+    """
+    session.install("-e", ".[mutation]")
+    session.run("python", "mutation/run.py", *session.posargs)

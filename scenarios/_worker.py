@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal, cast
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from toolproof.driver import load
+from toolproof.driver import install_mutant_from_environment, load
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import Disposition, HarnessError, InstanceConfig, StepRequest, Tool, load_object
 
@@ -176,6 +176,8 @@ SIGKILLED = -signal.SIGKILL
 """Exit status of a child that died by SIGKILL."""
 
 if __name__ == "__main__":
+    # The mutation gate's mutant (TOOLPROOF_MUTANT), in place of its module before the implementation is imported.
+    install_mutant_from_environment()
     # Import the implementation (and with it everything a child needs) once, before any fork.
     load(sys.argv[1])
     main()

@@ -29,7 +29,7 @@ FOLDERS = {
 A layer's folder holds its modules minus the folders of layers nested in it (the CLI's holds driver,
 expectations and bench)."""
 PACKAGES = tuple(FOLDERS)
-SCRIPTS = {"benchmarks": "benchmarks"}
+SCRIPTS = {"benchmarks": "benchmarks", "mutation": "mutation"}
 """Folders of scripts run from the checkout, never installed, with a layer rule of their own."""
 
 # Which toolproof packages each folder may import, and which third-party roots. A name missing from
@@ -49,6 +49,8 @@ ALLOWED_INTERNAL = {
     "bench": {"toolproof", "spec", "reference", "fakes"},
     "toolproof": set(PACKAGES),  # The CLI wires everything: anything public.
     "benchmarks": {"spec", "reference", "fakes", "bench"},
+    # The mutation gate never imports the reference: its children import the mutant in its place.
+    "mutation": {"spec", "driver"},
 }
 ALLOWED_EXTERNAL = {
     "spec": {"pydantic"},
@@ -179,7 +181,7 @@ def test_no_module_imports_another_packages_private_module(package: str) -> None
 def test_examples_and_benchmarks_import_no_private_module() -> None:
     examples = [(path.parent, path.parent.name) for path in sorted((ROOT / "examples").glob("*/*/__init__.py"))]
     assert examples, "no example package found"
-    for folder, package in [*examples, (ROOT / "benchmarks", "benchmarks")]:
+    for folder, package in [*examples, (ROOT / "benchmarks", "benchmarks"), (ROOT / "mutation", "mutation")]:
         assert private_imports(folder, package) == [], folder
 
 

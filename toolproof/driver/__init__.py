@@ -15,18 +15,23 @@ from toolproof.spec import publish_exports as _publish_exports
 from ._admission import DriverOptions
 from ._client import HttpImplementation, HttpInstance, is_driver_url, load
 from ._hosted import describe_context
+from ._mutant import MUTANT_VARIABLE, MutantFinder, install_mutant, install_mutant_from_environment
 from ._server import Driver, serve
 from ._supervisor import child_command, supervise
 from ._tool_host import ToolHost, stand_in_context
 
 __all__ = [
+    "MUTANT_VARIABLE",
     "Driver",
     "DriverOptions",
     "HttpImplementation",
     "HttpInstance",
+    "MutantFinder",
     "ToolHost",
     "child_command",
     "describe_context",
+    "install_mutant",
+    "install_mutant_from_environment",
     "is_driver_url",
     "load",
     "serve",

@@ -11,6 +11,7 @@ from pathlib import Path
 from toolproof.spec import load_implementation
 
 from ._admission import DriverOptions
+from ._mutant import install_mutant_from_environment
 from ._server import serve
 
 
@@ -52,4 +53,5 @@ def serve_child(argv: Sequence[str]) -> None:
     """``python -m toolproof.driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]``: what ``child_command`` runs."""
     ref, port, root, mode, *stdio = argv
     options = DriverOptions(root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised")
+    install_mutant_from_environment()  # The mutation gate's mutant, before the implementation is imported.
     serve(load_implementation(ref), int(port), options)
