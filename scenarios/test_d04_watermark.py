@@ -136,10 +136,22 @@ async def test_consequential_tool_without_watermark_is_flagged(harness: Harness)
 @pytest.mark.rules("D4.11")
 async def test_uncertain_resolution_is_counted(harness: Harness) -> None:
     tool = RaisesTool(harness.world, after_watermark=True)
-    async with harness.open(tool) as session:
+    unmarked = RaisesTool(harness.world, name="fake.raises_early")
+    echo = EchoTool(harness.world)
+    async with harness.open(tool, unmarked, echo) as session:
+        # Calls that end every other way first: only the UNCERTAIN resolution may count.
+        await session.call(echo.spec.name, {"text": "fine"})
+        await session.call(unmarked.spec.name, {"n": 0})
+        await session.call("no.such_tool", {})
+        before = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
         await session.call(tool.spec.name, {"n": 1})
         count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
-    harness.expect("D4.11", count == 1, f"{Metric.UNCERTAIN.value}={count} after one UNCERTAIN resolution")
+    harness.expect(
+        "D4.11",
+        (before, count) == (0, 1),
+        f"{Metric.UNCERTAIN.value}={before} after a success, a FAILED and a DENIED call, and {count} after one UNCERTAIN"
+        " resolution; expected 0, then 1",
+    )
 
 
 @pytest.mark.rules("D4.11")
