@@ -12,6 +12,7 @@ from toolproof.spec import (
     CatalogChangeKind,
     InvocationStatus,
     ReasonCode,
+    Success,
     is_valid_name,
     mcp_tool_name,
     normalize_remote_name,
@@ -173,7 +174,9 @@ would carry to the pinned mcp.plain.echo."""
 async def test_proposed_mcp_name_is_resolved_exactly_never_normalized(harness: Harness) -> None:
     plain, fake = memory(harness, "plain", "PlainServer")
     async with harness.open(mcp_servers=[plain]) as session:
-        harness.success("D5.3", await session.call("mcp.plain.echo", {"text": "x"}), "a call to the pinned name")
+        # A call by the pinned name first, so the look-alikes follow a session that reached the server (its own
+        # verdict is D5.5's and D8.6's, not this rule's).
+        pinned = await session.call("mcp.plain.echo", {"text": "x"})
         for name in MCP_LOOK_ALIKES:
             d = await session.call(name, {"text": "x"})
             harness.expect(
@@ -182,4 +185,5 @@ async def test_proposed_mcp_name_is_resolved_exactly_never_normalized(harness: H
                 f"a call to {name!r} (only mcp.plain.echo is pinned) was answered {describe(d)}",
             )
     calls = [e for e in fake.log if e.startswith("tools/call")]
-    harness.expect("D5.3", calls == ["tools/call echo"], f"the server saw {calls} for one call by the pinned name")
+    expected = ["tools/call echo"] if isinstance(pinned, Success) else []
+    harness.expect("D5.3", calls == expected, f"the server saw {calls}; only the call by the pinned name may reach it")

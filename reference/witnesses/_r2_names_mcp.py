@@ -209,7 +209,7 @@ class _FirstPage:
         self.client = client
 
     async def list_tools(self, cursor: str | None = None, **options: Any) -> types.ListToolsResult:
-        page = await self.client.list_tools(**options)
+        page: types.ListToolsResult = await self.client.list_tools(**options)
         return page.model_copy(update={"next_cursor": None})  # The defect: next_cursor ignored.
 
     def __getattr__(self, name: str) -> Any:
