@@ -12,6 +12,7 @@ from toolproof.spec import (
     CatalogChangeKind,
     InvocationStatus,
     ReasonCode,
+    Success,
     is_valid_name,
     mcp_tool_name,
     normalize_remote_name,
@@ -62,7 +63,12 @@ async def test_server_id_comes_from_configuration_never_from_server_info(harness
 @pytest.mark.rules("D5.6")
 async def test_normalization_is_the_pinned_one_in_every_session(harness: Harness) -> None:
     servers = [
-        memory(harness, sid, fake) for sid, fake in (("tricks", "UnicodeTrickServer"), ("long", "OverlongNameServer"))
+        memory(harness, sid, fake)
+        for sid, fake in (
+            ("tricks", "UnicodeTrickServer"),
+            ("long", "OverlongNameServer"),
+            ("order", "NormalizationOrderServer"),
+        )
     ]
     expected = set().union(*(_expected_names(c.server_id, fake) for c, fake in servers))
     seen: list[set[str]] = []
@@ -88,6 +94,7 @@ async def test_names_that_normalize_alike_are_all_dropped_and_recorded(harness: 
             ("mail", "CollidingNamesServer"),
             ("dup", "DuplicateNamesServer"),
             ("long", "OverlongNameServer"),
+            ("order", "NormalizationOrderServer"),
         )
     ]
     async with harness.open(mcp_servers=[c for c, _ in servers]) as session:
@@ -120,6 +127,7 @@ async def test_nothing_a_server_sends_lands_outside_its_prefix(harness: Harness)
             ("reserved", "ReservedDomainServer"),
             ("tricks", "UnicodeTrickServer"),
             ("long", "OverlongNameServer"),
+            ("order", "NormalizationOrderServer"),
         )
     ]
     builtin = EchoTool(harness.world, name="workspace.write_text")
@@ -140,3 +148,42 @@ async def test_nothing_a_server_sends_lands_outside_its_prefix(harness: Harness)
             bool(harness.world.executions) and "tools/call workspace.write_text" not in reserved.log,
             f"a call to the builtin workspace.write_text reached the server: {reserved.log}",
         )
+
+
+MCP_LOOK_ALIKES = (
+    "mcp.plain.Echo",
+    "mcp.plain.ECHO",
+    "mcp.plain.\uff45\uff43\uff48\uff4f",  # fullwidth
+    "mcp.plain.\uff45cho",
+    "mcp.plain.\u212fcho",  # script small e
+    "mcp.plain.\u1d31cho",  # modifier capital E
+    "mcp.plain.\U0001d41echo",  # mathematical bold e
+    "mcp.plain.echo\n",
+    "mcp.plain.echo ",
+    "mcp.Plain.echo",
+    "MCP.PLAIN.ECHO",
+    "\uff4d\uff43\uff50.plain.echo",  # fullwidth "mcp"
+    "mcp.plain.t_echo",
+)
+"""Proposed names outside the grammar, or not pinned, that decision 5's normalization (or NFKC, or lower case)
+would carry to the pinned mcp.plain.echo."""
+
+
+@pytest.mark.rules("D5.3")
+@pytest.mark.profiles("mcp")
+async def test_proposed_mcp_name_is_resolved_exactly_never_normalized(harness: Harness) -> None:
+    plain, fake = memory(harness, "plain", "PlainServer")
+    async with harness.open(mcp_servers=[plain]) as session:
+        # A call by the pinned name first, so the look-alikes follow a session that reached the server (its own
+        # verdict is D5.5's and D8.6's, not this rule's).
+        pinned = await session.call("mcp.plain.echo", {"text": "x"})
+        for name in MCP_LOOK_ALIKES:
+            d = await session.call(name, {"text": "x"})
+            harness.expect(
+                "D5.3",
+                (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.DENIED, ReasonCode.UNKNOWN_TOOL),
+                f"a call to {name!r} (only mcp.plain.echo is pinned) was answered {describe(d)}",
+            )
+    calls = [e for e in fake.log if e.startswith("tools/call")]
+    expected = ["tools/call echo"] if isinstance(pinned, Success) else []
+    harness.expect("D5.3", calls == expected, f"the server saw {calls}; only the call by the pinned name may reach it")

@@ -2,24 +2,105 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from toolproof.fakes import EchoTool
-from toolproof.spec import InvocationStatus, ReasonCode
+from toolproof.spec import MAX_NAME_LENGTH, InvocationStatus, ReasonCode
 
 from ._harness import Harness
 
+UNDER_THE_CAP = "t." + "a" * (MAX_NAME_LENGTH - 3)
+AT_THE_CAP = "t." + "a" * (MAX_NAME_LENGTH - 2)
+OVER_THE_CAP = "t." + "a" * (MAX_NAME_LENGTH - 1)
 
-async def _refuses_naming(harness: Harness, rule: str, names: list[str]) -> None:
+GRAMMATICAL = (
+    "a.b",  # the shortest
+    "files.read_text",
+    "a0_.b1_9",  # digits and underscores after a segment's first letter
+    "a.b.c.d",  # more than two segments
+    UNDER_THE_CAP,
+    AT_THE_CAP,
+    "ab." * ((MAX_NAME_LENGTH - 2) // 3) + "ab",  # at the cap, in many segments
+)
+"""Names the grammar admits, the longest at the 128-character cap."""
+
+OUTSIDE_THE_GRAMMAR = (
+    # Shape.
+    "Files.Read",
+    "files.READ",
+    "files",
+    "files.read-all",
+    "files..read",
+    "1files.read",
+    "_files.read",
+    "files._read",
+    "files.1read",
+    ".files.read",
+    "files.read.",
+    "files read",
+    "files:read",
+    "files/read",
+    # Length: one over the cap, and far over it.
+    OVER_THE_CAP,
+    "t." + "a" * 998,
+    # Whitespace and control characters around or inside an otherwise grammatical name.
+    "files.read_text\n",
+    "files.read_text\r\n",
+    "files.read_text\r",
+    "\nfiles.read_text",
+    "files\n.read_text",
+    "files.read_text\t",
+    "files.read_text ",
+    " files.read_text",
+    "files.read_text\x00",
+    "files.read_text\u2028",
+    "files.read_text\u200b",
+    # Letters and digits outside ASCII, and compatibility characters NFKC folds into the grammar.
+    "\uff46\uff49\uff4c\uff45\uff53.read",  # fullwidth "files"
+    "\ufb01les.read",  # the "fi" ligature
+    "file\u017f.read",  # long s
+    "files\u2024read",  # one dot leader
+    "fil\u0435s.read",  # Cyrillic ie
+    "f\u0131les.read",  # dotless i
+    "files.r\u00e9ad",
+    "files.read\u0661",  # Arabic-Indic digit one: a decimal digit to \d, not to [0-9]
+    "files.read\u00b2",
+)
+"""Names outside the grammar, one class of mistake each."""
+
+
+def _names_it(name: str, error: object) -> bool:
+    """Whether the error names ``name``, as itself or escaped (Python or JSON) where it holds control characters."""
+    shown = str(error)
+    return any(form in shown for form in (name, repr(name)[1:-1], json.dumps(name)[1:-1]))
+
+
+async def _refuses_naming(harness: Harness, rule: str, names: tuple[str, ...] | list[str]) -> None:
     for name in names:
         error = await harness.refused(EchoTool(harness.world, name=name))
         harness.expect(rule, error is not None, f"a builtin registered as {name!r} was accepted at startup")
-        harness.expect(rule, name in str(error), f"the startup error for {name!r} does not name it: {error}")
+        harness.expect(rule, _names_it(name, error), f"the startup error for {name!r} does not name it: {error}")
 
 
 @pytest.mark.rules("D5.1")
 async def test_builtin_outside_the_grammar_is_a_startup_error(harness: Harness) -> None:
-    await _refuses_naming(harness, "D5.1", ["Files.Read", "files", "files.read-all", "files..read", "1files.read"])
+    await _refuses_naming(harness, "D5.1", OUTSIDE_THE_GRAMMAR)
+
+
+@pytest.mark.rules("D5.1")
+async def test_builtin_inside_the_grammar_registers_and_runs(harness: Harness) -> None:
+    for name in GRAMMATICAL:
+        error = await harness.refused(EchoTool(harness.world, name=name))
+        harness.expect(
+            "D5.1",
+            error is None,
+            f"a builtin named {name!r} ({len(name)} characters, grammatical) was refused: {error}",
+        )
+    async with harness.open(*(EchoTool(harness.world, name=name) for name in GRAMMATICAL)) as session:
+        for name in GRAMMATICAL:
+            harness.success("D5.1", await session.call(name, {"text": "t"}), f"a call to the registered {name!r}")
 
 
 @pytest.mark.rules("D5.2")
@@ -30,7 +111,16 @@ async def test_builtin_in_a_reserved_domain_is_a_startup_error(harness: Harness)
 @pytest.mark.rules("D5.3")
 async def test_unknown_or_ungrammatical_name_is_denied_unknown_tool(harness: Harness) -> None:
     async with harness.open(EchoTool(harness.world)) as session:
-        for name in ("files.missing", "FILES.ECHO", "files.echo ", "mcp.evil.files_echo", "files"):
+        for name in (
+            "files.missing",
+            "FILES.ECHO",
+            "files.echo ",
+            "files.echo\n",
+            "\nfiles.echo",
+            "files.echo\x00",
+            "mcp.evil.files_echo",
+            "files",
+        ):
             d = harness.outcome("D5.3", await session.call(name, {"text": "t"}), f"a call to {name!r}")
             harness.expect(
                 "D5.3",
@@ -39,6 +129,39 @@ async def test_unknown_or_ungrammatical_name_is_denied_unknown_tool(harness: Har
             )
     harness.expect(
         "D5.3", harness.world.executions == [], f"an unknown name executed a tool: {harness.world.executions}"
+    )
+
+
+COMPATIBILITY_LOOK_ALIKES = (
+    "\uff46\uff49\uff4c\uff45\uff53.echo",  # fullwidth "files"
+    "\uff46iles.echo",  # one fullwidth letter
+    "\ufb01les.echo",  # the "fi" ligature
+    "file\u017f.echo",  # long s
+    "files\u2024echo",  # one dot leader for the dot
+    "files\ufe52echo",  # small full stop for the dot
+    "files.\U0001d41echo",  # mathematical bold e
+    "files.ech\u2092",  # subscript o
+    "files.ech\u1d52",  # modifier small o
+    "files.\u212fcho",  # script small e
+)
+"""Names outside the grammar that NFKC folds into the registered "files.echo"."""
+
+
+@pytest.mark.rules("D5.3")
+async def test_compatibility_look_alike_of_a_registered_name_is_denied_unknown_tool(harness: Harness) -> None:
+    async with harness.open(EchoTool(harness.world)) as session:
+        harness.success("D5.3", await session.call("files.echo", {"text": "t"}), "a call to the registered files.echo")
+        for name in COMPATIBILITY_LOOK_ALIKES:
+            d = harness.outcome("D5.3", await session.call(name, {"text": "t"}), f"a call to {name!r}")
+            harness.expect(
+                "D5.3",
+                (d.status, d.reason_code) == (InvocationStatus.DENIED, ReasonCode.UNKNOWN_TOOL),
+                f"a call to {name!r} (NFKC: files.echo) was answered {d.status.value} {d.reason_code.value}",
+            )
+    harness.expect(
+        "D5.3",
+        len(harness.world.executions) == 1,
+        f"look-alikes of files.echo executed it: {len(harness.world.executions)} executions for 1 call by its name",
     )
 
 

@@ -65,6 +65,23 @@ _NEAR_MISSES = (
 )
 """Hosts near an allowlist of example.com and 127.0.0.1, none of them on it."""
 
+_BORROWED_HOSTS = (
+    "http://127.0.0.1:80@evil.example:9/mcp",  # userinfo "127.0.0.1:80" reads like host and port
+    "http://127.0.0.1@evil.example:9/mcp",
+    "http://example.com@evil.test:9/mcp",
+    "http://example.com:443@evil.test:9/mcp",
+    "http://user:example.com@evil.test:9/mcp",  # the allowed host as a password
+    "http://EXAMPLE.COM@EVIL.TEST:9/mcp",
+    "http://a@example.com@evil.test:9/mcp",  # two @: the host follows the last
+    "http://127.0.0.1:9@127.0.0.2:9/mcp",
+    "http://example.com%40evil.test:9/mcp",  # an escaped @ is part of the host, which is not on the list
+    "http://evil.test:9/mcp#@example.com",  # the allowed host after the authority: fragment, query, path
+    "http://evil.test:9/mcp?@example.com",
+    "http://evil.test:9/@example.com/mcp",
+)
+"""Tenant URLs that name an allowed host (example.com, 127.0.0.1) outside their host: in the userinfo, or after the
+authority. The host of each is off the allowlist."""
+
 
 @pytest.mark.rules("D7.2")
 async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harness) -> None:
@@ -82,6 +99,18 @@ async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harne
                 "D7.2",
                 isinstance(found, ConfigurationError) and "D7.2" in str(found),
                 f"a tenant server at {host!r} (allowlist example.com, 127.0.0.1) was not refused naming D7.2: {found}",
+            )
+        for borrowed in _BORROWED_HOSTS:
+            found = await _refusal_or_failure(
+                harness,
+                tenant.model_copy(update={"url": borrowed}),
+                egress_allowlist=["example.com", "127.0.0.1"],
+            )
+            harness.expect(
+                "D7.2",
+                isinstance(found, ConfigurationError) and "D7.2" in str(found),
+                f"a tenant server at {borrowed!r}, whose host is not on the allowlist (example.com, 127.0.0.1) though "
+                f"its URL names an allowed host, was not refused naming D7.2: {found}",
             )
         async with harness.open(mcp_servers=[tenant], egress_allowlist=["127.0.0.1"]) as session:
             harness.success("D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an allowlisted tenant call")

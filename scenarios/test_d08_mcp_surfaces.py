@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from toolproof.fakes import EchoTool
-from toolproof.fakes.mcp import INJECTION, stdio_command
+from toolproof.fakes.mcp import INJECTION, SHADOWING_TOOL_NAMES, shadowing_resource_server, stdio_command
 from toolproof.spec import (
     READ_RESOURCE,
     InvocationStatus,
@@ -50,6 +50,40 @@ async def test_resources_are_reached_through_one_read_tool_per_server(harness: H
             f"the read left rows {[(r.tool_name, r.status.value) for r in rows]} and events {kinds}",
         )
         harness.expect("D8.1", fake.log.count(f"resources/read {RESOURCE}") == 1, f"server saw {fake.log}")
+
+
+@pytest.mark.rules("D8.1")
+@pytest.mark.parametrize("remote", SHADOWING_TOOL_NAMES)
+async def test_a_server_tool_named_read_resource_never_takes_the_synthetic_name(harness: Harness, remote: str) -> None:
+    if remote == SHADOWING_TOOL_NAMES[0]:
+        config, fake = memory(harness, "shadow", "ShadowingResourceServer")
+    else:
+        fake = shadowing_resource_server(remote)
+        config = McpServerConfig(
+            server_id="shadow", transport=McpTransport.MEMORY, server=fake.server, classification=READ
+        )
+        harness.log.append(f"mcp server shadow: ShadowingResourceServer listing its own tool {remote!r}, in-process")
+    synthetic = f"mcp.shadow.{READ_RESOURCE}"
+    async with harness.open(mcp_servers=[config]) as session:
+        ad = await session.advertise()
+        named = [t for t in ad.tools if t.name == synthetic]
+        harness.expect(
+            "D8.1",
+            len(named) == 1 and named[0].remote_name is None,
+            f"{synthetic} is advertised as {[(t.name, t.remote_name) for t in named]}: the server's own tool "
+            f"{remote!r} took the synthetic resource tool's name",
+        )
+        d = await session.call(synthetic, {"uri": RESOURCE})
+    harness.expect(
+        "D8.1",
+        isinstance(d, Success) and any("Notes." in e.text for e in d.content),
+        f"{synthetic} did not read the resource: {describe(d)}",
+    )
+    harness.expect(
+        "D8.1",
+        f"tools/call {remote}" not in fake.log and fake.log.count(f"resources/read {RESOURCE}") == 1,
+        f"{synthetic} reached the server's own tool {remote!r} instead of resources/read: {fake.log}",
+    )
 
 
 @pytest.mark.rules("D8.2")
@@ -189,6 +223,48 @@ async def test_output_over_the_server_cap_is_not_delivered(harness: Harness) -> 
             )
         small = harness.success("D8.7", await session.call("mcp.huge.dump", {"bytes": 1000}), "a result under the cap")
         harness.expect("D8.7", "".join(e.text for e in small.content) == "A" * 1000, "the small result was altered")
+
+
+CAP = 100
+"""The output cap of the multibyte server, in bytes."""
+
+_SIZES = (
+    # (unit, count, parts): the unit's UTF-8 width times count times parts is the result's size in bytes.
+    ("a", 100, 1),
+    ("a", 101, 1),
+    ("\u00e9", 50, 1),  # two bytes a character: 100 bytes in 50 characters
+    ("\u00e9", 51, 1),
+    ("\u00e9", 80, 1),  # 160 bytes, 80 characters: under the cap only if characters are counted
+    ("\u20ac", 33, 1),  # three bytes: 99
+    ("\u20ac", 34, 1),  # 102
+    ("\U0001f600", 25, 1),  # four bytes: 100
+    ("\U0001f600", 26, 1),  # 104 bytes in 26 characters
+    ("a", 50, 2),  # two parts, 100 bytes together
+    ("a", 60, 2),  # two parts of 60: each under the cap, together over it
+    ("\u00e9", 30, 2),  # 120 bytes in 60 characters, in two parts
+)
+"""Results around a 100-byte cap, at the cap and one unit over it, for every UTF-8 width and over several parts."""
+
+
+@pytest.mark.rules("D8.7")
+@pytest.mark.parametrize(("unit", "count", "parts"), _SIZES)
+async def test_output_cap_is_in_utf8_bytes_over_the_whole_result(
+    harness: Harness, unit: str, count: int, parts: int
+) -> None:
+    config, _ = memory(harness, "multi", "MultibyteOutputServer", max_output_bytes=CAP)
+    size = len(unit.encode()) * count * parts
+    async with harness.open(mcp_servers=[config]) as session:
+        d = await session.call("mcp.multi.repeat", {"unit": unit, "count": count, "parts": parts})
+    what = f"a result of {parts} part(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
+    if size > CAP:
+        harness.expect(
+            "D8.7", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"
+        )
+        return
+    ok = harness.success("D8.7", d, f"{what}, within the {CAP}-byte cap,")
+    harness.expect(
+        "D8.7", [e.text for e in ok.content] == [unit * count] * parts, f"{what} was delivered altered: {ok.content}"
+    )
 
 
 @pytest.mark.rules("D13.4")

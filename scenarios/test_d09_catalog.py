@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import http_server, stdio_command
+from toolproof.fakes.mcp import PAGE_SIZE, http_server, stdio_command
 from toolproof.spec import (
     Advertisement,
+    CatalogChange,
     CatalogChangeKind,
+    Disposition,
     InvocationStatus,
     McpServerConfig,
     McpTransport,
     ReasonCode,
+    Success,
     mcp_tool_name,
     replay_history,
 )
@@ -28,7 +31,11 @@ def _pinned(ad: Advertisement) -> dict[str, str]:
 async def test_session_pins_names_and_full_definition_hashes(harness: Harness) -> None:
     servers = [
         memory(harness, sid, fake)
-        for sid, fake in (("lying", "LyingAnnotationsServer"), ("drift", "SilentDriftServer"))
+        for sid, fake in (
+            ("lying", "LyingAnnotationsServer"),
+            ("drift", "SilentDriftServer"),
+            ("pages", "PaginatedCatalogServer"),
+        )
     ]
     expected = {
         mcp_tool_name(config.server_id, remote): sha
@@ -162,6 +169,71 @@ async def test_new_session_sees_the_current_catalog(harness: Harness) -> None:
         "mcp.rug.transfer" not in names and "mcp.grow.extra_1" in names,
         f"a session started after the changes advertises {names}",
     )
+
+
+async def _paged_catalog(
+    harness: Harness, protocol: str
+) -> tuple[set[str], list[Advertisement], list[CatalogChange], dict[str, Disposition]]:
+    """Two sessions of PaginatedCatalogServer, the catalog reordered between them: the whole catalog's names, what
+    the sessions advertised, the history, and each call's disposition by name (echo's after it moved from the first
+    page to the last)."""
+    config, fake = memory(harness, "pages", "PaginatedCatalogServer", protocol=protocol)
+    everything = {mcp_tool_name("pages", remote) for remote in wire_hashes(fake)}
+    async with harness.open(mcp_servers=[config]) as session:
+        first = await session.advertise()
+        # search and export are listed on the second and third pages; shuffle reverses the order without changing
+        # the catalog, so echo, first on the first page, is last on the last one when it is called.
+        calls = {
+            name: await session.call(f"mcp.pages.{name}", {"text": "x"})
+            for name in ("search", "export", "shuffle", "echo")
+        }
+        second = await session.advertise("run-2")
+        history = await session.catalog_history()
+    return everything, [first, second], history, calls
+
+
+@pytest.mark.rules("D9.6")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_session_sees_every_page_of_the_catalog(harness: Harness, protocol: str) -> None:
+    everything, sessions, _, calls = await _paged_catalog(harness, protocol)
+    for ad in sessions:
+        harness.expect(
+            "D9.6",
+            set(ad.names()) == everything,
+            f"session {ad.run_id} of a server listing its catalog in pages of {PAGE_SIZE} advertises "
+            f"{sorted(ad.names())}, not the whole catalog {sorted(everything)}",
+        )
+    for name in ("search", "export"):
+        harness.success("D9.6", calls[name], f"mcp.pages.{name}, listed on a later page,")
+
+
+@pytest.mark.rules("D9.3")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_tool_moved_to_a_later_page_is_not_withdrawn(harness: Harness, protocol: str) -> None:
+    _, _, history, calls = await _paged_catalog(harness, protocol)
+    harness.expect(
+        "D9.3",
+        isinstance(calls["echo"], Success),
+        f"mcp.pages.echo, still listed (moved from the first page to the last), was answered {describe(calls['echo'])}",
+    )
+    withdrawn = [c.remote_name for c in of_kind(history, CatalogChangeKind.WITHDRAWN, "pages")]
+    harness.expect(
+        "D9.3", withdrawn == [], f"tools the server still lists, on a later page, were recorded withdrawn: {withdrawn}"
+    )
+
+
+@pytest.mark.rules("D18.2")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_history_of_a_paginated_catalog_answers_the_whole_catalog(harness: Harness, protocol: str) -> None:
+    everything, sessions, history, _ = await _paged_catalog(harness, protocol)
+    for ad in sessions:
+        replayed = replay_history(history, ad.as_of_seq)
+        harness.expect(
+            "D18.2",
+            replayed == _pinned(ad) and set(replayed) == everything,
+            f"session {ad.run_id}: the history up to seq {ad.as_of_seq} answers {sorted(replayed)}, the pin says "
+            f"{sorted(_pinned(ad))}, the catalog (every page) is {sorted(everything)}",
+        )
 
 
 @pytest.mark.rules("D18.2")

@@ -9,20 +9,38 @@ loopback; ``stdio_command`` and ``http_server`` run it as a subprocess.
 
 from toolproof.spec import publish_exports as _publish_exports
 
-from ._attacker import ANSI, INJECTION, InjectingErrorServer, InjectingResourceServer
+from ._attacker import (
+    ANSI,
+    INJECTION,
+    SHADOWING_TOOL_NAMES,
+    InjectingErrorServer,
+    InjectingResourceServer,
+    ShadowingResourceServer,
+    shadowing_resource_server,
+)
 from ._base import FakeServer, ServerFake
 from ._classification import TRUST_CLAIMS, ClaimsTrustServer, LyingAnnotationsServer
-from ._drift import FLOOD_COUNT, GrowingCatalogServer, ListChangedFloodServer, RugPullServer, SilentDriftServer
+from ._drift import (
+    FLOOD_COUNT,
+    PAGE_SIZE,
+    GrowingCatalogServer,
+    ListChangedFloodServer,
+    PaginatedCatalogServer,
+    RugPullServer,
+    SilentDriftServer,
+)
 from ._launch import http_server, stdio_command
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
+    NORMALIZATION_ORDER_NAMES,
     OVERLONG_NAMES,
     RESERVED_DOMAIN_NAMES,
     UNICODE_TRICK_NAMES,
     CollidingNamesServer,
     DuplicateNamesServer,
     ImpersonatorServer,
+    NormalizationOrderServer,
     OverlongNameServer,
     PlainServer,
     ReservedDomainServer,
@@ -37,7 +55,7 @@ from ._requests import (
     SamplingRequestServer,
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
-from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer
+from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 __all__ = [
     "ANSI",
@@ -48,10 +66,13 @@ __all__ = [
     "IMPERSONATED_NAME",
     "INJECTION",
     "LOOPBACK",
+    "NORMALIZATION_ORDER_NAMES",
     "OVERLONG_NAMES",
+    "PAGE_SIZE",
     "RESERVED_DOMAIN_NAMES",
     "SAMPLING_PROMPT",
     "SERVERS",
+    "SHADOWING_TOOL_NAMES",
     "TRUST_CLAIMS",
     "UNICODE_TRICK_NAMES",
     "ClaimsTrustServer",
@@ -68,13 +89,17 @@ __all__ = [
     "InjectingResourceServer",
     "ListChangedFloodServer",
     "LyingAnnotationsServer",
+    "MultibyteOutputServer",
+    "NormalizationOrderServer",
     "OverlongNameServer",
+    "PaginatedCatalogServer",
     "PlainServer",
     "ReservedDomainServer",
     "RootsRequestServer",
     "RugPullServer",
     "SamplingRequestServer",
     "ServerFake",
+    "ShadowingResourceServer",
     "SilentDriftServer",
     "UnicodeTrickServer",
     "catalog",
@@ -82,6 +107,7 @@ __all__ = [
     "serve",
     "serve_http",
     "serve_stdio",
+    "shadowing_resource_server",
     "stdio_command",
 ]
 

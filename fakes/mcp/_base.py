@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 Context = ServerRequestContext[Any, Any]
@@ -89,10 +89,13 @@ class FakeServer:
         name: ``serverInfo.name``.
         list_tools: Returns the catalog to answer ``tools/list`` with, evaluated per request.
         tools: Tool name -> behaviour; a name not in the table answers ``isError`` "unknown tool".
+        page_size: When set, ``tools/list`` answers pages of this many tools, each page but the last with a
+            ``nextCursor`` (the offset of the next page); None: the whole catalog in one page.
         **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts).
 
     Attributes:
-        log: What clients asked, in arrival order. Per ``tools/call``: ``"tools/call NAME"``,
+        log: What clients asked, in arrival order. ``"tools/list CURSOR"`` per page asked for when paginated
+            (``-`` for the first page). Per ``tools/call``: ``"tools/call NAME"``,
             then what the client advertised, ``"client sampling=True|False roots=True|False"``,
             then ``"input_responses KEY=JSON"`` per response a 2026-07-28 retry carries.
             ``"resources/list"``, ``"resources/read URI"``, ``"prompts/list"`` and
@@ -105,9 +108,12 @@ class FakeServer:
         name: str,
         list_tools: Callable[[], list[types.Tool]],
         tools: Mapping[str, ToolCall],
+        *,
+        page_size: int | None = None,
         **handlers: Any,
     ) -> None:
         self.list_tools = list_tools
+        self.page_size = page_size
         self.tools = dict(tools)
         self.log: list[str] = []
         self.bus = InMemorySubscriptionBus()
@@ -134,7 +140,16 @@ class FakeServer:
         return logged
 
     async def _on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.list_tools())
+        if self.page_size is None:
+            return types.ListToolsResult(tools=self.list_tools())
+        cursor = params.cursor if params is not None else None
+        self.log.append(f"tools/list {cursor or '-'}")
+        if cursor is not None and not cursor.isdigit():
+            raise MCPError(types.INVALID_PARAMS, f"unknown cursor {cursor!r}")
+        start = int(cursor or 0)
+        catalog = self.list_tools()
+        end = start + self.page_size
+        return types.ListToolsResult(tools=catalog[start:end], next_cursor=str(end) if end < len(catalog) else None)
 
     async def _on_call_tool(
         self, ctx: Context, params: types.CallToolRequestParams

@@ -1,4 +1,4 @@
-"""Catalog drift: a tool withdrawn, a tool silently changed, a flood of notices, a growing catalog.
+"""Catalog drift: a tool withdrawn, a tool silently changed, a flood of notices, a growing catalog, a paged catalog.
 
 Every change is triggered by a ``tools/call`` (never by time), so a client controls exactly
 when the catalog moves and two runs see the same sequence.
@@ -115,4 +115,41 @@ GrowingCatalogServer = ServerFake(
     "GrowingCatalogServer",
     "each `grow` call adds a tool `extra_N` after connect and sends tools/list_changed",
     _growing_catalog,
+)
+
+
+PAGE_SIZE = 2
+"""How many tools one page of PaginatedCatalogServer's tools/list holds."""
+
+
+def _paginated_catalog() -> FakeServer:
+    # Invariant: the catalog's content never changes, only its order (and so which page a tool is on).
+    tools = [
+        ECHO,
+        types.Tool(name="shuffle", description="Reverses the catalog's order.", input_schema=TEXT_SCHEMA),
+        types.Tool(name="search", description="Searches the index.", input_schema=TEXT_SCHEMA),
+        types.Tool(name="archive", description="Archives an entry.", input_schema=TEXT_SCHEMA),
+        types.Tool(name="export", description="Exports the index.", input_schema=TEXT_SCHEMA),
+    ]
+    state = {"reversed": False}
+
+    async def shuffle(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        state["reversed"] = not state["reversed"]
+        return text("reordered")
+
+    async def answer(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return text(f"{params.name} done")
+
+    def catalog() -> list[types.Tool]:
+        return tools[::-1] if state["reversed"] else list(tools)
+
+    behaviours = {"echo": echo, "shuffle": shuffle, "search": answer, "archive": answer, "export": answer}
+    return FakeServer("PaginatedCatalogServer", catalog, behaviours, page_size=PAGE_SIZE)
+
+
+PaginatedCatalogServer = ServerFake(
+    "PaginatedCatalogServer",
+    f"answers tools/list in pages of {PAGE_SIZE} (five tools, three pages); `shuffle` reverses the order, "
+    "moving tools between pages without changing the catalog",
+    _paginated_catalog,
 )

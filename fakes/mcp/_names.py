@@ -53,6 +53,25 @@ UNICODE_TRICK_NAMES = [
 OVERLONG_NAMES = ["x" * 1024, "y" * 200 + "_one", "y" * 200 + "_two"]
 """A 1 KiB name, and two long names that share their first 200 characters (collide under truncation)."""
 
+NORMALIZATION_ORDER_NAMES = [
+    "\U0001d403\U0001d41e\U0001d425\U0001d41e\U0001d42d\U0001d41e",  # mathematical bold "Delete": NFKC gives "Delete"
+    "\u210celp",  # black-letter capital H: NFKC gives "H", which has no lower case before NFKC
+    "\u1d2cudit",  # modifier letter capital A
+    "\U0001f130rchive",  # squared latin capital A
+    "\u210dost",  # double-struck capital H
+    "9" + "x" * 80,  # over the cap, starting with a digit: t_ is prefixed before the cut
+    "-" + "y" * 80,  # over the cap, starting with a symbol
+    "_" + "z" * 80,  # over the cap, starting with an underscore
+    "b" * 63,  # one under the cap
+    "c" * 64,  # at the cap
+    "d" * 65,  # one over the cap
+    "7" + "e" * 61,  # t_ prefixed: exactly at the cap
+    "8" + "f" * 62,  # t_ prefixed: one over the cap
+    "9" + "g" * 61 + "ab",  # these two differ only past the cap once t_ is prefixed, so they collide
+    "9" + "g" * 61 + "cd",
+]
+"""Names whose normalization depends on its order: NFKC before lower case, t_ before the 64-character cut."""
+
 RESERVED_DOMAIN_NAMES = [
     "workspace.write_text",
     "files.read",
@@ -96,6 +115,11 @@ OverlongNameServer = ServerFake(
     "OverlongNameServer",
     "lists a 1 KiB tool name and two long names equal in their first 200 characters",
     lambda: _named_server("OverlongNameServer", OVERLONG_NAMES),
+)
+NormalizationOrderServer = ServerFake(
+    "NormalizationOrderServer",
+    "lists names whose compatibility form is upper case, and long names around the cap that start with a non-letter",
+    lambda: _named_server("NormalizationOrderServer", NORMALIZATION_ORDER_NAMES),
 )
 ReservedDomainServer = ServerFake(
     "ReservedDomainServer",

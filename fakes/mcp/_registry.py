@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from ._attacker import InjectingErrorServer, InjectingResourceServer
+from ._attacker import InjectingErrorServer, InjectingResourceServer, ShadowingResourceServer
 from ._base import ServerFake
 from ._classification import ClaimsTrustServer, LyingAnnotationsServer
-from ._drift import GrowingCatalogServer, ListChangedFloodServer, RugPullServer, SilentDriftServer
+from ._drift import (
+    GrowingCatalogServer,
+    ListChangedFloodServer,
+    PaginatedCatalogServer,
+    RugPullServer,
+    SilentDriftServer,
+)
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
     ImpersonatorServer,
+    NormalizationOrderServer,
     OverlongNameServer,
     PlainServer,
     ReservedDomainServer,
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
-from ._volume import DripServer, HangingServer, HugeOutputServer
+from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
     fake.name: fake
@@ -26,6 +33,7 @@ SERVERS: dict[str, ServerFake] = {
         CollidingNamesServer,
         UnicodeTrickServer,
         OverlongNameServer,
+        NormalizationOrderServer,
         ReservedDomainServer,
         ImpersonatorServer,
         LyingAnnotationsServer,
@@ -34,12 +42,15 @@ SERVERS: dict[str, ServerFake] = {
         SilentDriftServer,
         ListChangedFloodServer,
         GrowingCatalogServer,
+        PaginatedCatalogServer,
         SamplingRequestServer,
         RootsRequestServer,
         EndlessInputServer,
         InjectingErrorServer,
         InjectingResourceServer,
+        ShadowingResourceServer,
         HugeOutputServer,
+        MultibyteOutputServer,
         DripServer,
         HangingServer,
     )

@@ -83,3 +83,38 @@ DripServer = ServerFake(
     "DripServer", "`drip` answers after 20 chunks 0.5 s apart, with progress notifications if asked", _drip_server
 )
 HangingServer = ServerFake("HangingServer", "`hang` never answers; only the caller's deadline ends it", _hanging)
+
+
+REPEAT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "unit": {"type": "string"},
+        "count": {"type": "integer", "minimum": 0},
+        "parts": {"type": "integer", "minimum": 1},
+    },
+    "required": ["unit", "count"],
+}
+
+
+async def _repeat(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    piece = str(arguments["unit"]) * int(arguments["count"])
+    parts = int(arguments.get("parts", 1))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=piece) for _ in range(parts)])
+
+
+def _multibyte_output() -> FakeServer:
+    tool = types.Tool(
+        name="repeat",
+        description="Returns `parts` text parts, each `unit` repeated `count` times.",
+        input_schema=REPEAT_SCHEMA,
+    )
+    return FakeServer("MultibyteOutputServer", lambda: [ECHO, tool], {"echo": echo, "repeat": _repeat})
+
+
+MultibyteOutputServer = ServerFake(
+    "MultibyteOutputServer",
+    "`repeat` returns text of a chosen unit and length, in one or more parts: multibyte text is fewer characters "
+    "than bytes",
+    _multibyte_output,
+)

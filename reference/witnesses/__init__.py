@@ -20,6 +20,7 @@ from . import (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _r2_names_mcp,
     _r2_results,
 )
 from ._registry import WITNESSES, Witness
@@ -40,6 +41,7 @@ _MODULES = (
     _gaps_paths,
     _gaps_trust_keys,
     _r2_results,
+    _r2_names_mcp,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
