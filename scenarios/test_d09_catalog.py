@@ -157,17 +157,18 @@ async def test_silent_change_is_recorded_at_the_next_listing(harness: Harness) -
 
 
 @pytest.mark.rules("D9.6")
-async def test_new_session_sees_the_current_catalog(harness: Harness) -> None:
+@pytest.mark.parametrize("new_run", ["run-2", "run-0", "a-run", "run-1-later"])  # Sorting after and before run-1.
+async def test_new_session_sees_the_current_catalog(harness: Harness, new_run: str) -> None:
     servers = [memory(harness, sid, fake) for sid, fake in (("rug", "RugPullServer"), ("grow", "GrowingCatalogServer"))]
     async with harness.open(mcp_servers=[c for c, _ in servers]) as session:
         await session.advertise()
         for name in ("mcp.rug.transfer", "mcp.grow.grow"):
             harness.success("D9.6", await session.call(name, {"text": "x"}), name)
-        names = (await session.advertise("run-2")).names()
+        names = (await session.advertise(new_run)).names()
     harness.expect(
         "D9.6",
         "mcp.rug.transfer" not in names and "mcp.grow.extra_1" in names,
-        f"a session started after the changes advertises {names}",
+        f"a session ({new_run}) started after the changes advertises {names}",
     )
 
 

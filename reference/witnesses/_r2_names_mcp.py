@@ -233,3 +233,26 @@ class _FirstPageOnly(McpAdapter):
 )
 class _CatalogFirstPage(Pipeline):
     mcp_class = _FirstPageOnly
+
+
+class _PinsByRange(McpAdapter):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        exact = self.store.pins
+        seen: list[str] = []
+
+        def pins(run_id: str) -> list[Any]:
+            rows = exact(run_id)
+            if rows:
+                seen.append(run_id)
+                return rows
+            # The mistake: a session with no pin of its own reads the next one at or after its id (a range query).
+            later = sorted(r for r in seen if r >= run_id)
+            return exact(later[0]) if later else []
+
+        self.store.pins = pins  # type: ignore[method-assign]
+
+
+@witness("pins_read_by_range", ("D9.6",), "a new session whose run id sorts before a pinned one's reads that pin")
+class _PinsReadByRange(Pipeline):
+    mcp_class = _PinsByRange
