@@ -28,7 +28,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 THREE = "toolproof.fakes._scripts:three_orders"
 HELD = "toolproof.fakes._scripts:order_mail_order"
@@ -173,6 +173,44 @@ async def test_an_expired_hold_reruns_the_script_against_recorded_outcomes(harne
         counts == [1, 1] and not harness.world.effects_of("mail.send"),
         f"re-running from the start left order effects {counts} and {len(harness.world.effects_of('mail.send'))} "
         "mails; completed calls must not act again",
+    )
+
+
+@pytest.mark.rules("D17.4")
+@pytest.mark.parametrize("bound", [10.0, 2 * DEFAULT_APPROVAL_TIMEOUT_S], ids=["10s", "over-default"])
+async def test_a_script_hold_is_bounded_by_the_configured_bound(harness: Harness, bound: float) -> None:
+    mail = _mail(harness)
+    async with harness.open(_orders(harness), mail, approval_timeout_s=bound) as session:
+        held = await session.run_script(HELD)
+        harness.expect(
+            "D17.4", held.status == "held", f"a call needing approval left the script {held.status}, not held"
+        )
+        session.advance(bound - 1)
+        await session.sweep()
+        inside = await session.run_script(HELD)
+        session.advance(2)
+        await session.sweep()
+        after = await session.run_script(HELD)
+    harness.expect(
+        "D17.4",
+        inside.status == "held",
+        f"one second inside the configured {bound:.0f} s bound the re-run script ended {inside.status} "
+        f"({[describe(d) for d in inside.dispositions]}); the hold is still open, so it is held again",
+    )
+    second = after.dispositions[1] if len(after.dispositions) > 1 else None
+    harness.expect(
+        "D17.4",
+        after.status == "completed"
+        and isinstance(second, Outcome)
+        and second.reason_code is ReasonCode.APPROVAL_EXPIRED,
+        f"one second past the configured {bound:.0f} s bound the re-run script ended {after.status} with the held "
+        f"call answered {describe(second) if second else None}; expected completed, the call approval_expired",
+    )
+    harness.expect(
+        "D17.4",
+        [_effects(harness, item) for item in (1, 2)] == [1, 1] and not harness.world.effects_of("mail.send"),
+        f"the runs left order effects {[_effects(harness, item) for item in (1, 2)]} and "
+        f"{len(harness.world.effects_of('mail.send'))} mails; expected [1, 1] and none",
     )
 
 

@@ -20,6 +20,7 @@ from . import (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _r2_keys_bridge,
 )
 from ._registry import WITNESSES, Witness
 
@@ -38,6 +39,7 @@ _MODULES = (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _r2_keys_bridge,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
