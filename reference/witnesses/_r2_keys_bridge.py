@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from toolproof.reference.hooks import STEP_TABLE, CallState, Pipeline, idempotency_key
-from toolproof.spec import DEFAULT_APPROVAL_TIMEOUT_S, JsonObject, Step
+from toolproof.spec import DEFAULT_APPROVAL_TIMEOUT_S, InvocationStatus, JsonObject, ReasonCode, Step, ToolKind
 
 from ._registry import witness
 
@@ -104,3 +104,33 @@ async def _hold_for_the_default(p: Pipeline, s: CallState) -> None:
 )
 class _HoldBoundIgnoresConfiguration(Pipeline):
     steps = STEP_TABLE | {Step.HOLD: _hold_for_the_default}
+
+
+def _history(
+    p: Pipeline, s: CallState, *, earlier_steps_only: bool
+) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+    """The run's identical calls as the breaker reads them (optionally those of earlier steps only)."""
+    return [
+        (InvocationStatus(row.status), ReasonCode(row.reason_code) if row.reason_code else None)
+        for row in p.store.identical(s.request.run_id, s.call_hash)
+        if not earlier_steps_only or row.step_number < s.request.step_number
+    ]
+
+
+@witness(
+    "breaker_blind_to_its_batch",
+    ("D14.2", "D14.3", "D14.4"),
+    "the breaker counts identical calls of earlier steps only, not those earlier in the same batch",
+)
+class _BreakerBlindToItsBatch(Pipeline):
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        # The defect: "prior" read as "in a prior step".
+        return _history(self, s, earlier_steps_only=True)
+
+
+@witness("breaker_spares_control_tools", ("D16.1",), "step 4's breaker sees no history for a CONTROL tool's calls")
+class _BreakerSparesControlTools(Pipeline):
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        if s.resolved is not None and s.resolved.spec.kind is ToolKind.CONTROL:
+            return []  # The defect: a control call acts on the run, not the world, "so it cannot loop".
+        return super().prior_identical(s)
