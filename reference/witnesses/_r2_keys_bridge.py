@@ -5,12 +5,32 @@ calls credited to the whole context."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import inspect
 import json
+import sys
 from typing import Any
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, Pipeline, idempotency_key
-from toolproof.spec import DEFAULT_APPROVAL_TIMEOUT_S, InvocationStatus, JsonObject, ReasonCode, Step, ToolKind
+import anyio
+from anyio.streams.text import TextReceiveStream
+
+from toolproof.reference.hooks import DISPOSITION, STEP_TABLE, Bridge, CallState, Pipeline, idempotency_key
+from toolproof.spec import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    Disposition,
+    InvocationStatus,
+    JsonObject,
+    ProposedCall,
+    ReasonCode,
+    ScriptRequest,
+    ScriptRun,
+    Step,
+    StepRequest,
+    Suspended,
+    ToolKind,
+    load_object,
+)
 
 from ._registry import witness
 
@@ -134,3 +154,123 @@ class _BreakerSparesControlTools(Pipeline):
         if s.resolved is not None and s.resolved.spec.kind is ToolKind.CONTROL:
             return []  # The defect: a control call acts on the run, not the world, "so it cannot loop".
         return super().prior_identical(s)
+
+
+# A sandbox of this witness's own: the script, handed a bridge that speaks JSON lines over stdout and stdin.
+_SANDBOX = r"""
+import json, sys
+from toolproof.spec import load_object
+
+class Bridge:
+    def call(self, tool_name, arguments=None, provenance=None):
+        print(json.dumps({"call": [tool_name, arguments or {}, provenance]}), flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        return json.loads(line)
+
+try:
+    load_object(sys.argv[1], expect=callable, what="script", form="package.module:function")(Bridge())
+except SystemExit:
+    raise
+except BaseException as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+    sys.exit(1)
+print(json.dumps({"done": True}), flush=True)
+"""
+
+
+def _digest(ref: str) -> str:
+    function = load_object(ref, expect=callable, what="script", form="package.module:function")
+    return hashlib.sha256(f"{ref}\n{inspect.getsource(function)}".encode()).hexdigest()
+
+
+class _PerToolBridge(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        digest = _digest(request.script)
+        counts: dict[str, int] = {}
+        call_ids: list[str] = []
+        dispositions: list[Disposition] = []
+        process = await anyio.open_process([sys.executable, "-c", _SANDBOX, request.script])
+        assert process.stdout is not None
+        assert process.stdin is not None
+        pending = ""
+        try:
+            async for chunk in TextReceiveStream(process.stdout):
+                pending += chunk
+                while "\n" in pending:
+                    line, pending = pending.split("\n", 1)
+                    message = json.loads(line)
+                    if "done" in message:
+                        return ScriptRun(status="completed", call_ids=call_ids, dispositions=dispositions)
+                    if "error" in message:
+                        text = f"the script raised at ordinal {len(call_ids) + 1}: {message['error']}"
+                        return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
+                    tool_name, arguments, provenance = message["call"]
+                    # The defect: the ordinal is the tool's ("the second orders.a"), not the script's.
+                    counts[tool_name] = counts.get(tool_name, 0) + 1
+                    call = ProposedCall(
+                        call_id=f"script-{digest[:16]}-{tool_name}-{counts[tool_name]}",
+                        tool_name=tool_name,
+                        arguments=arguments,
+                        provenance=provenance or {name: [] for name in arguments},
+                    )
+                    call_ids.append(call.call_id)
+                    diverged = self.divergence(request, call, len(call_ids))
+                    if diverged:
+                        return ScriptRun(
+                            status="diverged", call_ids=call_ids, dispositions=dispositions, message=diverged
+                        )
+                    step = StepRequest(
+                        tenant=request.tenant,
+                        run_id=request.run_id,
+                        step_number=request.step_number,
+                        calls=[call],
+                        context=request.context,
+                    )
+                    disposition = await self.pipeline.run_call(step, call)
+                    dispositions.append(disposition)
+                    if isinstance(disposition, Suspended):
+                        return ScriptRun(status="held", call_ids=call_ids, dispositions=dispositions)
+                    await process.stdin.send((DISPOSITION.dump_json(disposition).decode() + "\n").encode())
+            text = "the sandbox ended early"
+            return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
+        finally:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
+            with anyio.move_on_after(2):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+@witness("ordinal_counted_per_tool", ("D17.5",), "the bridge counts its call ordinal per tool name, not per script")
+class _OrdinalCountedPerTool(Pipeline):
+    bridge_class = _PerToolBridge
+
+
+@witness(
+    "script_calls_credit_the_context",
+    ("D17.1",),
+    "a script call's argument without contributors is credited to every context item of the request",
+)
+class _ScriptCallsCreditTheContext(Pipeline):
+    scripting = False
+
+    async def run_script(self, request: ScriptRequest) -> ScriptRun:
+        self.scripting = True
+        try:
+            return await super().run_script(request)
+        finally:
+            self.scripting = False
+
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        if self.scripting:
+            # The defect: "the script was written from the whole context", so an argument the script names no
+            # contributor for is credited to every item of the request.
+            every = [item.id for item in request.context]
+            provenance = {name: call.provenance.get(name) or every for name in call.arguments}
+            call = call.model_copy(update={"provenance": provenance})
+        return await super().run_call(request, call)
