@@ -181,7 +181,7 @@ print(json.dumps({"done": True}), flush=True)
 
 
 def _digest(ref: str) -> str:
-    function = load_object(ref, expect=callable, what="script", form="package.module:function")
+    function: Any = load_object(ref, expect=callable, what="script", form="package.module:function")
     return hashlib.sha256(f"{ref}\n{inspect.getsource(function)}".encode()).hexdigest()
 
 
