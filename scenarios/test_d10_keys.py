@@ -231,9 +231,17 @@ _SEPARATORS = ["|", ":", "/", ".", "-", "_", ",", ";", " ", "\t", "\n", "\x1f", 
 
 
 async def _pair(
-    harness: Harness, session: Session, label: str, pair: tuple[dict[str, Any], dict[str, Any]]
+    harness: Harness,
+    session: Session,
+    label: str,
+    pair: tuple[dict[str, Any], dict[str, Any]],
+    *,
+    read_rows: bool = True,
 ) -> list[str]:
-    """Submit the pair's two calls (each in its own run unless the pair names one); the failures seen, as text."""
+    """Submit the pair's two calls (each in its own run unless the pair names one); the failures seen, as text.
+
+    Without ``read_rows`` the pair is judged by its dispositions and effects alone (one key for both calls answers
+    the second with the first's invocation and leaves one effect), not by reading the run's rows back."""
     problems: list[str] = []
     rows: list[InvocationRow | None] = []
     ids: list[str] = []
@@ -250,13 +258,16 @@ async def _pair(
             problems.append(f"{label}: {where} was answered {describe(d)}")
             continue
         ids.append(d.invocation_id)
-        rows.append(await session.row(d.invocation_id, where["run_id"]))
+        if read_rows:
+            rows.append(await session.row(d.invocation_id, where["run_id"]))
     acted = len(harness.world.effects) - before
     keys = [r.idempotency_key if r else None for r in rows]
-    if len(set(ids)) != 2 or None in keys or len(set(keys)) != 2 or acted != 2:
+    one_key = read_rows and (None in keys or len(set(keys)) != 2)
+    if len(set(ids)) != 2 or one_key or acted != 2:
+        shown = f", keys {[k[:12] if k else None for k in keys]}" if read_rows else ""
         problems.append(
-            f"{label}: {pair[0]} and {pair[1]} got invocations {[i[:8] for i in ids]}, keys "
-            f"{[k[:12] if k else None for k in keys]} and {acted} effect(s); expected two keys and two effects"
+            f"{label}: {pair[0]} and {pair[1]} got invocations {[i[:8] for i in ids]}{shown} and {acted} effect(s); "
+            "expected two invocations, two keys and two effects"
         )
     return problems
 
@@ -278,6 +289,7 @@ async def test_inputs_that_run_together_alike_get_different_keys(harness: Harnes
 
 @pytest.mark.rules("D10.1")
 async def test_an_input_holding_a_separator_does_not_move_a_boundary(harness: Harness) -> None:
+    # Judged by dispositions and effects: these run ids (one holds "/") are not read back by run.
     problems: list[str] = []
     async with harness.open(WriteTool(harness.world)) as session:
         for n, sep in enumerate(_SEPARATORS):
@@ -287,6 +299,7 @@ async def test_an_input_holding_a_separator_does_not_move_a_boundary(harness: Ha
                 session,
                 f"tenant|run around {shown}",
                 ({"tenant": f"a{sep}b", "run_id": f"c{n}"}, {"tenant": "a", "run_id": f"b{sep}c{n}"}),
+                read_rows=False,
             )
             problems += await _pair(
                 harness,
@@ -296,6 +309,7 @@ async def test_an_input_holding_a_separator_does_not_move_a_boundary(harness: Ha
                     {"run_id": f"r{n}{sep}1", "step_number": 2, "call_id": "c"},
                     {"run_id": f"r{n}", "step_number": 1, "call_id": f"2{sep}c"},
                 ),
+                read_rows=False,
             )
     harness.expect(
         "D10.1",
