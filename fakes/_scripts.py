@@ -26,3 +26,34 @@ def order_mail_order(bridge: Any) -> None:
 def drifting(bridge: Any) -> None:
     """Orders an item named after the clock: a replay asks for something else at ordinal 1."""
     bridge.call("orders.place", {"item": time.time_ns()}, {"item": ["user-1"]})
+
+
+def follows_its_plan(bridge: Any) -> None:
+    """Asks ``plan.where`` (ordinal 1) where its plan is, then calls each tool the plan file names, in that order,
+    without arguments: the plan is part of the world, so a replay after the file changed calls other tools at the
+    same ordinals."""
+    answer = bridge.call("plan.where", {}, {})
+    with open(answer["content"][0]["text"], encoding="utf-8") as plan:
+        names = plan.read().split()
+    for name in names:
+        bridge.call(name, {}, {})
+
+
+def mails_without_provenance(bridge: Any) -> None:
+    """One consequential call whose arguments the script gives no provenance for."""
+    bridge.call("mail.send", {"to": "finance@example.com"})
+
+
+def mails_with_partial_provenance(bridge: Any) -> None:
+    """One consequential call with provenance for one of its two arguments only."""
+    bridge.call("mail.send", {"to": "finance@example.com", "subject": "report"}, {"subject": ["user-1"]})
+
+
+def mails_with_empty_provenance(bridge: Any) -> None:
+    """One consequential call whose argument's provenance names no context item."""
+    bridge.call("mail.send", {"to": "finance@example.com"}, {"to": []})
+
+
+def reads_without_provenance(bridge: Any) -> None:
+    """One read-only call whose argument the script gives no provenance for."""
+    bridge.call("files.echo", {"text": "report"})

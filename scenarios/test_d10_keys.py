@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolproof.fakes import EchoTool, TransientOnceTool, WriteTool
-from toolproof.spec import Identity
+from toolproof.fakes import EchoTool, FailsTool, TransientOnceTool, WriteTool
+from toolproof.spec import Identity, InstanceConfig, InvocationRow, Success
 
-from ._harness import Harness
+from ._harness import Harness, Session, describe
 
 _FREE_OBJECT = {"input_schema": {"type": "object"}}
 
@@ -60,6 +60,32 @@ async def test_retry_reuses_the_key(harness: Harness) -> None:
         [a.attempt for a in attempts[:2]] == [1, 2] and attempts[0].idempotency_key == attempts[1].idempotency_key,
         f"attempts {[a.attempt for a in attempts]} carried keys {[a.idempotency_key[:12] for a in attempts]}; "
         "a retry must carry the same key",
+    )
+
+
+@pytest.mark.rules("D10.2")
+@pytest.mark.parametrize("max_attempts", [None, 1, 2, 3], ids=["default", "1", "2", "3"])
+async def test_a_failing_tool_runs_at_most_max_attempts_times(harness: Harness, max_attempts: int | None) -> None:
+    bound = InstanceConfig.model_fields["max_attempts"].default if max_attempts is None else max_attempts
+    always = FailsTool(harness.world, kind="TRANSIENT", name="weather.always_down")
+    once = TransientOnceTool(harness.world)
+    config = {} if max_attempts is None else {"max_attempts": max_attempts}
+    async with harness.open(always, once, **config) as session:
+        await session.call(always.spec.name)
+        await session.call(once.spec.name)
+    runs = [e.attempt for e in harness.world.executions if e.tool_name == always.spec.name]
+    harness.expect(
+        "D10.2",
+        runs == list(range(1, bound + 1)),
+        f"a tool that reports TRANSIENT every time ran as attempts {runs} with max_attempts {bound}; expected "
+        f"{list(range(1, bound + 1))}: max_attempts counts every execution of the invocation, the first included",
+    )
+    again = [e.attempt for e in harness.world.executions if e.tool_name == once.spec.name]
+    want = [1] if bound == 1 else [1, 2]
+    harness.expect(
+        "D10.2",
+        again == want,
+        f"a tool that reports TRANSIENT once ran as attempts {again} with max_attempts {bound}; expected {want}",
     )
 
 
@@ -140,6 +166,39 @@ async def test_member_order_does_not_change_the_key(harness: Harness, arguments:
     )
 
 
+# Argument sets whose members differ only in the order of an array's elements (at every depth), in an array's
+# length, or in a scalar's JSON type: every variant is another value, so every one is another call.
+_ARRAY_VALUES: dict[str, list[Any]] = {
+    "strings": [["a", "b"], ["b", "a"]],
+    "numbers": [[1, 2, 3], [3, 2, 1], [2, 1, 3]],
+    "repeats": [[1, 1, 2], [1, 2, 1], [1, 2], [1, 1, 2, 2]],
+    "objects": [[{"a": 1}, {"b": 2}], [{"b": 2}, {"a": 1}]],
+    "nested": [[[1, 2], [3]], [[3], [1, 2]], [[2, 1], [3]]],
+    "in-object": [{"o": {"ids": ["x", "y"]}}, {"o": {"ids": ["y", "x"]}}],
+    "types": [1, "1", True, None, 0, False, "", [], {}, 1.5, [None], [0]],
+}
+
+
+@pytest.mark.rules("D10.4")
+@pytest.mark.parametrize("kind", list(_ARRAY_VALUES))
+async def test_array_order_and_value_types_change_the_key(harness: Harness, kind: str) -> None:
+    values = _ARRAY_VALUES[kind]
+    tool = EchoTool(harness.world, name="files.echo", **_FREE_OBJECT)
+    async with harness.open(tool) as session:
+        answers = [
+            describe(await session.call(tool.spec.name, {"v": v, "t": "x"}, call_id="call-1", step_number=1))
+            for v in values
+        ]
+        keys = [r.idempotency_key for r in await session.rows()]
+    harness.expect(
+        "D10.4",
+        len(set(keys)) == len(values) and len(harness.world.executions) == len(values),
+        f"the arguments {{'v': V}} for V in {values!r} (each a different value: an array's order is part of its "
+        f"value) gave {len(set(keys))} distinct key(s) and {len(harness.world.executions)} execution(s); expected "
+        f"{len(values)} and {len(values)} (answers {answers})",
+    )
+
+
 @pytest.mark.rules("D10.5")
 async def test_new_tool_version_gets_a_new_key(harness: Harness) -> None:
     keys = []
@@ -154,4 +213,107 @@ async def test_new_tool_version_gets_a_new_key(harness: Harness) -> None:
         "D10.5",
         len(set(keys)) == 2 and len(harness.world.effects) == 2,
         f"the same call under tool_version 1 then 2 left {len(set(keys))} key(s) and {len(harness.world.effects)} effect(s)",
+    )
+
+
+# Pairs of calls whose key inputs differ yet read alike when the inputs are run together: each pair moves the
+# boundary between two adjacent inputs (tenant|run, run|step_number, step_number|call_id, call_id|tool name,
+# tool name|tool_version), so a key over the inputs concatenated without a boundary gives both one key.
+_BOUNDARIES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "tenant|run": ({"tenant": "t1", "run_id": "r"}, {"tenant": "t", "run_id": "1r"}),
+    "run|step": ({"run_id": "run-b2", "step_number": 23}, {"run_id": "run-b22", "step_number": 3}),
+    "step|call_id": ({"step_number": 1, "call_id": "23"}, {"step_number": 12, "call_id": "3"}),
+    "call_id|tool": ({"call_id": "c-1", "tool": "ab.create"}, {"call_id": "c-1a", "tool": "b.create"}),
+    "tool|version": ({"tool": "t.ab", "version": "1"}, {"tool": "t.a", "version": "b1"}),
+}
+_SEPARATORS = ["|", ":", "/", ".", "-", "_", ",", ";", " ", "\t", "\n", "\x1f", '"', "\\", "[", "]"]
+"""Characters a key could join its inputs with: an input that contains the separator moves a boundary too."""
+
+
+async def _pair(
+    harness: Harness,
+    session: Session,
+    label: str,
+    pair: tuple[dict[str, Any], dict[str, Any]],
+    *,
+    read_rows: bool = True,
+) -> list[str]:
+    """Submit the pair's two calls (each in its own run unless the pair names one); the failures seen, as text.
+
+    Without ``read_rows`` the pair is judged by its dispositions and effects alone (one key for both calls answers
+    the second with the first's invocation and leaves one effect), not by reading the run's rows back."""
+    problems: list[str] = []
+    rows: list[InvocationRow | None] = []
+    ids: list[str] = []
+    before = len(harness.world.effects)
+    for where in pair:
+        where = dict(where)
+        tool = where.pop("tool", "tickets.create")
+        where.pop("version", None)
+        where.setdefault("call_id", "call-1")
+        where.setdefault("step_number", 1)
+        where.setdefault("run_id", f"run-{label}")
+        d = await session.call(tool, {"title": "t"}, **where)
+        if not isinstance(d, Success):
+            problems.append(f"{label}: {where} was answered {describe(d)}")
+            continue
+        ids.append(d.invocation_id)
+        if read_rows:
+            rows.append(await session.row(d.invocation_id, where["run_id"]))
+    acted = len(harness.world.effects) - before
+    keys = [r.idempotency_key if r else None for r in rows]
+    one_key = read_rows and (None in keys or len(set(keys)) != 2)
+    if len(set(ids)) != 2 or one_key or acted != 2:
+        shown = f", keys {[k[:12] if k else None for k in keys]}" if read_rows else ""
+        problems.append(
+            f"{label}: {pair[0]} and {pair[1]} got invocations {[i[:8] for i in ids]}{shown} and {acted} effect(s); "
+            "expected two invocations, two keys and two effects"
+        )
+    return problems
+
+
+@pytest.mark.rules("D10.1")
+@pytest.mark.parametrize("boundary", list(_BOUNDARIES))
+async def test_inputs_that_run_together_alike_get_different_keys(harness: Harness, boundary: str) -> None:
+    pair = _BOUNDARIES[boundary]
+    tools = {w.get("tool", "tickets.create"): w.get("version", "1") for w in pair}
+    async with harness.open(*(WriteTool(harness.world, name=n, version=v) for n, v in tools.items())) as session:
+        problems = await _pair(harness, session, boundary, pair)
+    harness.expect(
+        "D10.1",
+        not problems,
+        "; ".join(problems) + " (the key's inputs must each keep their bounds: a boundary moved between two adjacent "
+        "inputs is another call)",
+    )
+
+
+@pytest.mark.rules("D10.1")
+async def test_an_input_holding_a_separator_does_not_move_a_boundary(harness: Harness) -> None:
+    # Judged by dispositions and effects: these run ids (one holds "/") are not read back by run.
+    problems: list[str] = []
+    async with harness.open(WriteTool(harness.world)) as session:
+        for n, sep in enumerate(_SEPARATORS):
+            shown = repr(sep)
+            problems += await _pair(
+                harness,
+                session,
+                f"tenant|run around {shown}",
+                ({"tenant": f"a{sep}b", "run_id": f"c{n}"}, {"tenant": "a", "run_id": f"b{sep}c{n}"}),
+                read_rows=False,
+            )
+            problems += await _pair(
+                harness,
+                session,
+                f"run|step|call_id around {shown}",
+                (
+                    {"run_id": f"r{n}{sep}1", "step_number": 2, "call_id": "c"},
+                    {"run_id": f"r{n}", "step_number": 1, "call_id": f"2{sep}c"},
+                ),
+                read_rows=False,
+            )
+    harness.expect(
+        "D10.1",
+        not problems,
+        "; ".join(problems) + " (a tenant, run or call_id containing the character a key joins its inputs with must "
+        "not make two calls one)",
     )

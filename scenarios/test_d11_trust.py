@@ -212,11 +212,30 @@ async def test_denied_hold_is_denied(harness: Harness) -> None:
     )
 
 
+_BOUNDS = [None, 10.0, 2 * DEFAULT_APPROVAL_TIMEOUT_S]
+"""Hold bounds: the default (no approval_timeout_s given), one far under the default, one over it."""
+_BOUND_IDS = ["default", "10s", "over-default"]
+
+
+def _describe_row(row: InvocationRow | None) -> str:
+    """The row's status and reason, for a message."""
+    if row is None:
+        return "gone"
+    return f"{row.status.value} {row.reason_code.value}" if row.reason_code else row.status.value
+
+
+def _bound(bound: float | None) -> tuple[float, dict[str, float]]:
+    """The bound in seconds, and the config that sets it (nothing for the default)."""
+    return (DEFAULT_APPROVAL_TIMEOUT_S, {}) if bound is None else (bound, {"approval_timeout_s": bound})
+
+
 @pytest.mark.rules("D11.6")
-async def test_hold_expires_after_its_bound(harness: Harness) -> None:
-    async with harness.open(_mail(harness)) as session:
+@pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
+async def test_hold_expires_after_its_bound(harness: Harness, bound: float | None) -> None:
+    seconds, config = _bound(bound)
+    async with harness.open(_mail(harness), **config) as session:
         held = await _held(harness, session)
-        session.advance(DEFAULT_APPROVAL_TIMEOUT_S - 1)
+        session.advance(seconds - 1)
         await session.sweep()
         early = await session.row(held)
         session.advance(2)
@@ -225,22 +244,25 @@ async def test_hold_expires_after_its_bound(harness: Harness) -> None:
     harness.expect(
         "D11.6",
         early is not None and early.status is InvocationStatus.AWAITING_APPROVAL,
-        f"one second before its {DEFAULT_APPROVAL_TIMEOUT_S:.0f} s bound the hold was {early.status.value if early else None}",
+        f"one second before its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
+        f"{early.status.value if early else None}",
     )
     harness.expect(
         "D11.6",
         late is not None and (late.status, late.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
-        f"one second after its bound the hold was {late.status.value if late else None} "
-        f"{late.reason_code.value if late and late.reason_code else ''}",
+        f"one second after its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
+        f"{late.status.value if late else None} {late.reason_code.value if late and late.reason_code else ''}",
     )
 
 
 @pytest.mark.rules("D11.6")
+@pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
 @pytest.mark.parametrize("approved", [True, False], ids=["approved", "denied"])
-async def test_answer_after_the_bound_is_expired(harness: Harness, approved: bool) -> None:
-    async with harness.open(_mail(harness)) as session:
+async def test_answer_after_the_bound_is_expired(harness: Harness, approved: bool, bound: float | None) -> None:
+    seconds, config = _bound(bound)
+    async with harness.open(_mail(harness), **config) as session:
         held = await _held(harness, session)
-        session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+        session.advance(seconds + 1)
         d = await session.resolve_approval(held, approved=approved)
         row = await session.row(held)
     answer = "approval" if approved else "refusal"
@@ -248,13 +270,36 @@ async def test_answer_after_the_bound_is_expired(harness: Harness, approved: boo
     harness.expect(
         "D11.6",
         late.reason_code is ReasonCode.APPROVAL_EXPIRED and not harness.world.effects,
-        f"an {answer} answered one second after the {DEFAULT_APPROVAL_TIMEOUT_S:.0f} s bound (no sweep ran) was "
-        f"answered {late.reason_code.value} with {len(harness.world.effects)} effects; expected approval_expired",
+        f"an {answer} answered one second after the {seconds:.0f} s bound (approval_timeout_s {bound}, no sweep "
+        f"ran) was answered {late.reason_code.value} with {len(harness.world.effects)} effects; expected "
+        "approval_expired",
     )
     harness.expect(
         "D11.6",
         row is not None and (row.status, row.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
         f"the late-answered hold's row is {row.status.value if row else None}",
+    )
+
+
+@pytest.mark.rules("D11.6")
+@pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
+async def test_answer_inside_the_bound_is_honoured(harness: Harness, bound: float | None) -> None:
+    seconds, config = _bound(bound)
+    async with harness.open(_mail(harness), **config) as session:
+        held = await _held(harness, session)
+        session.advance(seconds - 1)
+        await session.sweep()
+        row = await session.row(held)
+        if row is None or row.status is not InvocationStatus.AWAITING_APPROVAL:
+            harness.fail(
+                "D11.6",
+                f"one second inside its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
+                f"{_describe_row(row)}; it must still await its answer",
+            )
+        d = await session.resolve_approval(held, approved=True)
+    harness.success("D11.6", d, f"an approval one second inside the {seconds:.0f} s bound (approval_timeout_s {bound})")
+    harness.expect(
+        "D11.6", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
     )
 
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 import pytest
 
 from toolproof.fakes import AskUserTool
-from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Suspended, TrustLabel
+from toolproof.spec import (
+    LOOP_THRESHOLD,
+    REPEATED_DENIAL_THRESHOLD,
+    EventKind,
+    InvocationStatus,
+    ReasonCode,
+    Suspended,
+    TrustLabel,
+)
 
-from ._harness import Harness, Session
+from ._harness import Harness, Session, describe
 
 ASK = "conversation.ask_user"
 
@@ -36,6 +44,40 @@ async def test_policy_applies_to_control_tools(harness: Harness) -> None:
         d = harness.outcome("D16.1", await session.call(ASK, {"question": "?"}), "a denied control tool")
     harness.expect(
         "D16.1", d.reason_code is ReasonCode.POLICY_DENIED, f"a denied control tool got {d.reason_code.value}"
+    )
+
+
+@pytest.mark.rules("D16.1")
+@pytest.mark.parametrize("resumed", [False, True], ids=["left-suspended", "resumed"])
+async def test_the_breaker_applies_to_control_tools(harness: Harness, resumed: bool) -> None:
+    async with harness.open(AskUserTool(harness.world)) as session:
+        answers = []
+        for _ in range(LOOP_THRESHOLD):
+            d = await session.call(ASK, {"question": "Which colour?"})
+            answers.append(describe(d))
+            if resumed and isinstance(d, Suspended):
+                await session.resume(d.invocation_id, "blue")
+    last = answers[-1] if answers else None
+    harness.expect(
+        "D16.1",
+        last == f"DENIED {ReasonCode.LOOP_DETECTED.value}" and all(a.startswith("SUSPENDED") for a in answers[:-1]),
+        f"the same control call proposed in {LOOP_THRESHOLD} steps ({'each resumed' if resumed else 'none resumed'}) "
+        f"was answered {answers}; expected {LOOP_THRESHOLD - 1} suspensions, then DENIED "
+        f"{ReasonCode.LOOP_DETECTED.value}: step 4's breaker is part of the full pipeline",
+    )
+
+
+@pytest.mark.rules("D16.1")
+async def test_repeated_denials_of_a_control_tool_trip_the_breaker(harness: Harness) -> None:
+    async with harness.open(AskUserTool(harness.world), denied_tools=[ASK]) as session:
+        answers = [describe(await session.call(ASK, {"question": "?"})) for _ in range(REPEATED_DENIAL_THRESHOLD)]
+    want = [f"DENIED {ReasonCode.POLICY_DENIED.value}"] * (REPEATED_DENIAL_THRESHOLD - 1) + [
+        f"DENIED {ReasonCode.REPEATED_DENIAL.value}"
+    ]
+    harness.expect(
+        "D16.1",
+        answers == want,
+        f"a denied control call proposed {REPEATED_DENIAL_THRESHOLD} times was answered {answers}; expected {want}",
     )
 
 

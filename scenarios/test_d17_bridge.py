@@ -10,11 +10,12 @@ import uuid
 import pytest
 
 from toolproof.driver import HttpImplementation
-from toolproof.fakes import CrashingTool, WriteTool
+from toolproof.fakes import CrashingTool, EchoTool, ReturnsTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     EDITED_SCRIPT_OVER_HTTP,
     TOOL_CRASH_POINTS,
+    ContentPart,
     ContextItem,
     CrashPlan,
     CrashPoint,
@@ -25,10 +26,11 @@ from toolproof.spec import (
     ReasonCode,
     SimulatedCrash,
     Success,
+    ToolResult,
     TrustLabel,
 )
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 THREE = "toolproof.fakes._scripts:three_orders"
 HELD = "toolproof.fakes._scripts:order_mail_order"
@@ -177,6 +179,44 @@ async def test_an_expired_hold_reruns_the_script_against_recorded_outcomes(harne
 
 
 @pytest.mark.rules("D17.4")
+@pytest.mark.parametrize("bound", [10.0, 2 * DEFAULT_APPROVAL_TIMEOUT_S], ids=["10s", "over-default"])
+async def test_a_script_hold_is_bounded_by_the_configured_bound(harness: Harness, bound: float) -> None:
+    mail = _mail(harness)
+    async with harness.open(_orders(harness), mail, approval_timeout_s=bound) as session:
+        held = await session.run_script(HELD)
+        harness.expect(
+            "D17.4", held.status == "held", f"a call needing approval left the script {held.status}, not held"
+        )
+        session.advance(bound - 1)
+        await session.sweep()
+        inside = await session.run_script(HELD)
+        session.advance(2)
+        await session.sweep()
+        after = await session.run_script(HELD)
+    harness.expect(
+        "D17.4",
+        inside.status == "held",
+        f"one second inside the configured {bound:.0f} s bound the re-run script ended {inside.status} "
+        f"({[describe(d) for d in inside.dispositions]}); the hold is still open, so it is held again",
+    )
+    second = after.dispositions[1] if len(after.dispositions) > 1 else None
+    harness.expect(
+        "D17.4",
+        after.status == "completed"
+        and isinstance(second, Outcome)
+        and second.reason_code is ReasonCode.APPROVAL_EXPIRED,
+        f"one second past the configured {bound:.0f} s bound the re-run script ended {after.status} with the held "
+        f"call answered {describe(second) if second else None}; expected completed, the call approval_expired",
+    )
+    harness.expect(
+        "D17.4",
+        [_effects(harness, item) for item in (1, 2)] == [1, 1] and not harness.world.effects_of("mail.send"),
+        f"the runs left order effects {[_effects(harness, item) for item in (1, 2)]} and "
+        f"{len(harness.world.effects_of('mail.send'))} mails; expected [1, 1] and none",
+    )
+
+
+@pytest.mark.rules("D17.4")
 async def test_an_approved_hold_reruns_the_script_and_acts_once(harness: Harness) -> None:
     mail = _mail(harness)
     async with harness.open(_orders(harness), mail) as session:
@@ -216,6 +256,98 @@ async def test_a_diverging_replay_is_stopped_and_overwrites_nothing(harness: Har
         "the diverging replay changed what was recorded",
     )
     harness.expect("D17.5", len(harness.world.effects) == 1, f"{len(harness.world.effects)} orders were placed")
+
+
+PLANNED = "toolproof.fakes._scripts:follows_its_plan"
+_REPLANS: dict[str, tuple[str, str, int]] = {
+    "swapped": ("orders.a orders.b", "orders.b orders.a", 2),
+    "substituted": ("orders.a orders.b", "orders.c orders.b", 2),
+    "inserted": ("orders.a orders.b", "orders.a orders.c orders.b", 3),
+    "dropped": ("orders.a orders.b", "orders.b", 2),
+    "repeated": ("orders.a orders.b", "orders.b orders.b", 2),
+}
+"""A plan, the plan a replay meets (the world changed in between), and the first ordinal that differs: ordinal 1
+asks where the plan is, so the tools it names start at ordinal 2."""
+
+
+@pytest.mark.rules("D17.5")
+@pytest.mark.parametrize("change", list(_REPLANS))
+async def test_another_tool_at_an_ordinal_is_a_divergence(harness: Harness, change: str) -> None:
+    first_plan, replay_plan, ordinal = _REPLANS[change]
+    plan = harness.directory / "plan.txt"
+    where = ReturnsTool(harness.world, ToolResult(ok=True, content=[ContentPart(text=str(plan))]), name="plan.where")
+    orders = [WriteTool(harness.world, name=f"orders.{x}", input_schema={"type": "object"}) for x in "abc"]
+    async with harness.open(where, *orders) as session:
+        plan.write_text(first_plan)
+        first = await session.run_script(PLANNED)
+        rows_before = await session.rows()
+        effects_before = len(harness.world.effects)
+        plan.write_text(replay_plan)
+        harness.log.append(f"the plan file now reads {replay_plan!r}")
+        replay = await session.run_script(PLANNED)
+        rows_after = await session.rows()
+    harness.expect(
+        "D17.5",
+        first.status == "completed",
+        f"the first run of a script calling {first_plan} ended {first.status}: {first.message}",
+    )
+    harness.expect(
+        "D17.5",
+        replay.status == "diverged" and f"ordinal {ordinal}" in replay.message,
+        f"a replay calling {replay_plan} where {first_plan} was recorded ({change}) ended {replay.status} "
+        f"{replay.message!r} with call ids {replay.call_ids}; expected diverged at ordinal {ordinal}: the ordinal "
+        "counts the script's calls, whatever tool each names",
+    )
+    harness.expect(
+        "D17.5",
+        len(harness.world.effects) == effects_before,
+        f"the diverging replay acted {len(harness.world.effects) - effects_before} time(s) on the world",
+    )
+    harness.expect(
+        "D17.5",
+        [(r.invocation_id, r.tool_name, r.arguments, r.status) for r in rows_after]
+        == [(r.invocation_id, r.tool_name, r.arguments, r.status) for r in rows_before],
+        f"the diverging replay changed what was recorded: {[(r.call_id, r.tool_name) for r in rows_before]} -> "
+        f"{[(r.call_id, r.tool_name) for r in rows_after]}",
+    )
+
+
+_UNSOURCED: dict[str, tuple[str, str]] = {
+    "none": ("toolproof.fakes._scripts:mails_without_provenance", "held"),
+    "partial": ("toolproof.fakes._scripts:mails_with_partial_provenance", "held"),
+    "empty": ("toolproof.fakes._scripts:mails_with_empty_provenance", "held"),
+    "read-only": ("toolproof.fakes._scripts:reads_without_provenance", "completed"),
+}
+"""Scripts whose one call leaves an argument without a contributor, and how the script must end."""
+SYSTEM = ContextItem(id="sys-1", trust=TrustLabel.SYSTEM, text="You are a helpful agent.")
+USER = ContextItem(id="user-1", trust=TrustLabel.USER, text="Send the report to finance.")
+
+
+@pytest.mark.rules("D17.1")
+@pytest.mark.parametrize("context", ["user", "system-user"])
+@pytest.mark.parametrize("script", list(_UNSOURCED))
+async def test_a_script_argument_without_provenance_is_untrusted(harness: Harness, script: str, context: str) -> None:
+    ref, ending = _UNSOURCED[script]
+    items = [USER] if context == "user" else [SYSTEM, USER]
+    mail = WriteTool(harness.world, name="mail.send", input_schema={"type": "object"})
+    echo = EchoTool(harness.world, input_schema={"type": "object"})
+    async with harness.open(mail, echo) as session:
+        run = await session.run_script(ref, context=items)
+        rows = await session.rows()
+    labels = [(r.tool_name, r.origin_trust.value, r.argument_trust.value) for r in rows]
+    harness.expect(
+        "D17.1",
+        run.status == ending and [r.argument_trust for r in rows] == [TrustLabel.EXTERNAL_UNTRUSTED],
+        f"with a trusted context ({context}), a script call with an argument of unknown provenance ({script}) "
+        f"ended {run.status} ({[describe(d) for d in run.dispositions]}) and left rows {labels}; expected "
+        f"{ending} and argument_trust EXTERNAL_UNTRUSTED: a script call is labelled as the one pipeline labels a "
+        "model's call, by the provenance it carries and nothing else (D11.2)",
+    )
+    harness.expect(
+        "D17.1",
+        not harness.world.effects,
+        f"the unsourced consequential call acted {len(harness.world.effects)} time(s) without approval",
+    )
 
 
 @pytest.mark.rules("D17.3")

@@ -20,6 +20,7 @@ from . import (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _r2_keys_bridge,
     _r2_names_mcp,
     _r2_results,
 )
@@ -42,6 +43,7 @@ _MODULES = (
     _gaps_trust_keys,
     _r2_results,
     _r2_names_mcp,
+    _r2_keys_bridge,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
