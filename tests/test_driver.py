@@ -35,6 +35,7 @@ from toolproof.spec import (
     Budget,
     ExecuteTool,
     Identity,
+    InstanceConfig,
     Problem,
     ToolContext,
     Verdict,
@@ -318,3 +319,28 @@ def test_the_tool_host_survives_its_own_document(tool_host_url: str, operation: 
             assert problem.field, problem
 
     exercise()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run_id", ["a/b", "a%2Fb", "sp ace", "q?x=1", "h#f", "..", "ü/ü"])
+def test_a_run_id_with_reserved_characters_reaches_its_run(
+    driver_url: str, run_id: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The client sends a run id as one escaped path segment, and the server takes the whole segment back."""
+    import anyio
+
+    from toolproof.fakes import FakeClock
+
+    # Under the driver's root, where it accepts stores.
+    here = Path(tempfile.mkdtemp(dir=next(tmp_path_factory.getbasetemp().glob("driver-root*"))))
+
+    async def read() -> tuple[int, int, str]:
+        config = InstanceConfig(store_dir=here / "store", workspace=here / "workspace")
+        (here / "workspace").mkdir()
+        async with HttpImplementation(driver_url).open(config, [], FakeClock()) as instance:
+            rows = await instance.invocations(run_id)
+            events = await instance.events(run_id)
+            ad = await instance.advertise(run_id)
+        return len(rows), len(events), ad.run_id
+
+    assert anyio.run(read) == (0, 0, run_id)

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx2
@@ -166,11 +166,13 @@ class HttpInstance:
 
     async def invocations(self, run_id: str) -> list[InvocationRow]:
         """``GET .../runs/{run_id}/invocations``."""
-        return Invocations.model_validate_json(await self._call("GET", f"/runs/{run_id}/invocations")).invocations
+        return Invocations.model_validate_json(
+            await self._call("GET", f"/runs/{_segment(run_id)}/invocations")
+        ).invocations
 
     async def events(self, run_id: str) -> list[Event]:
         """``GET .../runs/{run_id}/events``."""
-        return Events.model_validate_json(await self._call("GET", f"/runs/{run_id}/events")).events
+        return Events.model_validate_json(await self._call("GET", f"/runs/{_segment(run_id)}/events")).events
 
     async def metrics(self) -> dict[str, int]:
         """``GET .../metrics``."""
@@ -182,7 +184,7 @@ class HttpInstance:
 
     async def advertise(self, run_id: str) -> Advertisement:
         """``POST .../runs/{run_id}/advertisement``."""
-        return Advertisement.model_validate_json(await self._call("POST", f"/runs/{run_id}/advertisement"))
+        return Advertisement.model_validate_json(await self._call("POST", f"/runs/{_segment(run_id)}/advertisement"))
 
     async def catalog_history(self) -> list[CatalogChange]:
         """``GET .../catalog-history``."""
@@ -287,3 +289,10 @@ class HttpImplementation:
             return server
         base = await stack.enter_async_context(serving(server.server.streamable_http_app(host="127.0.0.1")))
         return server.model_copy(update={"transport": McpTransport.HTTP, "url": f"{base}/mcp", "server": None})
+
+
+def _segment(value: str) -> str:
+    """``value`` as one path segment: every reserved character escaped, ``/`` included, and a dot segment too (a
+    URL library would otherwise remove it)."""
+    segment = quote(value, safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment

@@ -23,6 +23,7 @@ import anyio.abc
 import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -59,6 +60,22 @@ from ._hosted import ContextRegistry, HostedTool, PushedClock
 from ._problems import Refused, problem
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+class _RunIdConvertor(Convertor[str]):
+    """A run id in a path: the whole escaped segment as the client sent it, decoded, whatever it holds (a ``/`` or a
+    newline included), up to the route's next literal part."""
+
+    regex = r"[\s\S]+?"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("run_id", _RunIdConvertor())
 
 
 @dataclass
@@ -111,9 +128,9 @@ class Driver:
             Route("/v1/instances/{instance_id}/resumptions", self.resume, methods=["POST"]),
             Route("/v1/instances/{instance_id}/sweeps", self.sweep, methods=["POST"]),
             Route("/v1/instances/{instance_id}/scripts", self.run_script, methods=["POST"]),
-            Route("/v1/instances/{instance_id}/runs/{run_id}/invocations", self.invocations, methods=["GET"]),
-            Route("/v1/instances/{instance_id}/runs/{run_id}/events", self.events, methods=["GET"]),
-            Route("/v1/instances/{instance_id}/runs/{run_id}/advertisement", self.advertise, methods=["POST"]),
+            Route("/v1/instances/{instance_id}/runs/{run_id:run_id}/invocations", self.invocations, methods=["GET"]),
+            Route("/v1/instances/{instance_id}/runs/{run_id:run_id}/events", self.events, methods=["GET"]),
+            Route("/v1/instances/{instance_id}/runs/{run_id:run_id}/advertisement", self.advertise, methods=["POST"]),
             Route("/v1/instances/{instance_id}/metrics", self.metrics, methods=["GET"]),
             Route("/v1/instances/{instance_id}/tables", self.tables, methods=["GET"]),
             Route("/v1/instances/{instance_id}/catalog-history", self.catalog_history, methods=["GET"]),
