@@ -59,6 +59,31 @@ async def _resolve_run_together(p: Pipeline, s: CallState) -> None:
     s.key = hashlib.sha256(text.encode()).hexdigest()
 
 
+async def _resolve_joined_with_bar(p: Pipeline, s: CallState) -> None:
+    await _resolve(p, s)
+    version = s.resolved.spec.version if s.resolved is not None else ""
+    request = s.request
+    # The defect: the inputs are joined with a separator that an input may itself contain, unescaped.
+    text = "|".join(
+        [
+            "key/1",
+            request.tenant,
+            request.run_id,
+            str(request.step_number),
+            s.call.call_id,
+            s.call.tool_name,
+            version,
+            json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":")),
+        ]
+    )
+    s.key = hashlib.sha256(text.encode()).hexdigest()
+
+
+@witness("key_inputs_joined_unescaped", ("D10.1",), "joins the key's inputs with '|' though an input may contain it")
+class _KeyInputsJoinedUnescaped(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined_with_bar}
+
+
 @witness("key_inputs_run_together", ("D10.1",), "hashes the key's inputs concatenated with no boundary between them")
 class _KeyInputsRunTogether(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _resolve_run_together}

@@ -34,9 +34,12 @@ class ArtifactWriter:
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
+        self._count = 0
 
     async def write(self, name: str, data: bytes) -> ArtifactRef:
-        path = self._directory / Path(name).name  # Never outside the invocation's folder.
+        # Never outside the invocation's folder, and a file of its own: a name written twice keeps both.
+        self._count += 1
+        path = self._directory / f"{self._count}-{Path(name).name}"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         return ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
