@@ -15,7 +15,15 @@ from typing import Any
 import anyio
 from anyio.streams.text import TextReceiveStream
 
-from toolproof.reference.hooks import DISPOSITION, STEP_TABLE, Bridge, CallState, Pipeline, idempotency_key
+from toolproof.reference.hooks import (
+    DISPOSITION,
+    STEP_TABLE,
+    Bridge,
+    CallState,
+    Pipeline,
+    StepFunction,
+    idempotency_key,
+)
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     Disposition,
@@ -39,54 +47,40 @@ _execute = STEP_TABLE[Step.EXECUTE]
 _hold = STEP_TABLE[Step.HOLD]
 
 
-async def _resolve_run_together(p: Pipeline, s: CallState) -> None:
-    await _resolve(p, s)
-    version = s.resolved.spec.version if s.resolved is not None else ""
-    request = s.request
-    # The defect: the inputs are written one after another, nothing marking where one ends and the next begins.
-    text = "".join(
-        [
-            "key/1",
-            request.tenant,
-            request.run_id,
-            str(request.step_number),
-            s.call.call_id,
-            s.call.tool_name,
-            version,
-            json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":")),
-        ]
-    )
-    s.key = hashlib.sha256(text.encode()).hexdigest()
+def _resolve_joined(separator: str) -> StepFunction:
+    """Step 1 whose key hashes its inputs joined by `separator`: nothing marks where one input ends when the
+    separator is empty, and an input may itself contain a non-empty one, unescaped."""
 
+    async def resolve(p: Pipeline, s: CallState) -> None:
+        await _resolve(p, s)
+        version = s.resolved.spec.version if s.resolved is not None else ""
+        request = s.request
+        # The defect: the inputs are joined as plain text, no length or escape keeping them apart.
+        text = separator.join(
+            [
+                "key/1",
+                request.tenant,
+                request.run_id,
+                str(request.step_number),
+                s.call.call_id,
+                s.call.tool_name,
+                version,
+                json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":")),
+            ]
+        )
+        s.key = hashlib.sha256(text.encode()).hexdigest()
 
-async def _resolve_joined_with_bar(p: Pipeline, s: CallState) -> None:
-    await _resolve(p, s)
-    version = s.resolved.spec.version if s.resolved is not None else ""
-    request = s.request
-    # The defect: the inputs are joined with a separator that an input may itself contain, unescaped.
-    text = "|".join(
-        [
-            "key/1",
-            request.tenant,
-            request.run_id,
-            str(request.step_number),
-            s.call.call_id,
-            s.call.tool_name,
-            version,
-            json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":")),
-        ]
-    )
-    s.key = hashlib.sha256(text.encode()).hexdigest()
+    return resolve
 
 
 @witness("key_inputs_joined_unescaped", ("D10.1",), "joins the key's inputs with '|' though an input may contain it")
 class _KeyInputsJoinedUnescaped(Pipeline):
-    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined_with_bar}
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined("|")}
 
 
 @witness("key_inputs_run_together", ("D10.1",), "hashes the key's inputs concatenated with no boundary between them")
 class _KeyInputsRunTogether(Pipeline):
-    steps = STEP_TABLE | {Step.RESOLVE: _resolve_run_together}
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined("")}
 
 
 def _as_sets(value: Any) -> Any:
