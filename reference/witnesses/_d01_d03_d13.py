@@ -219,7 +219,7 @@ class _MisdigestingWriter(FileArtifactWriter):
         return ref.model_copy(update={"sha256": hashlib.sha256(name.encode()).hexdigest()})
 
 
-@witness("misdigests_artifacts", ("D2.6",), "reports the digest of an artifact's name instead of its bytes")
+@witness("misdigests_artifacts", ("D2.8",), "reports the digest of an artifact's name instead of its bytes")
 class _MisdigestsArtifacts(Pipeline):
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:
         return _MisdigestingWriter(directory)
