@@ -158,7 +158,7 @@ async def _holds_forever(p: Pipeline, s: CallState) -> None:
         p.store.update(s.invocation_id, {"hold_expires_at": float("inf")})
 
 
-@witness("unbounded_holds", ("D11.6", "D17.4"), "never expires an approval hold")
+@witness("unbounded_holds", ("D11.6", "D17.4", "D17.6"), "never expires an approval hold")
 class _UnboundedHolds(Pipeline):
     steps = STEP_TABLE | {Step.HOLD: _holds_forever}
 
