@@ -258,6 +258,18 @@ class _OneTransaction(Pipeline):
         s.marked = True
 
 
+async def _complete_successes_only(p: Pipeline, s: CallState) -> None:
+    d = s.disposition
+    if s.recorded and isinstance(d, Outcome) and d.status is InvocationStatus.FAILED:
+        return  # The mistake: "a failed call's row can wait for the next sweep to settle it".
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
+@witness("failures_completed_later", ("D3.8",), "returns a FAILED call's outcome with its row still RUNNING")
+class _FailuresCompletedLater(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_successes_only}
+
+
 @witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
 class _ValidatesAfterExecute(Pipeline):
     steps = moved(Step.VALIDATE, after=Step.EXECUTE)
