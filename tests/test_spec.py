@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,17 @@ def test_catalog_rules_are_well_formed() -> None:
     for decision in catalog.decisions:
         numbers = [r.number for r in catalog.rules if r.decision == decision.number]
         assert numbers == list(range(1, len(numbers) + 1)), f"D{decision.number} numbering has gaps"
+
+
+def test_catalog_wording_keeps_to_rfc_2119() -> None:
+    """Key words are upper case and a prohibition is "X MUST NOT": no "no X MAY", no "MAY NOT", no lower-case must."""
+    for rule in load_catalog().rules:
+        for field, text in (("text", rule.text), ("interpretation", rule.interpretation or "")):
+            assert not re.search(r"\b(must|should|shall)\b", text), f"{rule.id} {field}: a lower-case key word"
+            assert "MAY NOT" not in text, f"{rule.id} {field}: MAY NOT"
+            assert not re.search(r"(?i:\b(no|nothing|none|never)\b)[^.;:]*\bMAY\b", text), (
+                f"{rule.id} {field}: a prohibition worded with MAY"
+            )
 
 
 def test_catalog_selection_errors_name_the_selector() -> None:
