@@ -59,6 +59,19 @@ def render_assumptions() -> str:
             "",
         ]
         lines += [f"- **{rule.id}**: {rule.everywhere}" for rule in everywhere]
+    review = [rule for rule in catalog.rules if rule.review_only]
+    lines += [
+        "",
+        "## Review-only clauses",
+        "",
+        "A clause no run can judge is its own rule, marked `review_only` in `spec/rules.toml` with the reason; no",
+        "scenario cites it and every run reports it review-only, never pass. A reviewer judges it by reading the",
+        "implementation.",
+        "",
+    ]
+    lines += [f"- **{rule.id}** ({rule.profile.value}): {rule.text}\n  Why: {rule.review_only}" for rule in review]
+    if not review:
+        lines.append("None.")
     return "\n".join(lines) + "\n"
 
 

@@ -280,6 +280,11 @@ def _rules(
                 lines.append(
                     f'<p class="interpretation"><strong>Interpretation:</strong> {_e(rule.interpretation)}</p>'
                 )
+            if rule.review_only:
+                lines.append(
+                    '<p class="interpretation"><strong>Review-only</strong> (no run can judge it, a reviewer does): '
+                    f"{_e(rule.review_only)}</p>"
+                )
             lines.append(
                 f'<table class="scenarios"><thead><tr><th scope="col">Scenario</th>{names}</tr></thead><tbody>'
             )

@@ -11,6 +11,7 @@ SYMBOLS: dict[Verdict, str] = {
     Verdict.XFAIL: "⊘",
     Verdict.NOT_CLAIMED: "–",
     Verdict.NOT_COVERED: "○",
+    Verdict.REVIEW_ONLY: "◇",
 }
 """A symbol beside every verdict word, so no verdict is told by colour alone."""
 
@@ -21,6 +22,7 @@ MEANINGS: dict[Verdict, str] = {
     Verdict.XFAIL: "a failure the implementation declared as expected",
     Verdict.NOT_CLAIMED: "the implementation does not claim the rule's profile",
     Verdict.NOT_COVERED: "no scenario judges the rule yet: never a pass",
+    Verdict.REVIEW_ONLY: "no run can judge the rule, only a reviewer reading the implementation: never a pass",
 }
 """The legend's line per verdict."""
 
@@ -54,6 +56,7 @@ pre.evidence { background: #f8fafc; border: 1px solid var(--line); border-left: 
 .v-xfail { background: #ede9fe; color: #4c1d95; }
 .v-not-claimed { background: #f1f5f9; color: #475569; }
 .v-not-covered { background: #fefce8; color: #713f12; font-style: italic; }
+.v-review-only { background: #ecfeff; color: #155e75; font-style: italic; }
 span.v { padding: 0 .35rem; border-radius: .25rem; }
 td.v a, span.v a, .crash .entry a { color: inherit; }
 td.none { color: #94a3b8; text-align: center; }

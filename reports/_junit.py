@@ -18,6 +18,7 @@ _OUTCOME: dict[Verdict, tuple[str | None, str]] = {
     Verdict.XFAIL: ("skipped", "xfail"),
     Verdict.NOT_CLAIMED: ("skipped", "not-claimed"),
     Verdict.NOT_COVERED: ("skipped", "not-covered"),
+    Verdict.REVIEW_ONLY: ("skipped", "review-only"),
     Verdict.PASS: (None, "pass"),
 }
 
@@ -31,7 +32,7 @@ def render_junit(info: RunInfo, rows: Sequence[ResultRow]) -> str:
     in catalog order. The scenario's verdict is the worst of its rule rows: ``fail`` gives ``<failure>``
     and ``error`` gives ``<error>``, both with the evidence as text; ``xfail`` and ``not-claimed`` give
     ``<skipped>``. Rules no scenario judged are not test cases: the suite lists them in its properties
-    ``not-covered`` and ``not-claimed`` (space-separated rule IDs, ``""`` when none), beside ``run_id``,
+    ``not-covered``, ``not-claimed`` and ``review-only`` (space-separated rule IDs, ``""`` when none), beside ``run_id``,
     ``toolproof_version`` and ``profiles``. Characters XML cannot carry are shown as escapes (``\\x1b``).
 
     Raises:
@@ -71,6 +72,7 @@ def _suite(
         ("profiles", " ".join(claimed) if claimed is not None else "(none stated)"),
         ("not-covered", " ".join(r for r, v in verdicts.items() if v is Verdict.NOT_COVERED)),
         ("not-claimed", " ".join(r for r, v in verdicts.items() if v is Verdict.NOT_CLAIMED and r not in judged)),
+        ("review-only", " ".join(r for r, v in verdicts.items() if v is Verdict.REVIEW_ONLY)),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": printable(value)})
     scenarios: dict[str, list[ResultRow]] = {}

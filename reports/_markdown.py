@@ -148,6 +148,8 @@ def _rule_entry(
     ]
     if rule.interpretation:
         lines.append(f"  - Interpretation: {_indented(rule.interpretation)}")
+    if rule.review_only:
+        lines.append(f"  - Review-only (no run can judge it, a reviewer does): {_indented(rule.review_only)}")
     return lines
 
 

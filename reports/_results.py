@@ -15,6 +15,7 @@ PRECEDENCE: tuple[Verdict, ...] = (
     Verdict.ERROR,
     Verdict.XFAIL,
     Verdict.NOT_COVERED,
+    Verdict.REVIEW_ONLY,
     Verdict.PASS,
     Verdict.NOT_CLAIMED,
 )
@@ -72,8 +73,8 @@ def rule_verdicts(rows: Sequence[ResultRow], rule_ids: Sequence[str]) -> dict[st
 
     A rule's verdict is the worst of its scenario rows, by ``fail > error > xfail > not-covered > pass >
     not-claimed`` (a scenario that could not judge the rule keeps it from passing).
-    A rule without scenario rows is ``not-claimed`` when a rule-level row says so, else ``not-covered``:
-    never ``pass``. Rows of rules not in ``rule_ids`` are ignored.
+    A rule without scenario rows is ``not-claimed`` or ``review-only`` when a rule-level row says so, else
+    ``not-covered``: never ``pass``. Rows of rules not in ``rule_ids`` are ignored.
 
     Raises:
         HarnessError: the rows belong to more than one implementation.
@@ -83,11 +84,14 @@ def rule_verdicts(rows: Sequence[ResultRow], rule_ids: Sequence[str]) -> dict[st
         raise HarnessError(f"rule_verdicts takes one implementation's rows, got implementations={names!r}")
     scenario_verdicts: dict[str, set[Verdict]] = {}
     unclaimed: set[str] = set()
+    review: set[str] = set()
     for row in rows:
         if row.scenario:
             scenario_verdicts.setdefault(row.rule_id, set()).add(row.verdict)
         elif row.verdict is Verdict.NOT_CLAIMED:
             unclaimed.add(row.rule_id)
+        elif row.verdict is Verdict.REVIEW_ONLY:
+            review.add(row.rule_id)
     verdicts: dict[str, Verdict] = {}
     for rule_id in rule_ids:
         seen = scenario_verdicts.get(rule_id)
@@ -95,6 +99,8 @@ def rule_verdicts(rows: Sequence[ResultRow], rule_ids: Sequence[str]) -> dict[st
             verdicts[rule_id] = next(v for v in PRECEDENCE if v in seen)
         elif rule_id in unclaimed:
             verdicts[rule_id] = Verdict.NOT_CLAIMED
+        elif rule_id in review:
+            verdicts[rule_id] = Verdict.REVIEW_ONLY
         else:
             verdicts[rule_id] = Verdict.NOT_COVERED
     return verdicts
@@ -120,16 +126,20 @@ def verdict_table(info: RunInfo, rows: Sequence[ResultRow], rules: Sequence[Rule
     """Implementation name to (rule ID to verdict), both in the run's order.
 
     As ``rule_verdicts``, and a rule no scenario covers is also ``not-claimed`` when ``info.profiles``
-    shows the implementation does not claim the rule's profile.
+    shows the implementation does not claim the rule's profile, else ``review-only`` when the catalog marks it so
+    (``Rule.review_only``: no run can judge it).
     """
     table: dict[str, dict[str, Verdict]] = {}
     for name in info.implementations:
         verdicts = rule_verdicts(rows_of(rows, name), [rule.id for rule in rules])
         claimed = info.profiles.get(name)
-        if claimed is not None:
-            for rule in rules:
-                if verdicts[rule.id] is Verdict.NOT_COVERED and rule.profile not in claimed:
-                    verdicts[rule.id] = Verdict.NOT_CLAIMED
+        for rule in rules:
+            if verdicts[rule.id] is not Verdict.NOT_COVERED:
+                continue
+            if claimed is not None and rule.profile not in claimed:
+                verdicts[rule.id] = Verdict.NOT_CLAIMED
+            elif rule.review_only:
+                verdicts[rule.id] = Verdict.REVIEW_ONLY
         table[name] = verdicts
     return table
 
@@ -139,7 +149,8 @@ def complete_rows(info: RunInfo, rows: Sequence[ResultRow]) -> list[ResultRow]:
     that no scenario row covers, in a canonical order.
 
     The rule-level row carries the rule's verdict from ``verdict_table``: ``not-claimed`` when a given
-    rule-level row or ``info.profiles`` says so, else ``not-covered``. Given rule-level rows
+    rule-level row or ``info.profiles`` says so, ``review-only`` (the catalog's reason as evidence) for a rule no
+    run can judge, else ``not-covered``. Given rule-level rows
     for rules that do have scenario rows carry no verdict and are dropped.
 
     Raises:
@@ -163,7 +174,8 @@ def complete_rows(info: RunInfo, rows: Sequence[ResultRow]) -> list[ResultRow]:
                 continue
             verdict = table[name][rule.id]
             given = next((row for row in own if row.rule_id == rule.id and row.verdict == verdict), None)
-            completed.append(given or _rule_level(info.run_id, name, rule.id, verdict))
+            reason = f"review-only: {rule.review_only}" if verdict is Verdict.REVIEW_ONLY and rule.review_only else ""
+            completed.append(given or _rule_level(info.run_id, name, rule.id, verdict, reason))
     return sorted(completed, key=row_order(info))
 
 
@@ -196,7 +208,7 @@ def _foreign(info: RunInfo, row: ResultRow, by_id: dict[str, Rule]) -> str:
     return ""
 
 
-def _rule_level(run_id: str, implementation: str, rule_id: str, verdict: Verdict) -> ResultRow:
+def _rule_level(run_id: str, implementation: str, rule_id: str, verdict: Verdict, evidence: str = "") -> ResultRow:
     return ResultRow(
         run_id=run_id,
         implementation=implementation,
@@ -204,5 +216,5 @@ def _rule_level(run_id: str, implementation: str, rule_id: str, verdict: Verdict
         scenario="",
         verdict=verdict,
         duration_s=0.0,
-        evidence="",
+        evidence=evidence,
     )

@@ -39,6 +39,8 @@ class ImplementationVerdict:
     """Selected rules of profiles it does not claim, as ``D7.1 (mcp)``."""
     not_covered: tuple[str, ...]
     """Selected rules of claimed profiles that no scenario judges."""
+    review_only: tuple[str, ...] = ()
+    """Selected rules of claimed profiles that no run can judge, only a reviewer (``Rule.review_only``)."""
 
     @property
     def word(self) -> str:
@@ -87,6 +89,14 @@ class RunVerdict:
                 if getattr(item, field)
             ]
             text += f" {label}: {'; '.join(named) if named else 'none'}."
+        # Named only when there are some, so a run without such rules reads as it always did.
+        review = [
+            (f"{item.implementation} " if several else "") + _ids(item.review_only)
+            for item in self.implementations
+            if item.review_only
+        ]
+        if review:
+            text += f" Review-only (a reviewer judges them, never a run): {'; '.join(review)}."
         return text
 
 
@@ -113,8 +123,13 @@ def _implementation(
     phrases: list[str] = []
     judged: list[bool] = []
     not_covered: list[str] = []
+    review_only: list[str] = []
     for profile in claimed:
         everything = [rule.id for rule in rules if rule.profile.value == profile]
+        # No run judges a review-only rule: it is named apart and counts neither way.
+        reviewed = [rule_id for rule_id in everything if verdicts[rule_id] is Verdict.REVIEW_ONLY]
+        review_only += reviewed
+        everything = [rule_id for rule_id in everything if rule_id not in reviewed]
         # A rule of a claimed profile can still read not-claimed (its scenarios need a profile not claimed).
         own = [rule_id for rule_id in everything if verdicts[rule_id] is not Verdict.NOT_CLAIMED]
         bad = [rule_id for rule_id in own if verdicts[rule_id] in FAILING]
@@ -136,6 +151,8 @@ def _implementation(
             phrases.append(f"{profile}: not judged ({_rules(len(own))} not covered)")
         elif everything:
             phrases.append(f"{profile}: not judged ({_rules(len(everything))} not claimed)")
+        elif reviewed:
+            phrases.append(f"{profile}: not judged ({_rules(len(reviewed))} review-only)")
         else:
             phrases.append(f"{profile}{_UNSELECTED}")
     if not claimed:
@@ -152,6 +169,7 @@ def _implementation(
         profiles=tuple(_merge_unselected(phrases)),
         not_claimed=tuple(not_claimed),
         not_covered=tuple(not_covered),
+        review_only=tuple(review_only),
     )
 
 

@@ -340,6 +340,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     selected = config.stash[SELECTED]
     cells = config.stash[CELLS]
     everywhere = {rule.id for rule in catalog.rules if rule.everywhere}
+    review_only = {rule.id for rule in catalog.rules if rule.review_only}
     matched: dict[str, list[pytest.Item]] = {cell: [] for cell in cells}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
@@ -349,6 +350,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if not rules or unknown:
             raise pytest.UsageError(
                 f"scenario {item.nodeid} must be tagged @pytest.mark.rules with catalog ids (unknown: {unknown or 'no tag'})"
+            )
+        reviewed = [r for r in rules if r in review_only]
+        if reviewed:
+            raise pytest.UsageError(
+                f"scenario {item.nodeid} cites {reviewed}, which only a reviewer judges (review_only)"
             )
         # A hypothesis test wraps the coroutine function; anyio runs the inner one.
         inner = getattr(getattr(item, "obj", None), "hypothesis", None)

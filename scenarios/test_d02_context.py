@@ -206,16 +206,16 @@ async def test_workspace_is_the_configured_one(harness: Harness) -> None:
     harness.expect("D2.6", seen == expected, f"workspace {seen}, configured {expected}")
 
 
-@pytest.mark.rules("D2.6")
+@pytest.mark.rules("D2.8")
 async def test_artifact_written_through_the_context_is_returned_with_its_digest(harness: Harness) -> None:
     data = "archived bytes \u00e9\n" * 50
     tool = ArtifactTool(harness.world)
     async with harness.open(tool) as session:
-        d = harness.success("D2.6", await session.call(tool.spec.name, {"data": data}))
+        d = harness.success("D2.8", await session.call(tool.spec.name, {"data": data}))
     raw = data.encode()
     refs = [(a.size, a.sha256) for a in d.artifacts]
     harness.expect(
-        "D2.6",
+        "D2.8",
         refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
         f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
     )

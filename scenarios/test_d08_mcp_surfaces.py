@@ -208,7 +208,7 @@ async def test_hanging_dripping_and_endless_servers_are_bounded(harness: Harness
             )
 
 
-@pytest.mark.rules("D8.7")
+@pytest.mark.rules("D8.8")
 async def test_output_over_the_server_cap_is_not_delivered(harness: Harness) -> None:
     # Both sizes stay under the 1 MiB an MCP SDK client accepts per streamed HTTP event, so over the driver
     # protocol (where the harness serves this fake over HTTP) the transport's own limit cannot do the cap's work.
@@ -217,12 +217,12 @@ async def test_output_over_the_server_cap_is_not_delivered(harness: Harness) -> 
         for name, size in (("mcp.huge.dump", 512 * 1024), ("mcp.huge.dump_structured", 512 * 1024)):
             d = await session.call(name, {"bytes": size})
             harness.expect(
-                "D8.7",
+                "D8.8",
                 not isinstance(d, Success),
                 f"{name}'s {size}-byte result, over a 256 KiB cap, was delivered (whole or excerpted): {describe(d)}",
             )
-        small = harness.success("D8.7", await session.call("mcp.huge.dump", {"bytes": 1000}), "a result under the cap")
-        harness.expect("D8.7", "".join(e.text for e in small.content) == "A" * 1000, "the small result was altered")
+        small = harness.success("D8.8", await session.call("mcp.huge.dump", {"bytes": 1000}), "a result under the cap")
+        harness.expect("D8.8", "".join(e.text for e in small.content) == "A" * 1000, "the small result was altered")
 
 
 CAP = 100
@@ -246,7 +246,7 @@ _SIZES = (
 """Results around a 100-byte cap, at the cap and one unit over it, for every UTF-8 width and over several parts."""
 
 
-@pytest.mark.rules("D8.7")
+@pytest.mark.rules("D8.8")
 @pytest.mark.parametrize(("unit", "count", "parts"), _SIZES)
 async def test_output_cap_is_in_utf8_bytes_over_the_whole_result(
     harness: Harness, unit: str, count: int, parts: int
@@ -258,12 +258,12 @@ async def test_output_cap_is_in_utf8_bytes_over_the_whole_result(
     what = f"a result of {parts} part(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
     if size > CAP:
         harness.expect(
-            "D8.7", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"
+            "D8.8", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"
         )
         return
-    ok = harness.success("D8.7", d, f"{what}, within the {CAP}-byte cap,")
+    ok = harness.success("D8.8", d, f"{what}, within the {CAP}-byte cap,")
     harness.expect(
-        "D8.7", [e.text for e in ok.content] == [unit * count] * parts, f"{what} was delivered altered: {ok.content}"
+        "D8.8", [e.text for e in ok.content] == [unit * count] * parts, f"{what} was delivered altered: {ok.content}"
     )
 
 

@@ -180,10 +180,10 @@ def _describe_labels(row: InvocationRow | None) -> str:
     return "no row" if row is None else f"origin {row.origin_trust.value}, argument {row.argument_trust.value}"
 
 
-async def _held(harness: Harness, session: Session) -> str:
+async def _held(harness: Harness, session: Session, rule: str = "D11.6") -> str:
     d = await session.call("mail.send", {"to": "x"}, context=[USER, PAGE], provenance={"to": ["page-1"]})
     if not isinstance(d, Suspended):
-        harness.fail("D11.6", f"the untrusted consequential call was not held: {d!r}")
+        harness.fail(rule, f"the untrusted consequential call was not held: {d!r}")
     return d.invocation_id
 
 
@@ -229,12 +229,12 @@ def _bound(bound: float | None) -> tuple[float, dict[str, float]]:
     return (DEFAULT_APPROVAL_TIMEOUT_S, {}) if bound is None else (bound, {"approval_timeout_s": bound})
 
 
-@pytest.mark.rules("D11.6")
+@pytest.mark.rules("D11.7")
 @pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
 async def test_hold_expires_after_its_bound(harness: Harness, bound: float | None) -> None:
     seconds, config = _bound(bound)
     async with harness.open(_mail(harness), **config) as session:
-        held = await _held(harness, session)
+        held = await _held(harness, session, "D11.7")
         session.advance(seconds - 1)
         await session.sweep()
         early = await session.row(held)
@@ -242,79 +242,79 @@ async def test_hold_expires_after_its_bound(harness: Harness, bound: float | Non
         await session.sweep()
         late = await session.row(held)
     harness.expect(
-        "D11.6",
+        "D11.7",
         early is not None and early.status is InvocationStatus.AWAITING_APPROVAL,
         f"one second before its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
         f"{early.status.value if early else None}",
     )
     harness.expect(
-        "D11.6",
+        "D11.7",
         late is not None and (late.status, late.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
         f"one second after its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
         f"{late.status.value if late else None} {late.reason_code.value if late and late.reason_code else ''}",
     )
 
 
-@pytest.mark.rules("D11.6")
+@pytest.mark.rules("D11.7")
 @pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
 @pytest.mark.parametrize("approved", [True, False], ids=["approved", "denied"])
 async def test_answer_after_the_bound_is_expired(harness: Harness, approved: bool, bound: float | None) -> None:
     seconds, config = _bound(bound)
     async with harness.open(_mail(harness), **config) as session:
-        held = await _held(harness, session)
+        held = await _held(harness, session, "D11.7")
         session.advance(seconds + 1)
         d = await session.resolve_approval(held, approved=approved)
         row = await session.row(held)
     answer = "approval" if approved else "refusal"
-    late = harness.outcome("D11.6", d, f"an {answer} answered after the bound, before any sweep")
+    late = harness.outcome("D11.7", d, f"an {answer} answered after the bound, before any sweep")
     harness.expect(
-        "D11.6",
+        "D11.7",
         late.reason_code is ReasonCode.APPROVAL_EXPIRED and not harness.world.effects,
         f"an {answer} answered one second after the {seconds:.0f} s bound (approval_timeout_s {bound}, no sweep "
         f"ran) was answered {late.reason_code.value} with {len(harness.world.effects)} effects; expected "
         "approval_expired",
     )
     harness.expect(
-        "D11.6",
+        "D11.7",
         row is not None and (row.status, row.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
         f"the late-answered hold's row is {row.status.value if row else None}",
     )
 
 
-@pytest.mark.rules("D11.6")
+@pytest.mark.rules("D11.7")
 @pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
 async def test_answer_inside_the_bound_is_honoured(harness: Harness, bound: float | None) -> None:
     seconds, config = _bound(bound)
     async with harness.open(_mail(harness), **config) as session:
-        held = await _held(harness, session)
+        held = await _held(harness, session, "D11.7")
         session.advance(seconds - 1)
         await session.sweep()
         row = await session.row(held)
         if row is None or row.status is not InvocationStatus.AWAITING_APPROVAL:
             harness.fail(
-                "D11.6",
+                "D11.7",
                 f"one second inside its {seconds:.0f} s bound (approval_timeout_s {bound}) the hold was "
                 f"{_describe_row(row)}; it must still await its answer",
             )
         d = await session.resolve_approval(held, approved=True)
-    harness.success("D11.6", d, f"an approval one second inside the {seconds:.0f} s bound (approval_timeout_s {bound})")
+    harness.success("D11.7", d, f"an approval one second inside the {seconds:.0f} s bound (approval_timeout_s {bound})")
     harness.expect(
-        "D11.6", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
+        "D11.7", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
     )
 
 
-@pytest.mark.rules("D11.6")
+@pytest.mark.rules("D11.8")
 async def test_hold_survives_a_restart(harness: Harness) -> None:
     async with harness.open(_mail(harness)) as session:
-        held = await _held(harness, session)
+        held = await _held(harness, session, "D11.8")
     harness.log.append("restart the implementation over the same store")
     async with harness.open(_mail(harness)) as session:
         row = await session.row(held)
         harness.expect(
-            "D11.6",
+            "D11.8",
             row is not None and row.status is InvocationStatus.AWAITING_APPROVAL,
             f"after a restart the hold's row is {row.status.value if row else 'gone'}",
         )
         d = await session.resolve_approval(held, approved=True)
-    harness.success("D11.6", d, "the call approved after a restart")
-    harness.expect("D11.6", len(harness.world.effects) == 1, f"{len(harness.world.effects)} effects after approval")
+    harness.success("D11.8", d, "the call approved after a restart")
+    harness.expect("D11.8", len(harness.world.effects) == 1, f"{len(harness.world.effects)} effects after approval")

@@ -29,8 +29,9 @@ class Rule(BaseModel):
     """The rule, in our words, with MUST / MUST NOT."""
     interpretation: str | None = None
     """Our reading where the ADR leans on plan sections we do not have."""
-    untestable: str | None = None
-    """Why no scenario can judge this rule, when none can."""
+    review_only: str | None = None
+    """Why no run can judge this rule, only a reviewer reading the implementation, when none can: no scenario may
+    cite it, and every run reports it ``review-only`` with this reason, never ``pass``."""
     over_http: str | None = None
     """Why no scenario can judge this rule against an implementation behind the driver protocol, when none
     can: there it reads ``not-covered`` with this reason, never ``pass`` (it is judged in-process only)."""

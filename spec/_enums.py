@@ -336,6 +336,9 @@ class Verdict(StrEnum):
     NOT_COVERED = "not-covered"
     """No scenario exercises the rule yet, or none can against this implementation (e.g. over the driver
     protocol; the evidence says why); never a pass."""
+    REVIEW_ONLY = "review-only"
+    """No run can judge the rule, only a reviewer reading the implementation (``Rule.review_only`` says why);
+    never a pass."""
 
 
 class EventKind(StrEnum):

@@ -65,8 +65,9 @@ SCENARIO_VERDICTS = frozenset(
 """Verdicts a scenario row may carry: what happened when the scenario ran, that it was skipped as unclaimed,
 or that it could not judge its rules against this implementation (``not-covered``, the reason as evidence)."""
 
-RULE_LEVEL_VERDICTS = frozenset({Verdict.NOT_CLAIMED, Verdict.NOT_COVERED})
-"""Verdicts a rule-level row (``scenario == ""``) may carry: no scenario judged the rule, so it cannot pass."""
+RULE_LEVEL_VERDICTS = frozenset({Verdict.NOT_CLAIMED, Verdict.NOT_COVERED, Verdict.REVIEW_ONLY})
+"""Verdicts a rule-level row (``scenario == ""``) may carry: no scenario judged the rule, so it cannot pass
+(``review-only``: no run can, only a reviewer)."""
 
 CRASH_VERDICTS = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR})
 """Verdicts a crash cell may carry: the recovery scenario judged it, or could not."""
@@ -92,7 +93,7 @@ class ResultRow(BaseModel):
     scenario: str
     """Test name such as ``test_d01_tool_result.py::test_x``; ``""`` for a rule-level row."""
     verdict: Verdict
-    """The scenario's verdict; a rule-level row says only ``not-claimed`` or ``not-covered``."""
+    """The scenario's verdict; a rule-level row says only ``not-claimed``, ``not-covered`` or ``review-only``."""
     duration_s: float = Field(ge=0.0)
     """Wall-clock seconds the scenario took (setup and call); 0 for a rule-level row."""
     evidence: str = ""

@@ -23,7 +23,7 @@ WITNESS = "toolproof.reference.witnesses:expired_approval_retryable"
 
 @pytest.fixture(scope="module")
 def seen_through_d11(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return run_and_load([WITNESS], "D13.2,D11.6", tmp_path_factory.mktemp("d11"))
+    return run_and_load([WITNESS], "D13.2,D11.7", tmp_path_factory.mktemp("d11"))
 
 
 def test_the_rules_checked_everywhere_are_named_in_the_catalog() -> None:
@@ -49,7 +49,7 @@ def test_a_violation_seen_in_another_decisions_scenario_fails_the_rule_in_that_c
 
 
 def test_a_rule_not_selected_is_not_judged_by_the_check(tmp_path: Path) -> None:
-    run = run_and_load([WITNESS], "D11.6", tmp_path / "d11-only")
+    run = run_and_load([WITNESS], "D11.7", tmp_path / "d11-only")
     assert {row.rule_id.split(".")[0] for row in run.rows} == {"D11"}
     assert run.outcome.exit_code == 0
 

@@ -127,6 +127,30 @@ def test_a_scenario_that_cannot_judge_over_the_wire_makes_its_rule_not_covered_n
     assert rule_verdicts(failing, ["D4.9"]) == {"D4.9": Verdict.FAIL}
 
 
+def test_a_review_only_rule_reads_review_only_in_every_file_never_pass(tmp_path: Path) -> None:
+    catalog = load_catalog()
+    [reviewed] = [rule for rule in catalog.rules if rule.review_only][:1]
+    run = info(rules=("D1.1", reviewed.id), profiles={"ref": [reviewed.profile.value, "core"]})
+    write_run(tmp_path, run, [row("D1.1", "test_d01.py::test_a", Verdict.PASS)])
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["rules"] == {"D1.1": "pass", reviewed.id: "review-only"}
+    assert summary["conforms"] is True
+    assert f"Review-only (a reviewer judges them, never a run): {reviewed.id}." in summary["verdict"]
+    stored_rows = stored(
+        tmp_path / "results.duckdb", f"SELECT verdict, evidence FROM results WHERE rule_id = '{reviewed.id}'"
+    )
+    assert stored_rows == [("review-only", f"review-only: {reviewed.review_only}")]
+    assert f"Review-only (no run can judge it, a reviewer does): {reviewed.review_only}" in (
+        tmp_path / "report.md"
+    ).read_text(encoding="utf-8")
+    assert f'<property name="review-only" value="{reviewed.id}" />' in (tmp_path / "junit.xml").read_text(
+        encoding="utf-8"
+    )
+    assert "v-review-only" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    _, loaded = load_run(tmp_path)
+    assert rule_verdicts(loaded, [reviewed.id]) == {reviewed.id: Verdict.REVIEW_ONLY}
+
+
 def test_rule_verdicts_refuses_rows_of_two_implementations() -> None:
     rows = [row("D1.1", "t.py::a", Verdict.PASS), row("D1.1", "t.py::a", Verdict.PASS, implementation="other")]
     with pytest.raises(

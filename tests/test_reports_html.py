@@ -146,8 +146,19 @@ def test_every_rule_shows_its_text_interpretation_scenarios_and_verdicts(page: s
 
 def test_summary_counts_each_decision_per_implementation(page: str) -> None:
     rows = [cells for attrs, cells in Page(page).rows if cells and cells[0] in {"D13", "witness"}]
-    assert ["D13", "One six-field shape for every non-success outcome", "ref", "2", "0", "0", "0", "0", "0"] in rows
-    assert ["witness", "0", "1", "0", "1", "0", "0"] in rows
+    assert [
+        "D13",
+        "One six-field shape for every non-success outcome",
+        "ref",
+        "2",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+    ] in rows
+    assert ["witness", "0", "1", "0", "1", "0", "0", "0"] in rows
 
 
 def test_the_filters_are_hidden_until_the_script_shows_them(page: str) -> None:

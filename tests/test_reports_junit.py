@@ -137,6 +137,7 @@ def test_rules_no_scenario_judged_are_suite_properties_not_cases(root: ET.Elemen
         "profiles": "core mcp",
         "not-covered": "D1.1",
         "not-claimed": "",
+        "review-only": "",
     }
     assert properties["witness"]["not-covered"] == "D1.1"
     names = {c.get("name") for c in root.iter("testcase")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,29 @@ def test_catalog_rules_are_well_formed() -> None:
     for decision in catalog.decisions:
         numbers = [r.number for r in catalog.rules if r.decision == decision.number]
         assert numbers == list(range(1, len(numbers) + 1)), f"D{decision.number} numbering has gaps"
+
+
+def test_catalog_wording_keeps_to_rfc_2119() -> None:
+    """Key words are upper case and a prohibition is "X MUST NOT": no "no X MAY", no "MAY NOT", no lower-case must."""
+    for rule in load_catalog().rules:
+        for field, text in (("text", rule.text), ("interpretation", rule.interpretation or "")):
+            assert not re.search(r"\b(must|should|shall)\b", text), f"{rule.id} {field}: a lower-case key word"
+            assert "MAY NOT" not in text, f"{rule.id} {field}: MAY NOT"
+            assert not re.search(r"(?i:\b(no|nothing|none|never)\b)[^.;:]*\bMAY\b", text), (
+                f"{rule.id} {field}: a prohibition worded with MAY"
+            )
+
+
+def test_a_review_only_rule_says_why_and_no_scenario_cites_it() -> None:
+    scenarios = Path(__file__).parent.parent / "scenarios"
+    cited = "".join(path.read_text(encoding="utf-8") for path in scenarios.glob("test_*.py"))
+    reviewed = [rule for rule in load_catalog().rules if rule.review_only]
+    assert reviewed, "the catalog marks no review-only rule; drop this test with the mechanism's last use"
+    for rule in reviewed:
+        assert len(rule.review_only or "") > 40, f"{rule.id}: say why no run can judge it"
+        assert rule.everywhere is None, rule.id
+        assert rule.over_http is None, rule.id
+        assert f'"{rule.id}"' not in cited, f"{rule.id} is review-only, yet a scenario cites it"
 
 
 def test_catalog_selection_errors_name_the_selector() -> None:

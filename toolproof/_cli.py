@@ -22,6 +22,7 @@ from toolproof.spec import (
     HarnessError,
     Profile,
     ResultRow,
+    Rule,
     Verdict,
     available_implementations,
     load_catalog,
@@ -38,7 +39,7 @@ app = typer.Typer(
     name="toolproof",
     help=(
         "Conformance suite for ADR-0021's tool execution pipeline: run the scenarios against an "
-        "implementation and get a verdict per rule (pass, fail, error, xfail, not-claimed, not-covered)."
+        "implementation and get a verdict per rule (pass, fail, error, xfail, not-claimed, not-covered, review-only)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -123,12 +124,17 @@ def rules(
         return
     if not out.is_terminal:  # A pipe gets one line per rule, tab-separated, for scripts.
         for rule in chosen:
-            sys.stdout.write(f"{rule.id}\t{rule.profile.value}\t{rule.text}\n")
+            sys.stdout.write(f"{rule.id}\t{rule.profile.value}\t{_listed(rule)}\n")
         return
     table = Table("id", "profile", "rule", show_lines=False, expand=True)
     for rule in chosen:
-        table.add_row(rule.id, rule.profile.value, rule.text)
+        table.add_row(rule.id, rule.profile.value, _listed(rule))
     out.print(table)
+
+
+def _listed(rule: Rule) -> str:
+    """A rule's text as ``toolproof rules`` lists it: a review-only rule says so, and why."""
+    return f"{rule.text} [review-only: {rule.review_only}]" if rule.review_only else rule.text
 
 
 @app.command(cls=_Command)

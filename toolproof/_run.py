@@ -224,7 +224,15 @@ def _write_draft(path: Path, text: str) -> None:
         ) from None
 
 
-_WORST_FIRST = (Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL, Verdict.NOT_COVERED, Verdict.PASS, Verdict.NOT_CLAIMED)
+_WORST_FIRST = (
+    Verdict.FAIL,
+    Verdict.ERROR,
+    Verdict.XFAIL,
+    Verdict.NOT_COVERED,
+    Verdict.REVIEW_ONLY,
+    Verdict.PASS,
+    Verdict.NOT_CLAIMED,
+)
 
 
 def _cell_counts(rows: Sequence[ResultRow]) -> dict[str, dict[Verdict, int]]:

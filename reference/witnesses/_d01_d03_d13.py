@@ -219,7 +219,7 @@ class _MisdigestingWriter(FileArtifactWriter):
         return ref.model_copy(update={"sha256": hashlib.sha256(name.encode()).hexdigest()})
 
 
-@witness("misdigests_artifacts", ("D2.6",), "reports the digest of an artifact's name instead of its bytes")
+@witness("misdigests_artifacts", ("D2.8",), "reports the digest of an artifact's name instead of its bytes")
 class _MisdigestsArtifacts(Pipeline):
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:
         return _MisdigestingWriter(directory)
@@ -256,6 +256,18 @@ class _OneTransaction(Pipeline):
         if s.recorded:
             await super().mark_effect(s)
         s.marked = True
+
+
+async def _complete_successes_only(p: Pipeline, s: CallState) -> None:
+    d = s.disposition
+    if s.recorded and isinstance(d, Outcome) and d.status is InvocationStatus.FAILED:
+        return  # The mistake: "a failed call's row can wait for the next sweep to settle it".
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
+@witness("failures_completed_later", ("D3.8",), "returns a FAILED call's outcome with its row still RUNNING")
+class _FailuresCompletedLater(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_successes_only}
 
 
 @witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")

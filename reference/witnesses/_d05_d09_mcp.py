@@ -252,7 +252,7 @@ class _NoOutputCap(McpAdapter):
         return 1 << 40
 
 
-witness("no_mcp_output_cap", ("D8.7",), "delivers MCP results of any size")(_mcp(_NoOutputCap))
+witness("no_mcp_output_cap", ("D8.8",), "delivers MCP results of any size")(_mcp(_NoOutputCap))
 
 
 class _SchemaOnlyHash(McpAdapter):

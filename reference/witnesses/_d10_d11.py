@@ -147,7 +147,9 @@ async def _never_asks_for_approval(p: Pipeline, s: CallState) -> None:
         s.decision = Decision.ALLOW
 
 
-@witness("labels_ignored_by_policy", ("D11.5", "D11.6"), "never asks for approval, whatever the labels")
+@witness(
+    "labels_ignored_by_policy", ("D11.5", "D11.6", "D11.7", "D11.8"), "never asks for approval, whatever the labels"
+)
 class _LabelsIgnoredByPolicy(Pipeline):
     steps = STEP_TABLE | {Step.DECIDE: _never_asks_for_approval}
 
@@ -158,7 +160,7 @@ async def _holds_forever(p: Pipeline, s: CallState) -> None:
         p.store.update(s.invocation_id, {"hold_expires_at": float("inf")})
 
 
-@witness("unbounded_holds", ("D11.6", "D17.4"), "never expires an approval hold")
+@witness("unbounded_holds", ("D11.7", "D17.4", "D17.6"), "never expires an approval hold")
 class _UnboundedHolds(Pipeline):
     steps = STEP_TABLE | {Step.HOLD: _holds_forever}
 
@@ -171,7 +173,7 @@ async def _denies_held_calls(p: Pipeline, s: CallState) -> None:
     await STEP_TABLE[Step.CLAIM](p, s)
 
 
-@witness("approval_never_runs", ("D11.6",), "denies a call even when its hold is approved")
+@witness("approval_never_runs", ("D11.6", "D11.7", "D11.8"), "denies a call even when its hold is approved")
 class _ApprovalNeverRuns(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _denies_held_calls}
 
@@ -189,7 +191,7 @@ class _DenialRunsAnyway(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _runs_denied_calls}
 
 
-@witness("holds_lost_on_restart", ("D11.6",), "expires every pending hold when the implementation starts")
+@witness("holds_lost_on_restart", ("D11.8",), "expires every pending hold when the implementation starts")
 class _HoldsLostOnRestart(Pipeline):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

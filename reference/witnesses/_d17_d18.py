@@ -55,7 +55,7 @@ class _FreshIdsOnRerun(Bridge):
     salt = 0
 
 
-@witness("fresh_ids_on_rerun", ("D17.4",), "re-executes a script under new call ids, repeating completed calls")
+@witness("fresh_ids_on_rerun", ("D17.4", "D17.6"), "re-executes a script under new call ids, repeating completed calls")
 class _FreshIdsOnRerunPipeline(Pipeline):
     bridge_class = _FreshIdsOnRerun
 

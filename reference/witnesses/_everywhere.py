@@ -43,7 +43,7 @@ def _expired_retryable(decided: Disposition) -> Disposition:
     "expired_approval_retryable",
     ("D13.2",),
     "an approval that expires is answered with retryable flipped against the table",
-    through=("D11.6",),
+    through=("D11.7",),
 )
 class _ExpiredApprovalRetryable(Pipeline):
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:

@@ -102,7 +102,7 @@ class _ApprovalForEveryConsequentialCall(Pipeline):
     steps = STEP_TABLE | {Step.DECIDE: _hold_every_consequential_call}
 
 
-@witness("late_approval_honoured", ("D11.6",), "honours an answer given after the hold's bound if no sweep ran")
+@witness("late_approval_honoured", ("D11.7",), "honours an answer given after the hold's bound if no sweep ran")
 class _LateApprovalHonoured(Pipeline):
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         row = self.store.get_or_none(invocation_id)

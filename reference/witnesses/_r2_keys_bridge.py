@@ -138,7 +138,7 @@ async def _hold_for_the_default(p: Pipeline, s: CallState) -> None:
 
 @witness(
     "hold_bound_ignores_configuration",
-    ("D11.6", "D17.4"),
+    ("D11.7", "D17.4"),
     "bounds every approval hold by the default 300 s, not the configured approval_timeout_s",
 )
 class _HoldBoundIgnoresConfiguration(Pipeline):

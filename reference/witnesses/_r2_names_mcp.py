@@ -179,7 +179,7 @@ class _CapInCharacters(McpAdapter):
         return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts])
 
 
-@witness("mcp_cap_in_characters", ("D8.7",), "compares an MCP result's characters, not its bytes, with the cap")
+@witness("mcp_cap_in_characters", ("D8.8",), "compares an MCP result's characters, not its bytes, with the cap")
 class _McpCapInCharacters(Pipeline):
     mcp_class = _CapInCharacters
 
