@@ -1,14 +1,26 @@
 """Witnesses of the mutation-gate survivors' gaps: a synthetic read tool lost among several server tools of its
-name (D8.1), a tail that keeps a part's final character when its cut falls inside it (D12.1)."""
+name (D8.1), a tail that keeps a part's final character when its cut falls inside it (D12.1), a lease claim that
+compares the lease's owner but not the status it read (D4.9)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import mcp_types as types
+from sqlmodel import col, update
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, Pipeline, RemoteTool
-from toolproof.spec import EXCERPT_MARKER_SOURCE, READ_RESOURCE, Envelope, Step, Success
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    InvocationTable,
+    Link,
+    McpAdapter,
+    Pipeline,
+    RemoteTool,
+    Store,
+)
+from toolproof.spec import EXCERPT_MARKER_SOURCE, READ_RESOURCE, Envelope, EventKind, Step, Success
 
 from ._registry import witness
 
@@ -81,3 +93,40 @@ async def _excerpt_keeping_final_characters(p: Pipeline, s: CallState) -> None:
 )
 class _TailKeepsAPartsFinalCharacter(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_keeping_final_characters}
+
+
+# -- D4.9 -------------------------------------------------------------------------------------------------------
+
+
+class _OwnerOnlyClaims(Store):
+    """The instance's own store (its engine and every method), but a claim's compare-and-set leaves the status out."""
+
+    def __init__(self, inner: Store) -> None:  # Shares the inner store's engine rather than opening its own.
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def claim(
+        self, invocation_id: str, *, expect_status: str, expect_owner: str | None, changes: dict[str, Any]
+    ) -> bool:
+        # The defect: "nobody holds the lease" is taken for "nobody ran it": the row's status is not compared with
+        # the one the claim was read in, so a row another worker completed (and so released) since is taken again.
+        owner = col(InvocationTable.lease_owner)
+        held = owner.is_(None) if expect_owner is None else owner == expect_owner
+        mine = col(InvocationTable.invocation_id) == invocation_id
+        with self.inner.engine.begin() as connection:
+            if connection.execute(update(InvocationTable).where(mine, held).values(**changes)).rowcount != 1:
+                return False
+        self.inner.update(invocation_id, {}, [EventKind.STARTED])
+        return True
+
+
+@witness(
+    "claim_ignores_the_status_read",
+    ("D4.9",),
+    "claims a row whose lease is free whatever status it reached since it was read, so a completed call runs again",
+)
+class _ClaimIgnoresTheStatusRead(Pipeline):
+    def __init__(self, *, store: Store, **parts: Any) -> None:
+        super().__init__(store=_OwnerOnlyClaims(store), **parts)
