@@ -598,8 +598,9 @@ class StaleRead:
     """The first and the second worker's dispositions, described."""
 
 
-STALE_PAUSE_S = 2.0
-"""How long the paused worker waits for the second one before going on: the second may need a lock the first holds."""
+STALE_PAUSE_S = 5.0
+"""How long the paused worker waits for the second one before going on: the second may need a lock the first holds
+(short of a store's usual lock wait, such as a SQLite busy timeout of 10 s, so the second then still gets it)."""
 
 
 async def stale_reads(harness: Harness, store_url: str | None, via: Literal["submit", "sweep"]) -> list[StaleRead]:
