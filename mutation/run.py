@@ -1,6 +1,9 @@
 """The mutation gate: cosmic-ray's mutants of the reference core, judged by the conformance scenarios.
 
-``python mutation/run.py [--sample N] [--seed S] [--modules _keys,_store] [--jobs J]`` (or ``nox -s mutation --``).
+``python mutation/run.py [--sample N] [--seed S] [--modules _keys,_store] [--jobs J] [--database-url URL]`` (or
+``nox -s mutation --``). With ``--database-url`` (default ``$TOOLPROOF_DATABASE_URL``) every run, the baseline and
+each mutant's, gets the PostgreSQL URL, so the cells that need it (the sigkill-postgres crash cells, the PostgreSQL
+lease races) run and judge the mutants too; without it they do not run.
 
 How one mutant is judged, without a ``toolproof run`` (and its start-up) per mutant:
 
@@ -52,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import cosmic_ray.plugins  # type: ignore[import-untyped]
 import pytest
@@ -89,6 +93,9 @@ HASHED = ("reference", "scenarios", "fakes", "spec", "toolproof/driver")
 """The folders whose sources the cached baseline depends on."""
 STARTUP_S = 45.0
 """Allowance for a child's start-up (pytest, the reference's import, collection) in its timeout."""
+DATABASE_URL: str | None = None
+"""The PostgreSQL URL every run of this process (baseline and mutants, forked children) passes to the scenarios;
+set once by ``main`` from ``--database-url``."""
 KILLED = ("killed", "timeout", "crashed")
 SURVIVED = ("survived", "uncovered")
 
@@ -227,6 +234,8 @@ def pytest_args(nodeids: Sequence[str], basetemp: Path, *, first_failure: bool) 
     args += ["-p", PLUGIN, "-p", "no:cacheprovider", "-p", "no:terminal", "-c", os.devnull]
     args += ["--rootdir", str(SCENARIOS), "-W", "ignore::DeprecationWarning", "--basetemp", str(basetemp)]
     args += ["--toolproof-impl", "reference"]
+    if DATABASE_URL:
+        args += ["--toolproof-database-url", DATABASE_URL]
     return [*args, "-x"] if first_failure else args
 
 
@@ -349,7 +358,8 @@ def each_choice(cells: Sequence[str], per_function: int) -> list[str]:
 
 
 def source_key(profile: str) -> str:
-    digest = hashlib.sha256(profile.encode())
+    # The database URL decides which cells run, so a baseline measured without it is not one measured with it.
+    digest = hashlib.sha256(f"{profile}\0{DATABASE_URL or ''}".encode())
     for folder in HASHED:
         for path in sorted((ROOT / folder).rglob("*.py")):
             digest.update(str(path.relative_to(ROOT)).encode())
@@ -643,6 +653,15 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
 # --- the command ----------------------------------------------------------------------------------------------
 
 
+def _redacted(url: str) -> str:
+    """``url`` without its password, for the score's header."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def _modules(text: str) -> list[str]:
     if not text:
         return list(CORE)
@@ -661,6 +680,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants judged at once (default 1)")
     parser.add_argument("--timeout-factor", type=float, default=3.0, help="timeout: this × the cells' baseline")
     parser.add_argument("--profile", default="dev", help="TOOLPROOF_HYPOTHESIS_PROFILE of the runs (default dev)")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("TOOLPROOF_DATABASE_URL") or None,
+        metavar="URL",
+        help="PostgreSQL for the cells that need it (sigkill-postgres crash cells, PostgreSQL lease races), passed to "
+        "the baseline and every mutant's run (default $TOOLPROOF_DATABASE_URL; none: those cells do not run)",
+    )
     parser.add_argument(
         "--cells",
         choices=("each-choice", "every"),
@@ -688,6 +714,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(write_score(load_results(results_path), survivors, score_path, meta))
         return 0
 
+    global DATABASE_URL
+    DATABASE_URL = options.database_url
     modules = _modules(options.modules)
     population = enumerate_mutants(modules)
     chosen = population
@@ -706,7 +734,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = (
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {sampled} of the {len(population)} cosmic-ray mutants (function annotations left out) of "
         f"{', '.join(modules)}; hypothesis profile `{options.profile}`, timeout {options.timeout_factor:g} × the "
-        f"cells' baseline + {STARTUP_S:g} s, {options.jobs} job(s). Baseline: {cells} cells pass, "
+        f"cells' baseline + {STARTUP_S:g} s, {options.jobs} job(s); "
+        f"{'PostgreSQL at ' + _redacted(DATABASE_URL) if DATABASE_URL else 'no database URL (the cells needing PostgreSQL do not run)'}. "
+        f"Baseline: {cells} cells pass, "
         f"{baseline.wall_s:.0f} s under coverage."
     )
     options.out.mkdir(parents=True, exist_ok=True)

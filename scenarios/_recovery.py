@@ -564,3 +564,114 @@ async def submit_race(harness: Harness, store_url: str | None, races: int) -> li
         f"outcomes {sorted({r.answers for r in results})}, executions {sorted({r.executions for r in results})}"
     )
     return results
+
+
+class _ReadingClock:
+    """A clock standing at ``now`` that counts its readings and runs ``action`` once, at reading ``at`` (from 0):
+    the one place the harness can pause an implementation between two of its own steps, through the port."""
+
+    def __init__(self, now: float, at: int | None = None, action: Callable[[], None] | None = None) -> None:
+        self._now = now
+        self.at = at
+        self.action = action
+        self.readings = 0
+
+    def now(self) -> float:
+        reading = self.readings
+        self.readings += 1
+        if reading == self.at and self.action is not None:
+            self.action()
+        return self._now
+
+
+@dataclass(frozen=True)
+class StaleRead:
+    """One pause of the first worker and what it left."""
+
+    at: int
+    """The first worker's clock reading at which it was paused while the second worker ran the call."""
+    executions: int
+    """Times the tool ran."""
+    inside: bool
+    """Whether the second worker finished inside the pause (else it waited on the first worker's store)."""
+    answers: tuple[str, ...]
+    """The first and the second worker's dispositions, described."""
+
+
+STALE_PAUSE_S = 5.0
+"""How long the paused worker waits for the second one before going on: the second may need a lock the first holds
+(short of a store's usual lock wait, such as a SQLite busy timeout of 10 s, so the second then still gets it)."""
+
+
+async def stale_reads(harness: Harness, store_url: str | None, via: Literal["submit", "sweep"]) -> list[StaleRead]:
+    """Pause one worker at each reading of its clock while a second worker, in its own thread, event loop and
+    connections, runs the same call to completion; the first then goes on from whatever it read before the pause.
+
+    ``submit``: both submit the same first step. ``sweep``: a first life records the call and dies (AFTER_RECORD),
+    then both sweep the orphan a lease later. The first run counts the readings; then one run per reading, each
+    with its own call, pauses there. A NON_IDEMPOTENT write: whatever either read, the tool runs once.
+    """
+    world = World()
+    tool = ToolRecipe(factory="toolproof.fakes:CrashingTool", options={"name": "orders.place"})
+    config = harness.config(lease_s=LEASE_S, store_url=store_url)
+    start = harness.clock.now()
+    later = start + LEASE_S + 1 if via == "sweep" else start
+
+    async def trial(at: int | None, label: str) -> tuple[int, StaleRead]:
+        call = ProposedCall(
+            call_id="call-0", tool_name="orders.place", arguments={"stale": label}, provenance={"stale": [USER_ITEM.id]}
+        )
+        step = StepRequest(run_id=f"stale-{via}-{label}", step_number=1, calls=[call], context=[USER_ITEM])
+        if via == "sweep":
+            crash = harness.config(
+                lease_s=LEASE_S, store_url=store_url, crash=CrashPlan(point=CrashPoint.AFTER_RECORD, mode="raise")
+            )
+            try:
+                async with harness.implementation.open(crash, [tool.build(world)], FakeClock(start)) as dying:
+                    await dying.submit(step)
+            except SimulatedCrash:
+                pass
+            except BaseExceptionGroup as group:
+                if group.subgroup(SimulatedCrash) is None:
+                    raise
+        second: list[str] = []
+        errors: list[BaseException] = []
+
+        async def run_second() -> None:
+            async with harness.implementation.open(config, [tool.build(world)], FakeClock(later)) as other:
+                found = await other.submit(step) if via == "submit" else await other.sweep()
+            second.extend(describe_status(d) for d in found)
+
+        def worker() -> None:
+            try:
+                anyio.run(run_second)
+            except BaseException as exc:  # Reported to the scenario as a harness error.
+                errors.append(exc)
+
+        thread = threading.Thread(target=worker)
+        inside: list[bool] = []
+
+        def pause() -> None:
+            thread.start()
+            thread.join(timeout=STALE_PAUSE_S)
+            inside.append(not thread.is_alive())
+
+        clock = _ReadingClock(later, at, pause)
+        async with harness.implementation.open(config, [tool.build(world)], clock) as instance:
+            first = await instance.submit(step) if via == "submit" else await instance.sweep()
+        if inside:
+            thread.join(timeout=60)
+        if errors or thread.is_alive():
+            raise HarnessError(f"the second worker failed at reading {at}: {errors[0] if errors else 'it hung'!r}")
+        executions = sum(1 for e in world.effects if e.arguments == {"stale": label})
+        answers = (", ".join(describe_status(d) for d in first), ", ".join(second))
+        return clock.readings, StaleRead(at if at is not None else -1, executions, bool(inside and inside[0]), answers)
+
+    readings, _ = await trial(None, "count")
+    found = [(await trial(at, str(at)))[1] for at in range(readings)]
+    harness.log.append(
+        f"{via}: a worker paused at each of its {readings} clock readings while a second worker ran the call "
+        f"({sum(1 for r in found if r.inside)} pauses it ran inside, {sum(1 for r in found if not r.inside)} it "
+        f"waited on the first worker's store); executions per pause {[r.executions for r in found]}"
+    )
+    return found

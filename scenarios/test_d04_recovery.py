@@ -27,7 +27,7 @@ from toolproof.spec import (
 
 from ._exploration import selected_exploration
 from ._harness import Harness
-from ._recovery import LEASE_S, crash_cell, expectation, lease_race, postgres_url
+from ._recovery import LEASE_S, crash_cell, expectation, lease_race, postgres_url, stale_reads
 
 SIGKILL_HELD_POINTS = (CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD, CrashPoint.AFTER_CLAIM, CrashPoint.AFTER_EFFECT)
 """Where the held paths are also crashed by SIGKILL: before the hold, at it, and after an answer, before and after
@@ -144,4 +144,27 @@ async def test_two_workers_racing_for_one_expired_lease_execute_it_once(
         not doubled,
         f"in {len(doubled)} of {len(counts)} races the call ran {sorted({counts[r] for r in doubled})} times "
         f"(races {doubled[:10]}); exactly one worker may win a lease",
+    )
+
+
+@pytest.mark.rules("D4.9")
+@pytest.mark.parametrize("via", ["submit", "sweep"])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("sqlite"), pytest.param("postgres", marks=[pytest.mark.needs_database])]
+)
+async def test_a_claim_from_a_stale_read_never_runs_a_call_another_worker_completed(
+    harness: Harness, database_url: str | None, backend: str, via: str
+) -> None:
+    """No racing luck: the first worker is paused at every reading of its injected clock (so between any read of
+    the row and the claim that follows it) while a second worker runs the same call to completion."""
+    store_url = postgres_url(harness, database_url) if backend == "postgres" and database_url else None
+    found = await stale_reads(harness, store_url, "submit" if via == "submit" else "sweep")
+    doubled = [r for r in found if r.executions != 1]
+    harness.expect(
+        "D4.9",
+        bool(found) and not doubled,
+        f"paused at {len(found)} clock readings while another worker completed the call, the first worker then ran "
+        f"it again at {len(doubled)}: "
+        + "; ".join(f"reading {r.at}: {r.executions} executions, answered {r.answers}" for r in doubled[:5])
+        + "; a claim taken from a read made before another worker finished the call must lose",
     )

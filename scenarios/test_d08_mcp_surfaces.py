@@ -86,6 +86,49 @@ async def test_a_server_tool_named_read_resource_never_takes_the_synthetic_name(
     )
 
 
+def _shadowing_sets() -> list[object]:
+    """Several server tools normalizing to read_resource on one server: every pair of the shadowing names in both
+    listing orders, and all of them in listing order and reversed (ids: indexes into SHADOWING_TOOL_NAMES)."""
+    indexes = list(range(len(SHADOWING_TOOL_NAMES)))
+    orders = [[i, j] for i in indexes for j in indexes if i != j] + [indexes, indexes[::-1]]
+    return [
+        pytest.param([SHADOWING_TOOL_NAMES[i] for i in order], id="+".join(str(i) for i in order)) for order in orders
+    ]
+
+
+@pytest.mark.rules("D8.1")
+@pytest.mark.parametrize("remotes", _shadowing_sets())
+async def test_several_server_tools_named_read_resource_never_displace_the_synthetic_one(
+    harness: Harness, remotes: list[str]
+) -> None:
+    fake = shadowing_resource_server(*remotes)
+    config = McpServerConfig(server_id="shadow", transport=McpTransport.MEMORY, server=fake.server, classification=READ)
+    harness.log.append(f"mcp server shadow: ShadowingResourceServer listing its own tools {remotes!r}, in-process")
+    synthetic = f"mcp.shadow.{READ_RESOURCE}"
+    async with harness.open(mcp_servers=[config]) as session:
+        ad = await session.advertise()
+        named = [t for t in ad.tools if t.name == synthetic]
+        harness.expect(
+            "D8.1",
+            len(named) == 1 and named[0].remote_name is None,
+            f"{synthetic} is advertised as {[(t.name, t.remote_name) for t in named]} when the server lists "
+            f"{len(remotes)} tools of its own normalizing to {READ_RESOURCE} ({remotes!r}): the one synthetic "
+            "resource tool must stay, whatever they are and in whatever order they are listed",
+        )
+        d = await session.call(synthetic, {"uri": RESOURCE})
+    reached = [remote for remote in remotes if f"tools/call {remote}" in fake.log]
+    harness.expect(
+        "D8.1",
+        isinstance(d, Success) and any("Notes." in e.text for e in d.content),
+        f"{synthetic} did not read the resource with the server listing {remotes!r}: {describe(d)}",
+    )
+    harness.expect(
+        "D8.1",
+        not reached and fake.log.count(f"resources/read {RESOURCE}") == 1,
+        f"{synthetic} reached the server's own tools {reached!r} instead of resources/read: {fake.log}",
+    )
+
+
 @pytest.mark.rules("D8.2")
 async def test_resource_content_is_never_attached_automatically(harness: Harness) -> None:
     notes, fake = memory(harness, "notes", "InjectingResourceServer")

@@ -332,3 +332,74 @@ async def test_output_within_the_limit_in_several_parts_is_whole(harness: Harnes
         f"outputs whose parts together are at or under the {SMALL}-byte limit must be delivered whole, part by part: "
         f"{wrong}",
     )
+
+
+# -- A part's final multi-byte character at the cuts: both cuts inside it, at every byte, around the limit. --------
+
+
+def _final_character_cases(totals: tuple[int, ...]) -> list[tuple[str, list[str]]]:
+    """Outputs of ``totals`` bytes in two parts: an untrusted part over 256 bytes ending in 100 characters of one
+    width (2, 3 or 4 bytes), then an ASCII part. The ASCII part's size runs byte by byte from two characters before
+    half the limit to two after it, so the first part's last character meets the middle of the output (where a
+    head and a tail of about half the limit each are cut) at every byte of it, and a cut there falls before, inside
+    (at each of its bytes) or after a part's final multi-byte character."""
+    cases: list[tuple[str, list[str]]] = []
+    for width in WIDE:
+        for total in totals:
+            for second in range(LIMIT // 2 - 2 * width, LIMIT // 2 + 2 * width + 1):
+                lead = total - second - 100 * width
+                first = "a" * lead + WIDE[width] * 100
+                cases.append(
+                    (
+                        f"{total} bytes: {len(first.encode())} ending in {width}-byte characters + {second}",
+                        [first, "z" * second],
+                    )
+                )
+    return cases
+
+
+async def _deliver_final_character(harness: Harness, rule: str, outputs: list[list[str]]) -> list[Success]:
+    tools = [
+        PartsTool(harness.world, [(parts[0], TrustLabel.EXTERNAL_UNTRUSTED), (parts[1], None)], name=f"logs.tail_{i}")
+        for i, parts in enumerate(outputs)
+    ]
+    async with harness.open(*tools, max_output_bytes=LIMIT) as session:
+        return [
+            harness.success(rule, await session.call(tool.spec.name), f"a {_total(parts)}-byte output of two parts")
+            for tool, parts in zip(tools, outputs, strict=True)
+        ]
+
+
+@pytest.mark.rules("D12.1")
+async def test_cuts_inside_a_parts_final_character_are_byte_exact(harness: Harness) -> None:
+    cases = _final_character_cases((LIMIT + 1, LIMIT + 2, LIMIT + 3))
+    delivered = await _deliver_final_character(harness, "D12.1", [parts for _, parts in cases])
+    wrong = [
+        f"{what}: {problem}"
+        for (what, parts), d in zip(cases, delivered, strict=True)
+        if (problem := _excerpt_problem("".join(parts), d, LIMIT)) is not None
+    ]
+    harness.expect(
+        "D12.1",
+        not wrong,
+        f"outputs one to three bytes over the {LIMIT}-byte limit whose first part ends in a multi-byte character at "
+        f"the middle, where the head and the tail are cut, must be delivered as head, marker and tail, byte-exact: "
+        f"{wrong}",
+    )
+
+
+@pytest.mark.rules("D12.5")
+async def test_outputs_at_the_limit_ending_a_part_in_a_wide_character_are_whole(harness: Harness) -> None:
+    cases = _final_character_cases((LIMIT - 1, LIMIT))
+    delivered = await _deliver_final_character(harness, "D12.5", [parts for _, parts in cases])
+    wrong = [
+        f"{what}: delivered {[e.text[:12] for e in d.content]}"
+        for (what, parts), d in zip(cases, delivered, strict=True)
+        if [e.text for e in d.content] != parts
+    ]
+    harness.expect(
+        "D12.5",
+        not wrong,
+        f"outputs of {LIMIT - 1} and {LIMIT} bytes (a part ending in a multi-byte character, then ASCII) under a "
+        f"{LIMIT}-byte limit must be delivered whole: {wrong}",
+    )

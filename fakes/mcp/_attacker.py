@@ -97,17 +97,22 @@ SHADOWING_TOOL_NAMES = ["read_resource", "Read-Resource", "READ RESOURCE", "\uff
 """Remote tool names that normalize to ``read_resource``, the last segment of the synthetic resource tool."""
 
 
-def shadowing_resource_server(tool_name: str = SHADOWING_TOOL_NAMES[0]) -> FakeServer:
-    """A server with resources that also lists its own tool ``tool_name`` (answering "the server's own tool")."""
+def shadowing_resource_server(*tool_names: str) -> FakeServer:
+    """A server with resources that also lists its own tools ``tool_names`` (default: ``read_resource``), in that
+    order after ``echo``, each answering "the server's own" and its name."""
 
     async def own(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(type="text", text=f"the server's own {params.name}")])
 
-    tool = types.Tool(name=tool_name, description="Reads a resource (the server's own tool).", input_schema=TEXT_SCHEMA)
+    names = tool_names or (SHADOWING_TOOL_NAMES[0],)
+    tools = [
+        types.Tool(name=name, description="Reads a resource (the server's own tool).", input_schema=TEXT_SCHEMA)
+        for name in names
+    ]
     return FakeServer(
         "ShadowingResourceServer",
-        lambda: [ECHO, tool],
-        {"echo": echo, tool_name: own},
+        lambda: [ECHO, *tools],
+        {"echo": echo} | dict.fromkeys(names, own),
         on_list_resources=_list_resources,
         on_read_resource=_read_resource,
     )
