@@ -179,16 +179,24 @@ async def test_fresh_instance_records_nothing_for_an_unchanged_catalog(harness: 
             harness.success("D9.5", await session.call(f"mcp.srv.{tool}", {"text": "x"}), tool)
         await session.advertise("run-2")  # Lists the catalog again: what the calls changed is recorded now.
         before = [c for c in await session.catalog_history() if c.server_id == "srv"]
+    current = {mcp_tool_name("srv", remote): sha for remote, sha in wire_hashes(fake).items()}
+    replayed = replay_history(before, before[-1].seq) if before else {}
+    stale = sorted(n for n in replayed.keys() | current.keys() if replayed.get(n) != current.get(n))
+    harness.expect(
+        "D9.5",
+        not stale,
+        f"after run-2's listing, the history ({len(before)} records) disagrees with the catalog the server lists on "
+        f"{stale}: a change was not recorded when the adapter listed",
+    )
     harness.log.append("close the instance; open a fresh one over the same store and the same, unchanged, server")
     async with harness.open(mcp_servers=[config]) as session:
         await session.advertise("run-3")  # The fresh adapter lists the catalog.
         after = [c for c in await session.catalog_history() if c.server_id == "srv"]
-    current = sorted(wire_hashes(fake))
     added = [f"{c.kind.value} {c.registered_name}" for c in after if c not in before]
     harness.expect(
         "D9.5",
         after == before,
-        f"over a history of {len(before)} records, a fresh instance listing the unchanged catalog {current} recorded "
+        f"over a history of {len(before)} records, a fresh instance listing the unchanged catalog {sorted(current)} recorded "
         f"{added}; the server changed nothing",
     )
 
