@@ -184,8 +184,9 @@ async def test_mcp_call_leaves_what_a_builtin_call_leaves(harness: Harness) -> N
     )
 
 
-ANSWERS = ("approve", "deny", "expire")
-"""How a hold is answered: approved, denied, or left past its bound and swept."""
+ANSWERED = {"approve": "approved", "deny": "denied", "expire": "left past its bound and swept"}
+"""How a hold is answered."""
+ANSWERS = tuple(ANSWERED)
 
 
 @pytest.mark.rules("D8.6")
@@ -227,15 +228,15 @@ async def test_held_mcp_call_is_answered_as_a_held_builtin_is(harness: Harness, 
     else:
         reason = ReasonCode.APPROVAL_DENIED if answer == "deny" else ReasonCode.APPROVAL_EXPIRED
         refused = [isinstance(d, Outcome) and d.reason_code is reason for d in answered.values()]
-        harness.expect("D8.6", all(refused), f"{answer} holds were answered {got}; expected {reason.value}")
+        harness.expect("D8.6", all(refused), f"holds {ANSWERED[answer]} were answered {got}; expected {reason.value}")
     runs = 1 if answer == "approve" else 0
     remote_calls = [e for e in fake.log if e.startswith("tools/call")]
     local_calls = [e for e in harness.world.executions if e.tool_name == "files.note"]
     harness.expect(
         "D8.6",
         (len(remote_calls), len(local_calls)) == (runs, runs),
-        f"after the hold was {answer}d, the server saw {remote_calls} and the builtin ran {len(local_calls)} time(s); "
-        f"expected {runs} each",
+        f"after the hold was {ANSWERED[answer]}, the server saw {remote_calls} and the builtin ran {len(local_calls)} "
+        f"time(s); expected {runs} each",
     )
     harness.expect("D8.6", set(rows) == set(names), f"rows were left for {sorted(rows)}")
     builtin, remote = rows["files.note"], rows["mcp.plain.echo"]
