@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from toolproof.fakes import EchoTool
-from toolproof.spec import MAX_NAME_LENGTH, InvocationStatus, ReasonCode
+from toolproof.fakes import EchoTool, WriteTool
+from toolproof.spec import MAX_NAME_LENGTH, InvocationStatus, PortViolation, ReasonCode
 
 from ._harness import Harness
 
@@ -130,6 +130,61 @@ async def test_unknown_or_ungrammatical_name_is_denied_unknown_tool(harness: Har
     harness.expect(
         "D5.3", harness.world.executions == [], f"an unknown name executed a tool: {harness.world.executions}"
     )
+
+
+UNKNOWN_IN_A_BATCH = ("files.missing", "FILES.ECHO", "mcp.evil.files_echo")
+"""Unknown names a batch may carry: unregistered, outside the grammar, in the mcp domain with no server."""
+
+BATCHES = [(size, at) for size in (2, 3, 4) for at in range(size)]
+"""(batch size, position of the unknown call): every position of batches of two to four calls."""
+
+
+@pytest.mark.rules("D5.3", "D15.2")
+@pytest.mark.parametrize("others", ["reads", "mixed"])
+@pytest.mark.parametrize(("size", "at"), BATCHES, ids=[f"{n}-calls-unknown-at-{i}" for n, i in BATCHES])
+async def test_unknown_call_in_a_batch_is_denied_alone(harness: Harness, size: int, at: int, others: str) -> None:
+    """The other calls are read-only (the batch would qualify for parallelism but for the unknown one) or alternate
+    a write with reads (it never qualifies)."""
+    known = [EchoTool(harness.world), WriteTool(harness.world)]
+    async with harness.open(*known) as session:
+        for batch, unknown in enumerate(UNKNOWN_IN_A_BATCH):
+            run_id = f"run-{batch}"
+            names = [known[others == "mixed" and k % 2 == 0].spec.name for k in range(size - 1)]
+            names.insert(at, unknown)
+            calls = [
+                session.proposed(n, {"text": f"{batch}-{i}"} if n == "files.echo" else {"title": f"{batch}-{i}"})
+                for i, n in enumerate(names)
+            ]
+            before = len(harness.world.executions)
+            try:
+                dispositions = await session.step(calls, run_id=run_id)
+            except PortViolation:
+                raise
+            except Exception as exc:  # The implementation gave up on the batch: that is the finding.
+                harness.fail("D15.2", f"the batch {names} raised {type(exc).__name__}: {exc} instead of answering")
+            by_id = {r.invocation_id: r.call_id for r in await session.rows(run_id)}
+            answered = [by_id.get(d.invocation_id) for d in dispositions]
+            harness.expect(
+                "D15.2",
+                answered == [c.call_id for c in calls],
+                f"the batch {names} was answered for calls {answered}; expected {[c.call_id for c in calls]}",
+            )
+            d = harness.outcome("D5.3", dispositions[at], f"the call to {unknown!r} at {at} of the batch {names}")
+            harness.expect(
+                "D5.3",
+                (d.status, d.reason_code) == (InvocationStatus.DENIED, ReasonCode.UNKNOWN_TOOL),
+                f"the call to {unknown!r} at {at} of the batch {names} was answered {d.status.value} "
+                f"{d.reason_code.value}",
+            )
+            for i, other in enumerate(dispositions):
+                if i != at:
+                    harness.success("D15.2", other, f"the call to {names[i]} at {i} of the batch {names}")
+            ran = [e.tool_name for e in harness.world.executions[before:]]
+            harness.expect(
+                "D5.3",
+                sorted(ran) == sorted(n for i, n in enumerate(names) if i != at),
+                f"the batch {names} executed {ran}; expected each known call once and nothing for {unknown!r}",
+            )
 
 
 COMPATIBILITY_LOOK_ALIKES = (

@@ -7,15 +7,20 @@ from typing import Any
 import anyio
 import pytest
 
-from toolproof.fakes import EchoTool
+from toolproof.fakes import EchoTool, WriteTool
 from toolproof.fakes.mcp import INJECTION, SHADOWING_TOOL_NAMES, shadowing_resource_server, stdio_command
 from toolproof.spec import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
     READ_RESOURCE,
+    UNCLASSIFIED,
+    Disposition,
     InvocationStatus,
     McpServerConfig,
     McpTransport,
+    Outcome,
     ReasonCode,
     Success,
+    Suspended,
     TrustLabel,
 )
 
@@ -218,6 +223,81 @@ async def test_mcp_call_leaves_what_a_builtin_call_leaves(harness: Harness) -> N
     harness.expect(
         "D8.6",
         shape == other and (builtin.status, builtin.attempt) == (remote.status, remote.attempt),
+        f"rows differ: builtin {builtin.model_dump(mode='json')}, MCP {remote.model_dump(mode='json')}",
+    )
+
+
+ANSWERED = {"approve": "approved", "deny": "denied", "expire": "left past its bound and swept"}
+"""How a hold is answered."""
+ANSWERS = tuple(ANSWERED)
+
+
+@pytest.mark.rules("D8.6")
+@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_held_mcp_call_is_answered_as_a_held_builtin_is(harness: Harness, protocol: str, answer: str) -> None:
+    """An unclassified server's tool is held (decision 6), as is a builtin under the same classification; both are
+    answered alike, and an approved one runs exactly once (re-entering the pipeline from its row), a refused one
+    never."""
+    plain, fake = memory(harness, "plain", "PlainServer", classification=None, protocol=protocol)
+    held = WriteTool(
+        harness.world,
+        name="files.note",
+        side_effect=UNCLASSIFIED.side_effect,
+        risk=UNCLASSIFIED.risk,
+        idempotency=UNCLASSIFIED.idempotency,
+        required_scopes=UNCLASSIFIED.required_scopes,
+    )
+    names = ("files.note", "mcp.plain.echo")
+    async with harness.open(held, mcp_servers=[plain]) as session:
+        holds = {name: await session.call(name, {"text": "same"}) for name in names}
+        for name, d in holds.items():
+            harness.expect("D8.6", isinstance(d, Suspended), f"{name} was not held for approval: {describe(d)}")
+        answered: dict[str, Disposition | None] = {}
+        if answer == "expire":
+            session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+            swept = {d.invocation_id: d for d in await session.sweep()}
+            answered = {name: swept.get(d.invocation_id) for name, d in holds.items()}
+        else:
+            for name, d in holds.items():
+                answered[name] = await session.resolve_approval(d.invocation_id, approved=answer == "approve")
+        session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+        await session.sweep()  # Nothing is left to pick up: an answered call never runs again.
+        rows = {r.tool_name: r for r in await session.rows()}
+        events = await session.events()
+    got = {name: describe(d) if d is not None else "still held" for name, d in answered.items()}
+    if answer == "approve":
+        harness.expect("D8.6", all(isinstance(d, Success) for d in answered.values()), f"approved holds: {got}")
+    else:
+        reason = ReasonCode.APPROVAL_DENIED if answer == "deny" else ReasonCode.APPROVAL_EXPIRED
+        refused = [isinstance(d, Outcome) and d.reason_code is reason for d in answered.values()]
+        harness.expect("D8.6", all(refused), f"holds {ANSWERED[answer]} were answered {got}; expected {reason.value}")
+    runs = 1 if answer == "approve" else 0
+    remote_calls = [e for e in fake.log if e.startswith("tools/call")]
+    local_calls = [e for e in harness.world.executions if e.tool_name == "files.note"]
+    harness.expect(
+        "D8.6",
+        (len(remote_calls), len(local_calls)) == (runs, runs),
+        f"after the hold was {ANSWERED[answer]}, the server saw {remote_calls} and the builtin ran {len(local_calls)} "
+        f"time(s); expected {runs} each",
+    )
+    harness.expect("D8.6", set(rows) == set(names), f"rows were left for {sorted(rows)}")
+    builtin, remote = rows["files.note"], rows["mcp.plain.echo"]
+
+    def kinds(invocation_id: str) -> list[str]:
+        return [e.kind for e in events if e.invocation_id == invocation_id]
+
+    harness.expect(
+        "D8.6",
+        kinds(builtin.invocation_id) == kinds(remote.invocation_id),
+        f"events differ: builtin {kinds(builtin.invocation_id)}, MCP {kinds(remote.invocation_id)}",
+    )
+    shape = {k: v is None for k, v in builtin.model_dump().items()}
+    other = {k: v is None for k, v in remote.model_dump().items()}
+    same = ("status", "reason_code", "attempt", "suspended")
+    harness.expect(
+        "D8.6",
+        shape == other and all(getattr(builtin, k) == getattr(remote, k) for k in same),
         f"rows differ: builtin {builtin.model_dump(mode='json')}, MCP {remote.model_dump(mode='json')}",
     )
 

@@ -156,6 +156,51 @@ async def test_silent_change_is_recorded_at_the_next_listing(harness: Harness) -
     )
 
 
+HISTORIES = {
+    "plain": ("PlainServer", ()),
+    "growing": ("GrowingCatalogServer", ()),
+    "drifted": ("SilentDriftServer", ("lookup",)),
+    "rug-pulled": ("RugPullServer", ("transfer",)),
+    "paginated": ("PaginatedCatalogServer", ()),
+    "grown-twice": ("GrowingCatalogServer", ("grow", "grow")),
+}
+"""A fake and the calls that move its catalog: histories of one tool added, two, two then one changed, two then one
+withdrawn (with its notification), five, and two then two more added (with theirs): one record to six."""
+
+
+@pytest.mark.rules("D9.5")
+@pytest.mark.parametrize("history", list(HISTORIES))
+async def test_fresh_instance_records_nothing_for_an_unchanged_catalog(harness: Harness, history: str) -> None:
+    fake_name, calls = HISTORIES[history]
+    config, fake = memory(harness, "srv", fake_name)
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise()
+        for tool in calls:
+            harness.success("D9.5", await session.call(f"mcp.srv.{tool}", {"text": "x"}), tool)
+        await session.advertise("run-2")  # Lists the catalog again: what the calls changed is recorded now.
+        before = [c for c in await session.catalog_history() if c.server_id == "srv"]
+    current = {mcp_tool_name("srv", remote): sha for remote, sha in wire_hashes(fake).items()}
+    replayed = replay_history(before, before[-1].seq) if before else {}
+    stale = sorted(n for n in replayed.keys() | current.keys() if replayed.get(n) != current.get(n))
+    harness.expect(
+        "D9.5",
+        not stale,
+        f"after run-2's listing, the history ({len(before)} records) disagrees with the catalog the server lists on "
+        f"{stale}: a change was not recorded when the adapter listed",
+    )
+    harness.log.append("close the instance; open a fresh one over the same store and the same, unchanged, server")
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise("run-3")  # The fresh adapter lists the catalog.
+        after = [c for c in await session.catalog_history() if c.server_id == "srv"]
+    added = [f"{c.kind.value} {c.registered_name}" for c in after if c not in before]
+    harness.expect(
+        "D9.5",
+        after == before,
+        f"over a history of {len(before)} records, a fresh instance listing the unchanged catalog {sorted(current)} recorded "
+        f"{added}; the server changed nothing",
+    )
+
+
 @pytest.mark.rules("D9.6")
 @pytest.mark.parametrize("new_run", ["run-2", "run-0", "a-run", "run-1-later"])  # Sorting after and before run-1.
 async def test_new_session_sees_the_current_catalog(harness: Harness, new_run: str) -> None:

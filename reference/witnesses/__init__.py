@@ -20,6 +20,7 @@ from . import (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _mut_mutgaps1,
     _mut_mutgaps2,
     _r2_keys_bridge,
     _r2_names_mcp,
@@ -45,6 +46,7 @@ _MODULES = (
     _r2_results,
     _r2_names_mcp,
     _r2_keys_bridge,
+    _mut_mutgaps1,
     _mut_mutgaps2,
 )
 
