@@ -588,3 +588,33 @@ async def r3_bridge_provenance() -> Any:
         return {"script": run.status, "argument_trust": rows[0].argument_trust, "executions": tool.calls}
 
     return await with_instance(f(), [tool], body)
+
+
+@probe
+async def r3_listen_notice() -> Any:
+    from mcp.server.subscriptions import ToolsListChanged
+
+    from redteam.r3_d09 import listen_notices_not_recorded as f
+
+    fake = _fake(lambda: [_tool("echo")])
+
+    async def body(inst: Any) -> Any:
+        await inst.advertise("r")
+        await fake.bus.publish(ToolsListChanged())
+        await anyio.sleep(0.5)
+        return [c.kind for c in await inst.catalog_history()]
+
+    return await _with_server(f, fake, body, protocol="2026-07-28")
+
+
+@probe
+async def r3_breaker_open_calls() -> Any:
+    from redteam.r3_d14 import breaker_counts_decided_calls_only as f
+
+    tool = FnTool(WRITE, ok)
+    call = ProposedCall(call_id="c", tool_name="t.w", arguments={"p": "x"})  # unknown provenance: held
+
+    async def body(inst: Any) -> Any:
+        return [_status((await inst.submit(step("r", n, call, context=USER)))[0]) for n in range(5)]
+
+    return await with_instance(f(), [tool], body)

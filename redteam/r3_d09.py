@@ -6,10 +6,11 @@ import hashlib
 import json
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolproof.reference.hooks import McpAdapter, McpTool, Pipeline, ReferenceImplementation, wire
+from toolproof.reference.hooks import Link, McpAdapter, McpTool, Pipeline, ReferenceImplementation, wire
 from toolproof.spec import DEFINITION_FIELDS, Advertisement, ReasonCode, ToolSpec
 
 from ._common import impl
@@ -79,3 +80,21 @@ def definition_hash_key_order_sensitive() -> ReferenceImplementation:
     the same tool with its inputSchema properties in another order makes an unchanged tool answer
     tool_definition_changed."""
     return impl("r3-definition-hash-key-order-sensitive", _DefinitionHashKeyOrder)
+
+
+class _LegacyNoticesOnly(McpAdapter):
+    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # The mistake: tools/list_changed is handled where the handshake era delivers it (the connection's message
+        # handler) only; the 2026-07-28 listen subscription, that era's only route, is never opened.
+        task_status.started()
+
+
+class _ListenNoticesNotRecorded(Pipeline):
+    mcp_class = _LegacyNoticesOnly
+
+
+def listen_notices_not_recorded() -> ReferenceImplementation:
+    """D9 (a tools/list_changed notification is recorded in the catalog history; D9.2): notifications are taken
+    from the connection's message handler only, so on a 2026-07-28 connection, where list_changed arrives on a
+    subscriptions/listen stream, no notice is ever recorded."""
+    return impl("r3-listen-notices-not-recorded", _ListenNoticesNotRecorded)

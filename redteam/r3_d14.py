@@ -29,3 +29,21 @@ def breaker_counts_in_memory() -> ReferenceImplementation:
     worker's memory, so identical calls made before a restart, or by another worker of the same run, do not count
     (a fifth identical call after a restart runs; an UNCERTAIN call recovered elsewhere is proposed again)."""
     return impl("r3-breaker-counts-in-memory", _BreakerInMemory)
+
+
+class _BreakerTerminalOnly(Pipeline):
+    def prior_identical(self, s: CallState) -> Seen:
+        rows = self.store.identical(s.request.run_id, s.call_hash)
+        # The mistake: only decided calls count ("a call still open has not happened yet").
+        return [
+            (InvocationStatus(row.status), ReasonCode(row.reason_code) if row.reason_code else None)
+            for row in rows
+            if InvocationStatus(row.status).is_terminal
+        ]
+
+
+def breaker_counts_decided_calls_only() -> ReferenceImplementation:
+    """D14 (every earlier identical call of the run counts; D14.1, D14.3): the breaker counts only identical calls
+    already in a terminal status, so calls left open (held for approval, suspended, running) never count and a fifth
+    identical call proposed while four wait for approval is held again instead of refused loop_detected."""
+    return impl("r3-breaker-counts-decided-calls-only", _BreakerTerminalOnly)
