@@ -301,7 +301,7 @@ async def _with_server(f: Any, fake: Any, body: Any, **server: Any) -> Any:
 
 
 def _fake(list_tools: Any, tools: dict[str, Any] | None = None, **handlers: Any) -> Any:
-    from fakes.mcp._base import FakeServer, echo
+    from toolproof.fakes.mcp._base import FakeServer, echo
 
     return FakeServer("probe", list_tools, tools or {"echo": echo}, **handlers)
 
