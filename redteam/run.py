@@ -3,6 +3,8 @@
 Usage: python -m redteam.run [module:factory ...]   (default: every entry of MANIFEST not yet in results)
 Results accumulate in /tmp/redteam/results.jsonl (one JSON object per run).
 Round 2: ``REDTEAM_ROUND=2 python -m redteam.run`` runs redteam/manifest_r2.py into /tmp/redteam2/.
+Round 3: ``REDTEAM_ROUND=3 python -m redteam.run`` runs redteam/manifest_r3.py into /tmp/redteam3/ (then copy
+/tmp/redteam3/results.jsonl to redteam/results-r3.jsonl).
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import manifest, manifest_r2
+from . import manifest, manifest_r2, manifest_r3
 from .manifest import PG_DECISIONS
 
 ROUND = os.environ.get("REDTEAM_ROUND", "1")
-"""Which round's manifest to run: 1 (redteam/manifest.py) or 2 (redteam/manifest_r2.py)."""
-MANIFEST = manifest_r2.MANIFEST if ROUND == "2" else manifest.MANIFEST
-OUT = Path("/tmp/redteam2" if ROUND == "2" else "/tmp/redteam")
+"""Which round's manifest to run: 1 (redteam/manifest.py), 2 (redteam/manifest_r2.py) or 3 (redteam/manifest_r3.py)."""
+MANIFEST = {"2": manifest_r2.MANIFEST, "3": manifest_r3.MANIFEST}.get(ROUND, manifest.MANIFEST)
+OUT = Path({"2": "/tmp/redteam2", "3": "/tmp/redteam3"}.get(ROUND, "/tmp/redteam"))
 RESULTS = OUT / "results.jsonl"
 DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Fewer lease races than the default 200 for pipelines whose mistake is not in the claim (shared 2-core machine);
