@@ -7,6 +7,7 @@ from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPl
 from ._docs import member_doc
 from ._driver import (
     CONTEXT_DESCRIPTION_DEPTH,
+    CONTEXT_DESCRIPTION_OBJECTS,
     DRIVER_PROTOCOL,
     EDITED_SCRIPT_OVER_HTTP,
     NOW_HEADER,
@@ -151,6 +152,7 @@ from ._types import (
 __all__ = [
     "BOUNDARY_CRASH_POINTS",
     "CONTEXT_DESCRIPTION_DEPTH",
+    "CONTEXT_DESCRIPTION_OBJECTS",
     "CONTEXT_MEMBERS",
     "CONTROL_ANSWER_ARGUMENT",
     "CRASH_VERDICTS",

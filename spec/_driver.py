@@ -38,8 +38,16 @@ DRIVER_PROTOCOL: Final = "toolproof-driver/2"
 Version 2: a tool's context travels as a description of the members the implementation
 handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
 cancellation says whether the implementation's own signal was set."""
-CONTEXT_DESCRIPTION_DEPTH: Final = 2
-"""How deep a context is described (its members, and theirs): as deep as decision 2's scenarios walk it."""
+CONTEXT_DESCRIPTION_DEPTH: Final = 24
+"""How many levels of members a context's description holds at most (the context's own members are level 1)."""
+CONTEXT_DESCRIPTION_OBJECTS: Final = 2000
+"""How many objects a context's description expands (describes with their members) at most.
+
+Decision 2's scenarios walk the whole object graph a context reaches, so its description is a walk of that graph,
+not a fixed depth: breadth first from the context, each object expanded once, where it is first reached (reached
+again, through a cycle or a shared object, it is described by kind and type name only), never entering the
+instance under test, within these two bounds. A pipeline, store, registry or policy object reachable from the
+context is thus on the wire however many members deep it lies, by its members' names and its type's name."""
 EDITED_SCRIPT_OVER_HTTP: Final = (
     "an edited script must be importable by the implementation's own process, and the harness cannot place a "
     "module on a served driver's import path, so D17.2's edited-script cell reads not-covered over HTTP"
@@ -193,7 +201,9 @@ class ContextMember(_Wire):
     is_instance: bool = False
     """The member is the very instance the harness drives (the pipeline under test)."""
     members: list[ContextMember] = Field(default_factory=list)
-    """The public members of a ``data`` or ``object`` member, described ``CONTEXT_DESCRIPTION_DEPTH`` deep."""
+    """The public members of a ``data`` or ``object`` member, where the description's walk first reaches it (empty
+    where it reaches it again, at the instance under test, and past ``CONTEXT_DESCRIPTION_DEPTH`` or
+    ``CONTEXT_DESCRIPTION_OBJECTS``)."""
 
 
 class ToolContext(_Wire):

@@ -172,8 +172,6 @@ def over_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, t
 
 
 KNOWN_HTTP_GAPS = {
-    "resolver_reaches_pipeline": "D2.2: the store is three members deep and the context is described two deep "
-    "(spec.CONTEXT_DESCRIPTION_DEPTH); open in issue 15",
     "script_hash_of_reference_only": "D17.2: the edited-script scenario errors over HTTP (the driver imports the "
     "rewritten module in its own process); open in issue 15",
 }
