@@ -102,6 +102,14 @@ def test_bad_input_gets_a_problem_naming_the_field(driver_url: str) -> None:
     assert problem.field == "config.store_dir"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["json", "pytest", "toolproof"])
+def test_a_script_module_may_not_take_another_modules_name(driver_url: str, module: str) -> None:
+    answer = httpx2.post(f"{driver_url}/v1/scripts", json={"module": module, "source": "import sys\n"})
+    assert answer.status_code == 422
+    assert Problem.model_validate_json(answer.content).field == "module"
+
+
 OPERATIONS = [result.ok() for result in schemathesis.openapi.from_dict(openapi_document("driver")).get_all_operations()]
 
 

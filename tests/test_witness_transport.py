@@ -171,10 +171,7 @@ def over_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, t
     return verdicts
 
 
-KNOWN_HTTP_GAPS = {
-    "script_hash_of_reference_only": "D17.2: the edited-script scenario errors over HTTP (the driver imports the "
-    "rewritten module in its own process); open in issue 15",
-}
+KNOWN_HTTP_GAPS: dict[str, str] = {}
 """Witnesses the suite still lets through over HTTP, with why: strict, so closing a gap fails here until removed."""
 
 
