@@ -37,6 +37,8 @@ from toolproof.spec import (
 
 MAX_DESCRIBED_MEMBERS = 500
 """Members described per object at most: a description stays small whatever the implementation hands over."""
+MAX_DESCRIBED_IN_ALL = 20_000
+"""Members described per context at most (a whole pipeline's graph, store included, takes under 2,000)."""
 
 
 def public_names(obj: object) -> list[str]:
@@ -58,15 +60,22 @@ def describe_context(obj: object, instance: object) -> list[ContextMember]:
     The walk is breadth first, so each object is described (with its members) where it is first reached, at its
     shorter path; reached again (a cycle, a shared object), it is described by kind and type name only. It does not
     enter the instance under test (``is_instance`` says what it is), and it stops expanding objects after
-    ``CONTEXT_DESCRIPTION_OBJECTS`` of them or ``CONTEXT_DESCRIPTION_DEPTH`` levels: whatever the context leads to,
-    however deep, is on the wire, within those bounds.
+    ``CONTEXT_DESCRIPTION_OBJECTS`` of them or ``CONTEXT_DESCRIPTION_DEPTH`` levels (and after
+    ``MAX_DESCRIBED_IN_ALL`` members): whatever the context leads to, however deep, is on the wire, within those
+    bounds.
     """
     top: list[dict[str, Any]] = []
     seen: dict[int, object] = {id(obj): obj}  # Holding each object keeps its id from being reused.
     frontier: deque[tuple[object, list[dict[str, Any]], int]] = deque([(obj, top, 1)])
-    while frontier:
+    described = 0
+    while frontier and described < MAX_DESCRIBED_IN_ALL:
         owner, into, depth = frontier.popleft()
-        for name in public_names(owner)[:MAX_DESCRIBED_MEMBERS]:
+        try:
+            names = public_names(owner)[:MAX_DESCRIBED_MEMBERS]
+        except Exception:  # boundary: an object whose members cannot be listed is described without them
+            continue
+        described += len(names)
+        for name in names:
             try:
                 value = getattr(owner, name)
             except Exception as exc:  # boundary: a property that raises is described, not propagated
