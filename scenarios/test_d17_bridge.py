@@ -100,21 +100,26 @@ def orders(bridge: Any) -> None:
 async def test_an_edited_script_under_the_same_name_is_a_new_script(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if isinstance(harness.implementation, HttpImplementation):
-        raise NotCovered("D17.2", EDITED_SCRIPT_OVER_HTTP)
-    folder = harness.directory / "edited_scripts"
-    folder.mkdir()
     module = f"toolproof_edited_{uuid.uuid4().hex[:12]}"
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
-    monkeypatch.delitem(sys.modules, module, raising=False)
+    served = harness.implementation if isinstance(harness.implementation, HttpImplementation) else None
+    folder = harness.directory / "edited_scripts"
+    if served is None:  # In-process, the script's module goes where this process (and its children) import from.
+        folder.mkdir()
+        monkeypatch.syspath_prepend(str(folder))
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+        monkeypatch.delitem(sys.modules, module, raising=False)
     versions = (("# Orders 1 and 2.", (1, 2)), ("# Edited: orders 1, then 3 instead of 2.", (1, 3)))
     runs = []
     async with harness.open(_orders(harness)) as session:
         for comment, items in versions:
-            (folder / f"{module}.py").write_text(_EDITED.format(comment=comment, items=items))
-            sys.modules.pop(module, None)  # The edited source is what a fresh worker would load.
-            importlib.invalidate_caches()
+            source = _EDITED.format(comment=comment, items=items)
+            if served is not None:  # Behind a driver, the script is data: its source is sent to be placed there.
+                if not await served.place_script(module, source):
+                    raise NotCovered("D17.2", EDITED_SCRIPT_OVER_HTTP)
+            else:
+                (folder / f"{module}.py").write_text(source)
+                sys.modules.pop(module, None)  # The edited source is what a fresh worker would load.
+                importlib.invalidate_caches()
             harness.log.append(f"script {module}:orders now orders {items}")
             runs.append(await session.run_script(f"{module}:orders", step_number=1))
     first, edited = runs

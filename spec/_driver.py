@@ -38,13 +38,29 @@ DRIVER_PROTOCOL: Final = "toolproof-driver/2"
 Version 2: a tool's context travels as a description of the members the implementation
 handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
 cancellation says whether the implementation's own signal was set."""
-CONTEXT_DESCRIPTION_DEPTH: Final = 2
-"""How deep a context is described (its members, and theirs): as deep as decision 2's scenarios walk it."""
+DRIVER_PROTOCOL_REVISION: Final = 1
+"""Compatible additions to the major version; the document's version is ``2.<revision>.0``.
+
+Revision 1: ``POST /v1/scripts`` places a bridge script's module (its source: a script is
+data) where the implementation imports scripts from, so an edited script reaches a served
+implementation; a driver of revision 0 answers it 404, and D17.2's edited-script cell then
+reads not-covered (``EDITED_SCRIPT_OVER_HTTP``)."""
+CONTEXT_DESCRIPTION_DEPTH: Final = 24
+"""How many levels of members a context's description holds at most (the context's own members are level 1)."""
+CONTEXT_DESCRIPTION_OBJECTS: Final = 2000
+"""How many objects a context's description expands (describes with their members) at most.
+
+Decision 2's scenarios walk the whole object graph a context reaches, so its description is a walk of that graph,
+not a fixed depth: breadth first from the context, each object expanded once, where it is first reached (reached
+again, through a cycle or a shared object, it is described by kind and type name only), never entering the
+instance under test, within these two bounds. A pipeline, store, registry or policy object reachable from the
+context is thus on the wire however many members deep it lies, by its members' names and its type's name."""
 EDITED_SCRIPT_OVER_HTTP: Final = (
-    "an edited script must be importable by the implementation's own process, and the harness cannot place a "
-    "module on a served driver's import path, so D17.2's edited-script cell reads not-covered over HTTP"
+    "the driver does not offer POST /v1/scripts (driver protocol revision 1), so the harness cannot place the "
+    "edited script where the implementation imports scripts from; D17.2's edited-script cell reads not-covered"
 )
-"""Why D17.2's edited-script cell cannot be judged behind the driver protocol (its other cells can)."""
+"""Why D17.2's edited-script cell cannot be judged behind a driver that does not place scripts (its other cells
+can)."""
 NOW_HEADER = "Toolproof-Now"
 """Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
 PROBLEM_TYPES = (
@@ -167,6 +183,20 @@ class ScopeQuery(_Wire):
     scope: str
 
 
+class ScriptModule(_Wire):
+    """``POST /v1/scripts``: a bridge script's module, as source, for the implementation to import scripts from.
+
+    The driver keeps it in a folder of its own on its process's import path (and its children's: the bridge's
+    sandbox imports it too), replacing an earlier source of the same module, which is then imported afresh. A
+    name another module already has (the standard library's, an installed package's) is refused.
+    """
+
+    module: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)
+    """A top-level module name; a script in it is ``ScriptRequest.script`` ``module:function``."""
+    source: str = Field(max_length=1_000_000)
+    """The module's Python source."""
+
+
 class Credential(_Wire):
     """The credential for a scope, or null when the tool may not have it."""
 
@@ -193,7 +223,9 @@ class ContextMember(_Wire):
     is_instance: bool = False
     """The member is the very instance the harness drives (the pipeline under test)."""
     members: list[ContextMember] = Field(default_factory=list)
-    """The public members of a ``data`` or ``object`` member, described ``CONTEXT_DESCRIPTION_DEPTH`` deep."""
+    """The public members of a ``data`` or ``object`` member, where the description's walk first reaches it (empty
+    where it reaches it again, at the instance under test, and past ``CONTEXT_DESCRIPTION_DEPTH`` or
+    ``CONTEXT_DESCRIPTION_OBJECTS``)."""
 
 
 class ToolContext(_Wire):
@@ -256,6 +288,7 @@ _MODELS: tuple[type[BaseModel], ...] = (
     StepRequest,
     ScriptRequest,
     ScriptRun,
+    ScriptModule,
     ArtifactUpload,
     ArtifactRef,
     ScopeQuery,
@@ -271,6 +304,16 @@ OPERATIONS: tuple[tuple[str, str, str, str, str | None, int, str | None, str], .
     ("get", "/v1/openapi.json", "openapi", "This document (the driver's operations)", None, 200, None, "driver"),
     ("post", "/v1/instances", "openInstance", "Start an instance", "OpenInstance", 201, "InstanceHandle", "driver"),
     ("delete", "/v1/instances/{instance_id}", "closeInstance", "Close an instance", None, 204, None, "driver"),
+    (
+        "post",
+        "/v1/scripts",
+        "placeScript",
+        "Place a bridge script's module where the implementation imports scripts from (revision 1)",
+        "ScriptModule",
+        204,
+        None,
+        "driver",
+    ),
     (
         "post",
         "/v1/instances/{instance_id}/steps",
@@ -461,7 +504,7 @@ def openapi_document(served_by: str | None = None) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "toolproof driver protocol",
-            "version": DRIVER_PROTOCOL.rsplit("/", 1)[1] + ".0.0",
+            "version": f"{DRIVER_PROTOCOL.rsplit('/', 1)[1]}.{DRIVER_PROTOCOL_REVISION}.0",
             "description": (__doc__ or "").strip(),
         },
         "paths": paths,

@@ -102,6 +102,14 @@ def test_bad_input_gets_a_problem_naming_the_field(driver_url: str) -> None:
     assert problem.field == "config.store_dir"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["json", "pytest", "toolproof"])
+def test_a_script_module_may_not_take_another_modules_name(driver_url: str, module: str) -> None:
+    answer = httpx2.post(f"{driver_url}/v1/scripts", json={"module": module, "source": "import sys\n"})
+    assert answer.status_code == 422
+    assert Problem.model_validate_json(answer.content).field == "module"
+
+
 OPERATIONS = [result.ok() for result in schemathesis.openapi.from_dict(openapi_document("driver")).get_all_operations()]
 
 
@@ -344,3 +352,26 @@ def test_a_run_id_with_reserved_characters_reaches_its_run(
         return len(rows), len(events), ad.run_id
 
     assert anyio.run(read) == (0, 0, run_id)
+
+
+class _Hop:
+    """One link of a chain of objects a context leads through."""
+
+    def __init__(self, following: object) -> None:
+        self.following = following
+
+
+def test_an_object_the_context_leads_to_crosses_the_wire_however_deep(tmp_path: Path) -> None:
+    deep = _Hop(_Hop(_Hop(_Hop(_Store()))))
+    deep.following.following.following.back = deep  # type: ignore[attr-defined]  # A cycle is described once.
+    leaky = _Leaky(_parts(tmp_path))
+    object.__setattr__(leaky, "pipeline_store", deep)
+    found = getattr(_stand_in(leaky), "pipeline_store", None)
+    for _ in range(4):
+        found = getattr(found, "following", None)
+    assert type(found).__qualname__ == _Store.__qualname__
+    assert _names(found) == ["commit"]
+    third = getattr(getattr(getattr(_stand_in(leaky), "pipeline_store", None), "following", None), "following", None)
+    again = getattr(getattr(third, "following", None), "back", None)
+    assert type(again).__qualname__ == _Hop.__qualname__
+    assert _names(again) == []  # Reached again: described by its kind and type, not by its members again.

@@ -47,8 +47,6 @@ def test_the_reference_over_http_gives_the_same_verdict_on_every_rule(reference_
     in_process = reference_run.outcome.verdicts["reference"]
     # A rule the catalog judges in-process only reads not-covered over HTTP (never pass), with its reason.
     only_in_process = {rule.id for rule in load_catalog().rules if rule.over_http}
-    # D17.2's edited-script cell is not-covered over HTTP (spec.EDITED_SCRIPT_OVER_HTTP), which the rule then reads.
-    only_in_process.add("D17.2")
     differing = {
         r: (v.value, over_http.get(r))
         for r, v in in_process.items()

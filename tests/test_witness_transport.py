@@ -171,12 +171,7 @@ def over_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, t
     return verdicts
 
 
-KNOWN_HTTP_GAPS = {
-    "resolver_reaches_pipeline": "D2.2: the store is three members deep and the context is described two deep "
-    "(spec.CONTEXT_DESCRIPTION_DEPTH); open in issue 15",
-    "script_hash_of_reference_only": "D17.2: the edited-script scenario errors over HTTP (the driver imports the "
-    "rewritten module in its own process); open in issue 15",
-}
+KNOWN_HTTP_GAPS: dict[str, str] = {}
 """Witnesses the suite still lets through over HTTP, with why: strict, so closing a gap fails here until removed."""
 
 

@@ -46,6 +46,7 @@ from toolproof.spec import (
     Outcome,
     Profile,
     ResumeAnswer,
+    ScriptModule,
     ScriptRequest,
     ScriptRun,
     StepRequest,
@@ -229,6 +230,27 @@ class HttpImplementation:
     def profiles(self) -> frozenset[Profile]:
         """What the driver claims."""
         return self._profiles
+
+    async def place_script(self, module: str, source: str) -> bool:
+        """``POST /v1/scripts``: ``module`` importable by the served implementation, as ``source``; False when the
+        driver does not offer the operation (protocol revision 0).
+
+        Raises:
+            ImplementationError: the driver refused or failed the operation it offers.
+        """
+        async with httpx2.AsyncClient(base_url=self.url, timeout=60) as client:
+            try:
+                response = await client.post(
+                    "/v1/scripts",
+                    content=ScriptModule(module=module, source=source).model_dump_json(),
+                    headers={"content-type": "application/json"},
+                )
+            except httpx2.TransportError as exc:
+                raise HarnessError(f"the driver at {self.url} stopped answering: {exc}") from None
+        if response.status_code in (404, 405):
+            return False
+        raise_problem(response)
+        return True
 
     def open(
         self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock

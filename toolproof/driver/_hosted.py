@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import tracemalloc
 import uuid
+from collections import deque
 from pathlib import PurePath
 from typing import Any
 
@@ -21,6 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from toolproof.spec import (
     CONTEXT_DESCRIPTION_DEPTH,
+    CONTEXT_DESCRIPTION_OBJECTS,
     ContextMember,
     ExecuteTool,
     JsonObject,
@@ -35,6 +37,8 @@ from toolproof.spec import (
 
 MAX_DESCRIBED_MEMBERS = 500
 """Members described per object at most: a description stays small whatever the implementation hands over."""
+MAX_DESCRIBED_IN_ALL = 20_000
+"""Members described per context at most (a whole pipeline's graph, store included, takes under 2,000)."""
 
 
 def public_names(obj: object) -> list[str]:
@@ -50,40 +54,63 @@ def _type_name(value: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def describe_context(obj: object, instance: object, depth: int = CONTEXT_DESCRIPTION_DEPTH) -> list[ContextMember]:
-    """The public members of ``obj`` (a tool's context), ``depth`` levels deep, as the wire describes them."""
-    described: list[ContextMember] = []
-    for name in public_names(obj)[:MAX_DESCRIBED_MEMBERS]:
+def describe_context(obj: object, instance: object) -> list[ContextMember]:
+    """The public members of ``obj`` (a tool's context) and of every object they lead to, as the wire describes them.
+
+    The walk is breadth first, so each object is described (with its members) where it is first reached, at its
+    shorter path; reached again (a cycle, a shared object), it is described by kind and type name only. It does not
+    enter the instance under test (``is_instance`` says what it is), and it stops expanding objects after
+    ``CONTEXT_DESCRIPTION_OBJECTS`` of them or ``CONTEXT_DESCRIPTION_DEPTH`` levels (and after
+    ``MAX_DESCRIBED_IN_ALL`` members): whatever the context leads to, however deep, is on the wire, within those
+    bounds.
+    """
+    top: list[dict[str, Any]] = []
+    seen: dict[int, object] = {id(obj): obj}  # Holding each object keeps its id from being reused.
+    frontier: deque[tuple[object, list[dict[str, Any]], int]] = deque([(obj, top, 1)])
+    described = 0
+    while frontier and described < MAX_DESCRIBED_IN_ALL:
+        owner, into, depth = frontier.popleft()
         try:
-            value = getattr(obj, name)
-        except Exception as exc:  # boundary: a property that raises is described, not propagated
-            described.append(ContextMember(name=name, kind="unreadable", type_name=type(exc).__name__))
+            names = public_names(owner)[:MAX_DESCRIBED_MEMBERS]
+        except Exception:  # boundary: an object whose members cannot be listed is described without them
             continue
-        described.append(_member(name, value, instance, depth))
-    return described
+        described += len(names)
+        for name in names:
+            try:
+                value = getattr(owner, name)
+            except Exception as exc:  # boundary: a property that raises is described, not propagated
+                into.append({"name": name, "kind": "unreadable", "type_name": type(exc).__name__})
+                continue
+            member = _member(name, value, instance)
+            into.append(member)
+            expandable = "members" in member and not member["is_instance"] and id(value) not in seen
+            if expandable and depth < CONTEXT_DESCRIPTION_DEPTH and len(seen) <= CONTEXT_DESCRIPTION_OBJECTS:
+                seen[id(value)] = value
+                frontier.append((value, member["members"], depth + 1))
+    return [ContextMember.model_validate(member) for member in top]
 
 
-def _member(name: str, value: object, instance: object, depth: int) -> ContextMember:
+def _member(name: str, value: object, instance: object) -> dict[str, Any]:
+    """One member without what lies below it: a ``data`` or ``object`` member's ``members`` are filled by the walk."""
     fields: dict[str, Any] = {"name": name, "type_name": _type_name(value), "is_instance": value is instance}
     if value is None:
-        return ContextMember(kind="null", **fields)
+        return {"kind": "null", **fields}
     if isinstance(value, bool):
-        return ContextMember(kind="boolean", value=value, **fields)
+        return {"kind": "boolean", "value": value, **fields}
     if isinstance(value, int | float):
         finite = value == value and value not in (float("inf"), float("-inf"))
-        return ContextMember(kind="number", value=value if finite else repr(value), **fields)
+        return {"kind": "number", "value": value if finite else repr(value), **fields}
     if isinstance(value, str | bytes):
         text = value if isinstance(value, str) else value.decode("utf-8", "replace")
-        return ContextMember(kind="string", value=text, **fields)
+        return {"kind": "string", "value": text, **fields}
     if isinstance(value, PurePath):
-        return ContextMember(kind="path", value=str(value), **fields)
-    below = describe_context(value, instance, depth - 1) if depth > 1 else []
+        return {"kind": "path", "value": str(value), **fields}
     if isinstance(value, BaseModel) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         data = to_jsonable_python(value, fallback=repr)
-        return ContextMember(kind="data", value=data, members=below, **fields)
+        return {"kind": "data", "value": data, "members": [], **fields}
     if callable(value):
-        return ContextMember(kind="callable", **fields)
-    return ContextMember(kind="object", members=below, **fields)
+        return {"kind": "callable", **fields}
+    return {"kind": "object", "members": [], **fields}
 
 
 class PushedClock:

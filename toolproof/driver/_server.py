@@ -47,6 +47,7 @@ from toolproof.spec import (
     OpenInstance,
     ResumeAnswer,
     ScopeQuery,
+    ScriptModule,
     ScriptRequest,
     SimulatedCrash,
     StepRequest,
@@ -58,6 +59,7 @@ from toolproof.spec import (
 from ._admission import DriverOptions, admit
 from ._hosted import ContextRegistry, HostedTool, PushedClock
 from ._problems import Refused, problem
+from ._scripts import ScriptFolder
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -103,6 +105,7 @@ class Driver:
         self.url = url
         self.instances: dict[str, _Hosted] = {}
         self.contexts = ContextRegistry()
+        self.scripts = ScriptFolder(options.root)
         self.group: anyio.abc.TaskGroup | None = None
         self._receive: dict[str, anyio.abc.ObjectReceiveStream[Any]] = {}
 
@@ -122,6 +125,7 @@ class Driver:
             Route("/v1/info", self.info, methods=["GET"]),
             Route("/v1/openapi.json", self.openapi, methods=["GET"]),
             Route("/v1/instances", self.open_instance, methods=["POST"]),
+            Route("/v1/scripts", self.place_script, methods=["POST"]),
             Route("/v1/instances/{instance_id}", self.close_instance, methods=["DELETE"]),
             Route("/v1/instances/{instance_id}/steps", self.submit, methods=["POST"]),
             Route("/v1/instances/{instance_id}/approvals", self.approve, methods=["POST"]),
@@ -266,6 +270,12 @@ class Driver:
         if self.instances[instance_id].dead:
             return problem(409, "simulated-crash", "the instance died while opening")
         return JSONResponse(InstanceHandle(instance_id=instance_id).model_dump(mode="json"), status_code=201)
+
+    async def place_script(self, request: Request) -> Response:
+        """``POST /v1/scripts``: the module is importable by this process and its children from now on."""
+        body = await self._body(request, ScriptModule)
+        self.scripts.place(body.module, body.source)
+        return Response(status_code=204)
 
     async def close_instance(self, request: Request) -> Response:
         """``DELETE /v1/instances/{id}``."""
