@@ -202,3 +202,134 @@ async def test_breaker_counts_per_run(harness: Harness, filled: str, checked: st
         f"after repeats in {filled}, the same calls in {checked} (sorting {'after' if checked > filled else 'before'} "
         f"it) were answered {other}; the breaker counts per run",
     )
+
+
+_WHERE = ["after-restart", "other-worker"]
+"""How the run's identical calls are spread over two instances of one store: the first closes before the second
+opens (a restart), or both are open at once (two workers of one run)."""
+
+
+async def _spread(
+    harness: Harness, where: str, split: int, calls: list[tuple[str, dict[str, object]]], *tools: Any, **config: Any
+) -> list[Disposition]:
+    """Submit ``calls`` in run-1 (steps 1, 2, ...): the first ``split`` through one instance, the rest through another
+    over the same store, each call with its own step number so no call replays another."""
+    answers: list[Disposition] = []
+
+    async def submit(session: Session, at: range) -> None:
+        for n in at:
+            name, arguments = calls[n]
+            answers.append(await session.call(name, arguments, step_number=n + 1, call_id=f"call-{n + 1}"))
+
+    if where == "after-restart":
+        async with harness.open(*tools, **config) as first:
+            await submit(first, range(split))
+        harness.log.append("restart the implementation over the same store")
+        async with harness.open(*tools, **config) as second:
+            await submit(second, range(split, len(calls)))
+    else:
+        async with harness.open(*tools, **config) as first:
+            await submit(first, range(split))
+            harness.log.append("open a second worker over the same store; it gets the run's next calls")
+            async with harness.open(*tools, **config) as second:
+                await submit(second, range(split, len(calls)))
+    return answers
+
+
+@pytest.mark.rules("D14.3")
+@pytest.mark.parametrize("split", range(1, LOOP_THRESHOLD))
+@pytest.mark.parametrize("where", _WHERE)
+async def test_loop_counter_survives_a_restart_and_spans_workers(harness: Harness, where: str, split: int) -> None:
+    calls: list[tuple[str, dict[str, object]]] = [("files.echo", _ORDERS[n % 2]) for n in range(LOOP_THRESHOLD)]
+    reasons = [_reason(d) for d in await _spread(harness, where, split, calls, EchoTool(harness.world, **_FREE))]
+    expected = ["SUCCEEDED"] * (LOOP_THRESHOLD - 1) + [ReasonCode.LOOP_DETECTED.value]
+    harness.expect(
+        "D14.3",
+        reasons == expected,
+        f"{LOOP_THRESHOLD} identical calls of one run, {split} through one instance and the rest through another "
+        f"({where}), were answered {reasons}; expected {expected}: the counter is the run's, not a worker's",
+    )
+    harness.expect(
+        "D14.3",
+        len(harness.world.executions) == LOOP_THRESHOLD - 1,
+        f"the tool ran {len(harness.world.executions)} times",
+    )
+
+
+@pytest.mark.rules("D14.2")
+@pytest.mark.parametrize("split", range(1, REPEATED_DENIAL_THRESHOLD))
+@pytest.mark.parametrize("where", _WHERE)
+async def test_denial_counter_survives_a_restart_and_spans_workers(harness: Harness, where: str, split: int) -> None:
+    calls: list[tuple[str, dict[str, object]]] = [("admin.wipe", {"target": "all"})] * REPEATED_DENIAL_THRESHOLD
+    answers = await _spread(harness, where, split, calls, _wipe(harness), denied_tools=["admin.wipe"])
+    reasons = [_reason(d) for d in answers]
+    expected = [ReasonCode.POLICY_DENIED.value] * (REPEATED_DENIAL_THRESHOLD - 1) + [ReasonCode.REPEATED_DENIAL.value]
+    harness.expect(
+        "D14.2",
+        reasons == expected,
+        f"identical denied calls, {split} through one instance and the rest through another ({where}), were "
+        f"answered {reasons}; expected {expected}",
+    )
+
+
+@pytest.mark.rules("D14.4")
+@pytest.mark.parametrize("where", _WHERE)
+async def test_uncertain_call_blocks_its_twin_in_another_instance(harness: Harness, where: str) -> None:
+    tool = RaisesTool(harness.world, after_watermark=True)
+    arguments: list[dict[str, object]] = [
+        {"to": "x", "amount": 10},
+        {"amount": 10, "to": "x"},
+        {"to": "x", "amount": 10},
+    ]
+    calls = [(tool.spec.name, a) for a in arguments]
+    reasons = [_reason(d) for d in await _spread(harness, where, 1, calls, tool)]
+    expected = [ReasonCode.EFFECT_UNKNOWN.value] + [ReasonCode.PRIOR_UNCERTAIN.value] * 2
+    harness.expect(
+        "D14.4",
+        reasons == expected,
+        f"after an UNCERTAIN call, identical calls through another instance of the same store ({where}) were "
+        f"answered {reasons}; expected {expected}",
+    )
+    harness.expect("D14.4", len(harness.world.executions) == 1, f"the tool ran {len(harness.world.executions)} times")
+
+
+_OPEN = ["all-held", "some-approved", "fifth-trusted"]
+"""Earlier identical calls left open: all four held unanswered; two approved and two still held; all four held and
+the fifth proposed with trusted provenance (a call that, counted wrongly, would simply run)."""
+
+
+@pytest.mark.rules("D14.3")
+@pytest.mark.parametrize("case", _OPEN)
+async def test_calls_still_open_count_towards_the_loop(harness: Harness, case: str) -> None:
+    async with harness.open(_mail(harness)) as session:
+        earlier = [await _held(session, _ORDERS[n % 2]) for n in range(LOOP_THRESHOLD - 1)]
+        if case == "some-approved":
+            for d in earlier[::2]:
+                await _answer(harness, session, d, "approve")
+        if case == "fifth-trusted":
+            fifth = await session.call(
+                _MAIL, _ORDERS[0], context=[_USER], provenance={"to": ["user-1"], "cc": ["user-1"]}
+            )
+        else:
+            fifth = await _held(session, _ORDERS[0])
+        rows = [await session.row(d.invocation_id) for d in earlier]
+    left_open = sum(1 for row in rows if row is not None and not row.status.is_terminal)
+    harness.expect(
+        "D14.3",
+        [isinstance(d, Suspended) for d in earlier] == [True] * (LOOP_THRESHOLD - 1),
+        f"the first {LOOP_THRESHOLD - 1} identical untrusted calls were answered {[_reason(d) for d in earlier]}; "
+        "expected each held for approval",
+    )
+    harness.expect(
+        "D14.3",
+        isinstance(fifth, Outcome) and fifth.reason_code is ReasonCode.LOOP_DETECTED,
+        f"the fifth identical call, proposed while {left_open} of the four before it were still open ({case}), was "
+        f"answered {_reason(fifth) if not isinstance(fifth, Suspended) else 'held for approval'}; every earlier "
+        "identical call of the run counts, answered or not",
+    )
+    expected_runs = len(earlier[::2]) if case == "some-approved" else 0
+    harness.expect(
+        "D14.3",
+        len(harness.world.executions) == expected_runs,
+        f"the tool ran {len(harness.world.executions)} times; expected {expected_runs} (the approved calls only)",
+    )
