@@ -289,8 +289,20 @@ class ForgetsWatermarkTool(WriteTool):
 
     default_name = "tickets.create_unmarked"
 
+    def __init__(self, world: World, name: str | None = None, ends: str = "success", **spec: Any) -> None:
+        """``ends``: how the call ends after its effect: ``success``, ``raise``, ``overrun`` (past its deadline),
+        or a ToolFailure kind answered ok=false."""
+        super().__init__(world, name, **spec)
+        self.ends = ends
+
     async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
         effect = self.world.leave_mark(self.spec.name, arguments, context)
+        if self.ends == "raise":
+            raise RuntimeError("the connection dropped after the request was sent")
+        if self.ends == "overrun":
+            await anyio.sleep_forever()
+        if self.ends != "success":
+            return ToolResult(ok=False, failure=ToolFailure(kind=self.ends))
         return ToolResult(ok=True, content=[ContentPart(text=f"effect {effect.effect_id}")])
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import anyio
 import pytest
 
 from toolproof.fakes import (
@@ -28,7 +31,7 @@ from toolproof.spec import (
     ToolExecutionContext,
 )
 
-from ._harness import USER_ITEM, Harness
+from ._harness import USER_ITEM, Harness, describe
 from ._recovery import UNTRUSTED_PAGE
 
 
@@ -133,6 +136,40 @@ async def test_consequential_tool_without_watermark_is_flagged(harness: Harness)
     )
 
 
+_ENDINGS = ["success", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
+"""Every way an unmarked call can end: a success, each failure kind a tool answers ok=false, a raise, an overrun."""
+
+
+@pytest.mark.rules("D4.10")
+@pytest.mark.parametrize("ends", _ENDINGS)
+async def test_unmarked_call_is_flagged_whatever_its_outcome(harness: Harness, ends: str) -> None:
+    forgetful = [
+        ForgetsWatermarkTool(
+            harness.world,
+            name=f"unmarked.{side_effect.value.lower()}_{idempotency.value.lower()}",
+            ends=ends,
+            side_effect=side_effect,
+            idempotency=idempotency,
+            deadline_s=0.05,
+        )
+        for side_effect, idempotency in _OWES_THE_MARK
+    ]
+    counts: list[int] = []
+    outcomes: list[str] = []
+    async with harness.open(*forgetful) as session:
+        for forgets in forgetful:
+            d = await session.call(forgets.spec.name, {"n": 1})
+            outcomes.append(describe(d))
+            counts.append((await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0))
+    harness.expect(
+        "D4.10",
+        counts == list(range(1, len(forgetful) + 1)),
+        f"{Metric.EFFECT_UNMARKED.value} was {counts} after unmarked calls of "
+        f"{[f'{a.value}/{b.value}' for a, b in _OWES_THE_MARK]} that acted and then ended {ends} ({outcomes}); "
+        "expected one more after each: the flag is owed whatever the call's outcome",
+    )
+
+
 @pytest.mark.rules("D4.11")
 async def test_uncertain_resolution_is_counted(harness: Harness) -> None:
     tool = RaisesTool(harness.world, after_watermark=True)
@@ -178,6 +215,62 @@ async def test_uncertain_resolution_by_recovery_is_counted(harness: Harness) -> 
     )
     harness.expect(
         "D4.11", count == 1, f"{Metric.UNCERTAIN.value}={count} after a sweep resolved one call UNCERTAIN; expected 1"
+    )
+
+
+@pytest.mark.rules("D4.11")
+@pytest.mark.profiles("recovery")  # The dying worker honours a crash plan.
+async def test_uncertain_resolution_by_a_replay_of_the_step_is_counted(harness: Harness) -> None:
+    lease_s = 60.0
+    async with harness.open(CrashingTool(harness.world, crash_at=CrashPoint.AFTER_EFFECT), lease_s=lease_s) as session:
+        try:
+            await session.call("orders.place", {"item": 1})
+            harness.fail("D4.11", "the worker did not die after the effect: it ignored its crash point")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append("  the worker died after its marked effect")
+    harness.clock.advance(lease_s + 1)
+    harness.log.append("another worker receives the same step again (a replay, no sweep)")
+    async with harness.open(CrashingTool(harness.world), lease_s=lease_s) as session:
+        d = await session.call("orders.place", {"item": 1})
+        count = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+    harness.expect(
+        "D4.11",
+        getattr(d, "status", None) is InvocationStatus.UNCERTAIN and count == 1,
+        f"a replay of the step found the dead worker's marked call and answered {describe(d)}, with "
+        f"{Metric.UNCERTAIN.value}={count}; expected UNCERTAIN and 1",
+    )
+
+
+@pytest.mark.rules("D4.11")
+async def test_uncertain_resolution_by_a_concurrent_second_worker_is_counted(harness: Harness) -> None:
+    lease_s = 60.0
+    started, release = anyio.Event(), anyio.Event()
+
+    async def hang_after_marking(context: ToolExecutionContext) -> None:
+        started.set()
+        await release.wait()
+
+    def order(probe: Any) -> MarkThenProbeTool:
+        return MarkThenProbeTool(harness.world, name="orders.place", probe=probe, deadline_s=600.0)
+
+    async with (
+        harness.open(order(hang_after_marking), lease_s=lease_s) as first,
+        harness.open(order(None), lease_s=lease_s) as second,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(first.call, "orders.place", {"item": 1})
+        with anyio.fail_after(30):
+            await started.wait()
+        first.advance(lease_s + 1)
+        harness.log.append("the first worker's marked call outlives its lease; a second worker receives the same step")
+        d = await second.call("orders.place", {"item": 1})
+        count = (await second.metrics()).get(Metric.UNCERTAIN.value, 0)
+        release.set()
+    harness.expect(
+        "D4.11",
+        getattr(d, "status", None) is InvocationStatus.UNCERTAIN and count == 1,
+        f"a second worker found a marked call whose lease had expired and answered {describe(d)}, with "
+        f"{Metric.UNCERTAIN.value}={count}; expected UNCERTAIN and 1",
     )
 
 

@@ -8,7 +8,13 @@ import anyio
 import pytest
 
 from toolproof.fakes import EchoTool, WriteTool
-from toolproof.fakes.mcp import INJECTION, SHADOWING_TOOL_NAMES, shadowing_resource_server, stdio_command
+from toolproof.fakes.mcp import (
+    INJECTION,
+    SHADOWING_TOOL_NAMES,
+    repeat_uri,
+    shadowing_resource_server,
+    stdio_command,
+)
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     READ_RESOURCE,
@@ -379,6 +385,27 @@ async def test_output_cap_is_in_utf8_bytes_over_the_whole_result(
     async with harness.open(mcp_servers=[config]) as session:
         d = await session.call("mcp.multi.repeat", {"unit": unit, "count": count, "parts": parts})
     what = f"a result of {parts} part(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
+    if size > CAP:
+        harness.expect(
+            "D8.8", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"
+        )
+        return
+    ok = harness.success("D8.8", d, f"{what}, within the {CAP}-byte cap,")
+    harness.expect(
+        "D8.8", [e.text for e in ok.content] == [unit * count] * parts, f"{what} was delivered altered: {ok.content}"
+    )
+
+
+@pytest.mark.rules("D8.8")
+@pytest.mark.parametrize(("unit", "count", "parts"), _SIZES)
+async def test_output_cap_holds_for_resource_reads(harness: Harness, unit: str, count: int, parts: int) -> None:
+    config, fake = memory(harness, "multi", "MultibyteOutputServer", max_output_bytes=CAP)
+    size = len(unit.encode()) * count * parts
+    uri = repeat_uri(unit, count, parts)
+    async with harness.open(mcp_servers=[config]) as session:
+        d = await session.call(f"mcp.multi.{READ_RESOURCE}", {"uri": uri})
+    harness.expect("D8.8", f"resources/read {uri}" in fake.log, f"the server was not asked for {uri}: {fake.log}")
+    what = f"a resource of {parts} content(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
     if size > CAP:
         harness.expect(
             "D8.8", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"

@@ -55,7 +55,7 @@ from ._requests import (
     SamplingRequestServer,
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
-from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
+from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer, repeat_uri
 
 __all__ = [
     "ANSI",
@@ -104,6 +104,7 @@ __all__ = [
     "UnicodeTrickServer",
     "catalog",
     "http_server",
+    "repeat_uri",
     "serve",
     "serve_http",
     "serve_stdio",

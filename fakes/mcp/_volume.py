@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import mcp_types as types
@@ -103,18 +104,46 @@ async def _repeat(ctx: Context, params: types.CallToolRequestParams) -> types.Ca
     return types.CallToolResult(content=[types.TextContent(type="text", text=piece) for _ in range(parts)])
 
 
+REPEAT_RESOURCE = "repeat:///text"
+"""The multibyte server's resource; its query (``unit``, ``count``, ``parts``) chooses the contents like ``repeat``."""
+
+
+def repeat_uri(unit: str, count: int, parts: int = 1) -> str:
+    """The multibyte server's resource URI for ``parts`` contents, each ``unit`` repeated ``count`` times."""
+    return f"{REPEAT_RESOURCE}?{urlencode({'unit': unit, 'count': count, 'parts': parts})}"
+
+
+async def _list_repeat(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    resource = types.Resource(uri=repeat_uri("a", 10), name="repeat", mime_type="text/plain")
+    return types.ListResourcesResult(resources=[resource])
+
+
+async def _read_repeat(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    query = parse_qs(urlsplit(str(params.uri)).query)
+    piece = query.get("unit", ["a"])[0] * int(query.get("count", ["0"])[0])
+    parts = int(query.get("parts", ["1"])[0])
+    contents = [types.TextResourceContents(uri=str(params.uri), mime_type="text/plain", text=piece)] * parts
+    return types.ReadResourceResult(contents=contents)
+
+
 def _multibyte_output() -> FakeServer:
     tool = types.Tool(
         name="repeat",
         description="Returns `parts` text parts, each `unit` repeated `count` times.",
         input_schema=REPEAT_SCHEMA,
     )
-    return FakeServer("MultibyteOutputServer", lambda: [ECHO, tool], {"echo": echo, "repeat": _repeat})
+    return FakeServer(
+        "MultibyteOutputServer",
+        lambda: [ECHO, tool],
+        {"echo": echo, "repeat": _repeat},
+        on_list_resources=_list_repeat,
+        on_read_resource=_read_repeat,
+    )
 
 
 MultibyteOutputServer = ServerFake(
     "MultibyteOutputServer",
-    "`repeat` returns text of a chosen unit and length, in one or more parts: multibyte text is fewer characters "
-    "than bytes",
+    "`repeat` (and its resource, repeat:///text?unit=&count=&parts=) returns text of a chosen unit and length, in "
+    "one or more parts: multibyte text is fewer characters than bytes",
     _multibyte_output,
 )
