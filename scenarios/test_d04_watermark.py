@@ -163,10 +163,11 @@ async def test_unmarked_call_is_flagged_whatever_its_outcome(harness: Harness, e
             counts.append((await session.metrics()).get(Metric.EFFECT_UNMARKED.value, 0))
     harness.expect(
         "D4.10",
-        counts == list(range(1, len(forgetful) + 1)),
+        # At least one more per call: a pipeline that retries a transient failure may flag each attempt.
+        all(after > before for before, after in zip([0, *counts], counts, strict=False)),
         f"{Metric.EFFECT_UNMARKED.value} was {counts} after unmarked calls of "
         f"{[f'{a.value}/{b.value}' for a, b in _OWES_THE_MARK]} that acted and then ended {ends} ({outcomes}); "
-        "expected one more after each: the flag is owed whatever the call's outcome",
+        "expected at least one more after each: the flag is owed whatever the call's outcome",
     )
 
 
