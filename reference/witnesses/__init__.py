@@ -25,6 +25,7 @@ from . import (
     _r2_keys_bridge,
     _r2_names_mcp,
     _r2_results,
+    _r3_gaps3a,
 )
 from ._registry import WITNESSES, Witness
 
@@ -48,6 +49,7 @@ _MODULES = (
     _r2_keys_bridge,
     _mut_mutgaps1,
     _mut_mutgaps2,
+    _r3_gaps3a,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
