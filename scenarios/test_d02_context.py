@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
-from toolproof.fakes import ArtifactTool, HangsTool, ProbeTool
+from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    IdempotencyClass,
     Identity,
     InvocationStatus,
+    JsonObject,
+    Outcome,
     ReasonCode,
+    SideEffect,
     ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
 )
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 # Attribute names that would hand a tool the pipeline, its store or its registry.
 _FORBIDDEN_NAMES = frozenset(
@@ -283,4 +291,127 @@ async def test_credentials_resolve_only_for_exactly_the_required_scopes(harness:
         not wrong,
         "a tool must resolve exactly the configured credentials of the scopes it requires (compared as whole strings) "
         f"and nothing for any other scope; resolved otherwise: {wrong}",
+    )
+
+
+class _TransientAttempts(FakeTool):
+    """Pauses ``pause_s``, then reports TRANSIENT until its last ``succeed_at`` attempt (0: never succeeds); records
+    each attempt's identity and context deadline, and when that attempt started."""
+
+    default_name = "weather.flaky"
+
+    def __init__(self, world: World, name: str, succeed_at: int = 0, pause_s: float = 0.0, **spec: Any) -> None:
+        super().__init__(world, name, **spec)
+        self.succeed_at = succeed_at
+        self.pause_s = pause_s
+        self.seen: list[tuple[Identity, float, float]] = []
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        self.seen.append((context.identity, context.deadline, time.time()))
+        await anyio.sleep(self.pause_s)
+        if len(self.seen) == self.succeed_at:
+            return ToolResult(ok=True)
+        return ToolResult(ok=False, failure=ToolFailure(kind="TRANSIENT"))
+
+
+# Classes a retried tool can have: a retry happens whenever no effect may have escaped (never after a NON_IDEMPOTENT
+# tool's watermark), so every class is retried here by a tool that reports TRANSIENT without marking.
+_RETRIED: tuple[dict[str, Any], ...] = (
+    {},
+    {"idempotency": IdempotencyClass.CONDITIONALLY_IDEMPOTENT},
+    {"side_effect": SideEffect.WORKSPACE_WRITE},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.CONDITIONALLY_IDEMPOTENT},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.NON_IDEMPOTENT},
+)
+
+
+@pytest.mark.rules("D2.3")
+@pytest.mark.parametrize("max_attempts", [2, 3])
+async def test_every_attempt_has_its_own_identity(harness: Harness, max_attempts: int) -> None:
+    tools = [
+        _TransientAttempts(harness.world, f"weather.flaky_{i}", succeed_at=max_attempts if i % 2 else 0, **spec)
+        for i, spec in enumerate(_RETRIED)
+    ]
+    async with harness.open(*tools, max_attempts=max_attempts) as session:
+        rows = {}
+        for i, tool in enumerate(tools):
+            d = await session.call(tool.spec.name, call_id=f"call-{i}", step_number=i)
+            rows[tool.spec.name] = await session.row(d.invocation_id)
+    wrong = []
+    for tool in tools:
+        row = rows[tool.spec.name]
+        seen = [identity for identity, _, _ in tool.seen]
+        attempts = [identity.attempt for identity in seen]
+        if row is None or attempts != list(range(1, max_attempts + 1)) or row.attempt != max_attempts:
+            wrong.append(f"{tool.spec.name}: attempts seen {attempts}, row attempt {row and row.attempt}")
+            continue
+        for identity in seen:
+            expected = {
+                "tenant": row.tenant,
+                "run_id": row.run_id,
+                "step_number": row.step_number,
+                "call_id": row.call_id,
+                "invocation_id": row.invocation_id,
+                "tool_name": tool.spec.name,
+                "tool_version": tool.spec.version,
+                "idempotency_key": row.idempotency_key,
+            }
+            actual = identity.model_dump()
+            off = {k: (actual[k], v) for k, v in expected.items() if actual[k] != v}
+            if off:
+                wrong.append(f"{tool.spec.name} attempt {identity.attempt}: (seen, row) {off}")
+    harness.expect(
+        "D2.3",
+        not wrong,
+        f"with max_attempts {max_attempts}, each execution of a TRANSIENT-failing tool must see an identity naming "
+        f"that attempt (1, 2, ... {max_attempts}, the row's last) and otherwise the row's invocation; saw {wrong}",
+    )
+
+
+# Deadlines, and how far past each one the tool returns: from just over to well over.
+_DEADLINES = (0.1, 0.4, 1.2)
+
+
+def _overruns(deadline: float) -> list[float]:
+    return sorted({0.02, 0.1, deadline / 2, deadline, 2 * deadline + 1.0})
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("deadline", _DEADLINES)
+async def test_tool_returning_after_its_deadline_is_not_delivered(harness: Harness, deadline: float) -> None:
+    overruns = _overruns(deadline)
+    tools = [
+        SlowTool(harness.world, name=f"files.late_{i}", pause_s=deadline + over, deadline_s=deadline)
+        for i, over in enumerate(overruns)
+    ]
+    async with harness.open(*tools) as session:
+        answers = [await session.call(t.spec.name, call_id=t.spec.name) for t in tools]
+    # Only the answer is judged: behind the driver protocol the cancellation reaches the tool host a moment late,
+    # so a tool a few milliseconds from its end may still finish there (its cancellation is the cell above's).
+    wrong = [
+        f"{over:.2f} s late: {describe(d)}"
+        for over, d in zip(overruns, answers, strict=True)
+        if not isinstance(d, Outcome)
+        or (d.status, d.reason_code) != (InvocationStatus.FAILED, ReasonCode.DEADLINE_EXCEEDED)
+    ]
+    harness.expect(
+        "D2.4",
+        not wrong,
+        f"a tool with deadline_s {deadline} that would return after its deadline must be cut off there and the call "
+        f"completed FAILED deadline_exceeded, however little it overran (no grace); answered otherwise: {wrong}",
+    )
+
+
+@pytest.mark.rules("D2.4")
+async def test_a_retry_runs_under_a_deadline_of_its_own(harness: Harness) -> None:
+    tool = _TransientAttempts(harness.world, "weather.slow_flaky", succeed_at=2, pause_s=0.6, deadline_s=1.0)
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    deadlines = [round(deadline - started, 2) for _, deadline, started in tool.seen]
+    harness.expect(
+        "D2.4",
+        d.status is InvocationStatus.SUCCEEDED and len(tool.seen) == 2,
+        f"a tool with deadline_s 1.0 whose first attempt reports TRANSIENT after 0.6 s and whose retry succeeds after "
+        f"0.6 s was answered {describe(d)} after {len(tool.seen)} execution(s) (each attempt's deadline was "
+        f"{deadlines} s after its start): a retry is an execution of its own, given deadline_s from its own start",
     )

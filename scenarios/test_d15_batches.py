@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from toolproof.fakes import AskUserTool, EchoTool, SlowTool, WriteTool
-from toolproof.spec import Outcome, Success, Suspended
+from toolproof.spec import IdempotencyClass, Outcome, SideEffect, Success, Suspended, ToolKind
 
 from ._harness import Harness
 
@@ -109,6 +110,51 @@ async def test_batch_with_a_control_member_never_overlaps(harness: Harness) -> N
         "D15.3",
         _sequential(harness.world.order, ["files.read_a", "files.read_b"]),
         f"a batch with a CONTROL member ran its reads as {harness.world.order}",
+    )
+
+
+# Every class a member can have but the one that qualifies (READ_ONLY, IDEMPOTENT, ACTION).
+_CLASSES = [
+    (side_effect, idempotency, kind)
+    for side_effect, idempotency, kind in itertools.product(SideEffect, IdempotencyClass, ToolKind)
+    if (side_effect, idempotency, kind) != (SideEffect.READ_ONLY, IdempotencyClass.IDEMPOTENT, ToolKind.ACTION)
+]
+
+
+def _ran_one_at_a_time(order: list[tuple[str, str]], call_ids: list[str]) -> bool:
+    """Each execution ended before the next began, in proposal order (members that never executed left out)."""
+    started = [call_id for event, call_id in order if event == "start"]
+    expected = [(event, call_id) for call_id in started for event in ("start", "end")]
+    return order == expected and started == [c for c in call_ids if c in started]
+
+
+@pytest.mark.rules("D15.3")
+@pytest.mark.parametrize(
+    ("side_effect", "idempotency", "kind"), _CLASSES, ids=["-".join(c.lower() for c in cls) for cls in _CLASSES]
+)
+async def test_no_member_class_but_the_qualifying_one_admits_parallelism(
+    harness: Harness, side_effect: SideEffect, idempotency: IdempotencyClass, kind: ToolKind
+) -> None:
+    odd = SlowTool(harness.world, name="files.odd", side_effect=side_effect, idempotency=idempotency, kind=kind)
+    reads = [SlowTool(harness.world, name=f"files.read_{c}") for c in "ab"]
+    wrong = []
+    async with harness.open(odd, *reads) as session:
+        for at in range(3):
+            members = [*reads]
+            members.insert(at, odd)
+            ids = [f"{t.spec.name}-{at}" for t in members]
+            harness.world.order.clear()
+            await session.step(
+                [session.proposed(t.spec.name, {}, call_id=i) for t, i in zip(members, ids, strict=True)],
+                step_number=at,
+            )
+            if not _ran_one_at_a_time(harness.world.order, ids):
+                wrong.append(f"{ids} ran as {harness.world.order}")
+    harness.expect(
+        "D15.3",
+        not wrong,
+        f"a batch of two qualifying reads and one {side_effect.value} {idempotency.value} {kind.value} member (first, "
+        f"middle or last) does not qualify for parallelism, yet its executions overlapped: {wrong}",
     )
 
 

@@ -25,6 +25,7 @@ from . import (
     _r2_keys_bridge,
     _r2_names_mcp,
     _r2_results,
+    _r3_gaps3a,
     _r3_gaps3b,
     _r3_gaps3c,
 )
@@ -50,6 +51,7 @@ _MODULES = (
     _r2_keys_bridge,
     _mut_mutgaps1,
     _mut_mutgaps2,
+    _r3_gaps3a,
     _r3_gaps3b,
     _r3_gaps3c,
 )
