@@ -243,6 +243,7 @@ async def test_uncertain_resolution_by_a_replay_of_the_step_is_counted(harness: 
 
 
 @pytest.mark.rules("D4.11")
+@pytest.mark.profiles("recovery")  # Taking over an expired lease at step 8 is recovery.
 async def test_uncertain_resolution_by_a_concurrent_second_worker_is_counted(harness: Harness) -> None:
     lease_s = 60.0
     started, release = anyio.Event(), anyio.Event()

@@ -333,3 +333,77 @@ async def test_calls_still_open_count_towards_the_loop(harness: Harness, case: s
         len(harness.world.executions) == expected_runs,
         f"the tool ran {len(harness.world.executions)} times; expected {expected_runs} (the approved calls only)",
     )
+
+
+_SPLITS = [(5,), (1, 4), (2, 3), (3, 2), (4, 1), (1, 1, 1, 1, 1)]
+"""Ways to propose LOOP_THRESHOLD identical calls: how many in each of consecutive steps (one batch per step)."""
+
+
+async def _in_batches(
+    session: Session, name: str, arguments: dict[str, object], split: tuple[int, ...], **step: Any
+) -> list[str]:
+    """Propose identical calls, ``split[i]`` of them in step i's batch; the answers in proposal order."""
+    answers: list[str] = []
+    for size in split:
+        batch = [session.proposed(name, arguments) for _ in range(size)]
+        answers += [_reason(d) for d in await session.step(batch, **step)]
+    return answers
+
+
+def _split_id(split: tuple[int, ...]) -> str:
+    return "+".join(map(str, split))
+
+
+@pytest.mark.rules("D14.3")
+@pytest.mark.parametrize("split", [s for s in _SPLITS if sum(s) == LOOP_THRESHOLD], ids=_split_id)
+async def test_identical_calls_of_one_batch_count_towards_the_loop(harness: Harness, split: tuple[int, ...]) -> None:
+    assert sum(split) == LOOP_THRESHOLD
+    async with harness.open(WriteTool(harness.world, name="tickets.create")) as session:
+        answers = await _in_batches(session, "tickets.create", {"title": "t"}, split)
+    expected = ["SUCCEEDED"] * (LOOP_THRESHOLD - 1) + [ReasonCode.LOOP_DETECTED.value]
+    harness.expect(
+        "D14.3",
+        answers == expected,
+        f"{LOOP_THRESHOLD} identical calls proposed in batches of {list(split)} (a sequential batch: the tool is "
+        f"NON_IDEMPOTENT) were answered {answers}; expected {expected}: the earlier calls of the same batch are "
+        "earlier identical calls of the run",
+    )
+    harness.expect(
+        "D14.3",
+        len(harness.world.executions) == LOOP_THRESHOLD - 1,
+        f"the tool ran {len(harness.world.executions)} times",
+    )
+
+
+@pytest.mark.rules("D14.4")
+@pytest.mark.parametrize("split", [(3,), (2, 1), (1, 2)], ids=_split_id)
+async def test_a_call_identical_to_an_uncertain_one_of_its_batch_never_runs(
+    harness: Harness, split: tuple[int, ...]
+) -> None:
+    tool = RaisesTool(harness.world, after_watermark=True)
+    async with harness.open(tool) as session:
+        answers = await _in_batches(session, tool.spec.name, {"to": "x", "amount": 10}, split)
+    expected = [ReasonCode.EFFECT_UNKNOWN.value] + [ReasonCode.PRIOR_UNCERTAIN.value] * 2
+    harness.expect(
+        "D14.4",
+        answers == expected,
+        f"three identical calls to a tool that marks its effect and then fails, proposed in batches of {list(split)}, "
+        f"were answered {answers}; expected {expected}: a call identical to one that resolved UNCERTAIN earlier in "
+        "the same batch is refused too",
+    )
+    harness.expect("D14.4", len(harness.world.executions) == 1, f"the tool ran {len(harness.world.executions)} times")
+
+
+@pytest.mark.rules("D14.2")
+@pytest.mark.parametrize("split", [(3,), (2, 1), (1, 2)], ids=_split_id)
+async def test_denials_earlier_in_the_batch_count(harness: Harness, split: tuple[int, ...]) -> None:
+    wipe = WriteTool(harness.world, name="admin.wipe", **_FREE)
+    async with harness.open(wipe, denied_tools=["admin.wipe"]) as session:
+        answers = await _in_batches(session, "admin.wipe", {"target": "all"}, split)
+    expected = [ReasonCode.POLICY_DENIED.value] * (REPEATED_DENIAL_THRESHOLD - 1) + [ReasonCode.REPEATED_DENIAL.value]
+    harness.expect(
+        "D14.2",
+        answers == expected,
+        f"{REPEATED_DENIAL_THRESHOLD} identical calls to a denied tool, proposed in batches of {list(split)}, were "
+        f"answered {answers}; expected {expected}: denials earlier in the same batch count",
+    )
