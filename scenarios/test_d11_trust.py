@@ -8,6 +8,7 @@ from toolproof.fakes import EchoTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ContextItem,
+    Disposition,
     InvocationRow,
     InvocationStatus,
     ReasonCode,
@@ -306,19 +307,34 @@ async def test_answer_after_the_bound_is_expired(harness: Harness, approved: boo
         session.advance(seconds + 1)
         d = await session.resolve_approval(held, approved=approved)
         row = await session.row(held)
+    _judge_late_answer(harness, d, row, approved, seconds, bound, who="", why="expected approval_expired")
+
+
+def _judge_late_answer(
+    harness: Harness,
+    d: Disposition,
+    row: InvocationRow | None,
+    approved: bool,
+    seconds: float,
+    bound: float | None,
+    *,
+    who: str,
+    why: str,
+) -> None:
+    """D11.7 on an answer given one second past the hold's bound, before any sweep: it is refused
+    ``approval_expired``, nothing runs, and the row says so."""
     answer = "approval" if approved else "refusal"
-    late = harness.outcome("D11.7", d, f"an {answer} answered after the bound, before any sweep")
+    late = harness.outcome("D11.7", d, f"an {answer} answered past the bound, before any sweep{who}")
     harness.expect(
         "D11.7",
         late.reason_code is ReasonCode.APPROVAL_EXPIRED and not harness.world.effects,
-        f"an {answer} answered one second after the {seconds:.0f} s bound (approval_timeout_s {bound}, no sweep "
-        f"ran) was answered {late.reason_code.value} with {len(harness.world.effects)} effects; expected "
-        "approval_expired",
+        f"an {answer} answered{who} one second after the {seconds:.0f} s bound (approval_timeout_s {bound}, no "
+        f"sweep ran) was answered {late.reason_code.value} with {len(harness.world.effects)} effects; {why}",
     )
     harness.expect(
         "D11.7",
         row is not None and (row.status, row.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
-        f"the late-answered hold's row is {row.status.value if row else None}",
+        f"the late-answered hold's row is {_describe_row(row)}",
     )
 
 
@@ -369,7 +385,6 @@ async def test_bound_holds_in_a_worker_that_did_not_open_the_hold(
     harness: Harness, where: str, approved: bool, bound: float | None
 ) -> None:
     seconds, config = _bound(bound)
-    answer = "approval" if approved else "refusal"
     if where == "after-restart":
         async with harness.open(_mail(harness), **config) as session:
             held = await _held(harness, session, "D11.7")
@@ -386,18 +401,9 @@ async def test_bound_holds_in_a_worker_that_did_not_open_the_hold(
                 session.advance(seconds + 1)
                 d = await other.resolve_approval(held, approved=approved)
                 row = await other.row(held)
-    late = harness.outcome("D11.7", d, f"an {answer} answered past the bound by a worker that did not open the hold")
-    harness.expect(
-        "D11.7",
-        late.reason_code is ReasonCode.APPROVAL_EXPIRED and not harness.world.effects,
-        f"an {answer} answered {where} one second after the {seconds:.0f} s bound (approval_timeout_s {bound}, no "
-        f"sweep ran) was answered {late.reason_code.value} with {len(harness.world.effects)} effects; the bound "
-        "is the persisted hold's, whichever worker answers it",
-    )
-    harness.expect(
-        "D11.7",
-        row is not None and (row.status, row.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED),
-        f"the late-answered hold's row is {_describe_row(row)}",
+    why = "the bound is the persisted hold's, whichever worker answers it"
+    _judge_late_answer(
+        harness, d, row, approved, seconds, bound, who=f" ({where}, by a worker that did not open the hold)", why=why
     )
 
 
