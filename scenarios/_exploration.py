@@ -2,7 +2,9 @@
 
 ``TOOLPROOF_HYPOTHESIS_PROFILE`` names the profile (default ``ci``):
 
-- ``dev``: a quick look, e.g. the harness's own tests running nested suites;
+- ``dev``: a quick look, e.g. the harness's own tests running nested suites: a failing sequence is reported
+  as found, not shrunk (the examples are derandomized, so the verdict is the one shrinking would give; only
+  the evidence is longer);
 - ``ci``: the figures a conformance run has always used: 200 state-machine examples, 200 lease
   races per store (a lease mutant needed 200 races to be caught: never lower this);
 - ``thorough``: the long exploration (``nox -s stateful``).
@@ -38,6 +40,8 @@ class Exploration:
     """Random crash/recover/approve/replay sequences (D4.6, D4.7)."""
     races: int
     """Races of two workers for one expired lease, per store (D4.9)."""
+    shrink: bool = True
+    """Whether a failing state-machine sequence is shrunk to a smallest one before it is reported."""
 
     @property
     def hypothesis_profile(self) -> str:
@@ -52,7 +56,7 @@ class Exploration:
 PROFILES = {
     profile.name: profile
     for profile in (
-        Exploration("dev", stateful_examples=10, races=10),
+        Exploration("dev", stateful_examples=10, races=10, shrink=False),
         Exploration("ci", stateful_examples=200, races=200),
         Exploration("thorough", stateful_examples=5000, races=1000),
     )
@@ -60,9 +64,14 @@ PROFILES = {
 
 # No example database: a conformance run leaves nothing but its report in the folder it runs from (hypothesis
 # would keep a .hypothesis/ there); a failing example is in the failure's evidence and its rerun command.
+# Without shrinking, hypothesis still replays the failing sequence it found, and reports it.
+_FOUND_AS_IS = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 for _profile in PROFILES.values():
     hypothesis.settings.register_profile(
-        _profile.hypothesis_profile, max_examples=_profile.stateful_examples, database=None
+        _profile.hypothesis_profile,
+        max_examples=_profile.stateful_examples,
+        database=None,
+        **({} if _profile.shrink else {"phases": _FOUND_AS_IS}),
     )
 
 

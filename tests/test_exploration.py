@@ -40,6 +40,14 @@ def test_profiles_grow_from_dev_through_ci_to_thorough() -> None:
     assert dev.races < ci.races < thorough.races
 
 
+def test_only_dev_reports_a_failing_sequence_unshrunk() -> None:
+    """dev (the harness's nested runs) skips shrinking; every profile a conformance run uses keeps it."""
+    phases = {name: profile.hypothesis_settings().phases for name, profile in PROFILES.items()}
+    assert hypothesis.Phase.shrink not in phases["dev"]
+    assert hypothesis.Phase.generate in phases["dev"]
+    assert all(hypothesis.Phase.shrink in phases[name] for name in ("ci", "thorough"))
+
+
 def test_choosing_a_profile_leaves_hypothesis_default_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     before = hypothesis.settings.default
     monkeypatch.setenv(PROFILE_VARIABLE, "thorough")
