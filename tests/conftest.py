@@ -11,6 +11,27 @@ from helpers import POSTGRES_URL, Run, run_and_load
 os.environ.setdefault("TOOLPROOF_HYPOTHESIS_PROFILE", "dev")
 
 
+LONGEST_FIRST = (
+    "test_witnesses.py",
+    "test_witnesses_more.py",
+    "test_recovery_profile.py",
+    "test_cli.py",
+    "test_install.py",
+    "test_bench.py",
+    "test_driver.py",
+    "test_sample_impl.py",
+)
+"""Modules that take longest (``pytest --durations``, 2026-12-03), in the order xdist should hand them out: the two
+halves of the witness matrix start at once on the two workers, the other long modules follow, and the short ones
+fill whatever time is left on either worker (``--dist loadfile`` assigns modules in collection order)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Collect the longest modules first (a stable sort: every module keeps its own order of tests)."""
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """The PostgreSQL URL; fails loudly under CI when unreachable, skips with the reason elsewhere."""

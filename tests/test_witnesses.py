@@ -46,9 +46,10 @@ def group_run(factory: pytest.TempPathFactory, key: str) -> Run:
 
 @pytest.fixture(scope="module")
 def witness_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Every witness's run: this module's half first, then the other half (made by the other worker meanwhile)."""
+    """Every witness's run: this module's half first, then the other half, from its end: the other worker makes it
+    from its start meanwhile, so whichever worker finishes first takes over the other's last groups."""
     runs = {}
-    for key in partition(0) + partition(1):
+    for key in partition(0) + partition(1)[::-1]:
         run = group_run(tmp_path_factory, key)
         runs.update(dict.fromkeys(_groups()[key], run))
     return runs
