@@ -18,6 +18,7 @@ MANIFEST: dict[str, str] = {
     "redteam.r4_d08:cap_skips_error_results": "D8",
     "redteam.r4_d08:cap_checked_per_block": "D8",
     "redteam.r4_d08:cap_rejects_at_limit": "D8",
+    "redteam.r4_d08:read_resource_default_deadline": "D8",
     "redteam.r4_d11:approval_external_write_only": "D11",
     "redteam.r4_d11:origin_over_contributors_only": "D11",
     "redteam.r4_d11:argument_label_cached_per_step": "D11",

@@ -528,3 +528,26 @@ async def r4_dedupe_members() -> Any:
         }
 
     return await with_instance(f(), [tool], body)
+
+
+@probe
+async def r4_resource_deadline() -> Any:
+    from redteam.r4_d08 import read_resource_default_deadline as f
+
+    async def list_resources(_ctx: Any, _p: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="file:///r", name="r")])
+
+    async def hang(_ctx: Any, _p: Any) -> types.ReadResourceResult:
+        await anyio.sleep(60)
+        return types.ReadResourceResult(contents=[])
+
+    fake = _fake(lambda: [], on_list_resources=list_resources, on_read_resource=hang)
+
+    async def body(inst: Any) -> Any:
+        await inst.advertise("r")
+        call = ProposedCall(call_id="c", tool_name="mcp.s.read_resource", arguments={"uri": "file:///r"})
+        start = time.monotonic()
+        d = (await inst.submit(step("r", 0, call, context=USER)))[0]
+        return {"status": _status(d), "seconds": round(time.monotonic() - start, 1)}
+
+    return await _with_server(f, fake, body, call_timeout_s=1)

@@ -6,6 +6,7 @@ a boundary on the other side (a block vs the whole result, at the cap vs over it
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import mcp_types as types
 
@@ -105,3 +106,25 @@ def cap_rejects_at_limit() -> ReferenceImplementation:
     max_output_bytes fails remote_rejected (the cap is treated as exclusive); results and resource reads one byte
     under it are delivered."""
     return impl("r4-cap-rejects-at-limit", _CapAtLimitPipeline)
+
+
+class _ResourceReadDefaultDeadline(McpAdapter):
+    def spec_for(self, link: Link, entry: Any) -> ToolSpec:
+        spec = super().spec_for(link, entry)
+        if entry.remote_name is None:
+            # The mistake: the synthetic read tool is built like a builtin spec, so it keeps ToolSpec's default
+            # deadline instead of the server's call_timeout_s (remote tools of the server get it).
+            return spec.model_copy(update={"deadline_s": ToolSpec.model_fields["deadline_s"].default})
+        return spec
+
+
+class _ResourceReadDefaultDeadlinePipeline(Pipeline):
+    mcp_class = _ResourceReadDefaultDeadline
+
+
+def read_resource_default_deadline() -> ReferenceImplementation:
+    """D8 (the synthetic read tool runs the full pipeline; D8.7 every MCP call bounded by the server's
+    call_timeout_s): the synthetic mcp.{server}.read_resource tool keeps ToolSpec's default 30 s deadline instead
+    of the server's call_timeout_s, so a resource read from a server that hangs is held past the per-server
+    deadline (remote tool calls of the same server are bounded correctly)."""
+    return impl("r4-read-resource-default-deadline", _ResourceReadDefaultDeadlinePipeline)
