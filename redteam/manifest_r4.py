@@ -29,6 +29,7 @@ MANIFEST: dict[str, str] = {
     "redteam.r4_d14:uncertain_remembered_in_process": "D14",
     "redteam.r4_d14:loop_counts_succeeded_only": "D14",
     "redteam.r4_d14:identical_ignores_tool_name": "D14",
+    "redteam.r4_d12:excerpt_skips_mcp_results": "D12,D8",
     "redteam.r4_d15:parallel_admits_idempotent_writes": "D15",
     "redteam.r4_d15:sequential_batch_stops_at_hold": "D15",
     "redteam.r4_d15:batch_dedupes_identical_members": "D15,D14",

@@ -551,3 +551,27 @@ async def r4_resource_deadline() -> Any:
         return {"status": _status(d), "seconds": round(time.monotonic() - start, 1)}
 
     return await _with_server(f, fake, body, call_timeout_s=1)
+
+
+@probe
+async def r4_mcp_excerpt() -> Any:
+    from redteam.r4_d12 import excerpt_skips_mcp_results as f
+
+    long = types.CallToolResult(content=[types.TextContent(type="text", text="L" * 500)])
+    fake = _result_server(long)
+
+    async def body(inst: Any) -> Any:
+        await inst.advertise("r")
+        d = (await inst.submit(step("r", 0, ProposedCall(call_id="c", tool_name="mcp.s.t"), context=USER)))[0]
+        return {"status": _status(d), "envelopes": len(d.content), "artifacts": len(d.artifacts)}
+
+    from toolproof.spec import McpServerConfig
+
+    cfg = McpServerConfig(server_id="s", transport="memory", server=fake.server, classification=_READ)
+    with tempfile.TemporaryDirectory() as d:
+        config = InstanceConfig(store_dir=Path(d) / "s", workspace=Path(d), mcp_servers=[cfg], max_output_bytes=100)
+        async with _chosen(f()).open(config, [], Clock()) as inst:
+            return await body(inst)
+
+
+_READ = McpClassification(side_effect="READ_ONLY", risk="LOW", idempotency="IDEMPOTENT")
