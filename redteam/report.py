@@ -47,7 +47,7 @@ def main() -> None:
     for ref in MANIFEST:
         r = latest.get(ref)
         if r is not None:
-            module = ref.split(":")[0].rsplit(".", 1)[1]  # d01 (round 1), r2_d01 (round 2) or r3_d01 (round 3)
+            module = ref.split(":")[0].rsplit(".", 1)[1]  # d01 (round 1), r2_d01 ... r4_d01 (rounds 2-4)
             d = "D" + str(int(module.rsplit("d", 1)[1]))
             per.setdefault(d, [0, 0])
             per[d][0] += r["exit"] == 1

@@ -5,6 +5,8 @@ Results accumulate in /tmp/redteam/results.jsonl (one JSON object per run).
 Round 2: ``REDTEAM_ROUND=2 python -m redteam.run`` runs redteam/manifest_r2.py into /tmp/redteam2/.
 Round 3: ``REDTEAM_ROUND=3 python -m redteam.run`` runs redteam/manifest_r3.py into /tmp/redteam3/ (then copy
 /tmp/redteam3/results.jsonl to redteam/results-r3.jsonl).
+Round 4: ``REDTEAM_ROUND=4 python -m redteam.run`` runs redteam/manifest_r4.py into /tmp/redteam4/ (then copy
+/tmp/redteam4/results.jsonl to redteam/results-r4.jsonl).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-from . import manifest, manifest_r2, manifest_r3
+from . import manifest, manifest_r2, manifest_r3, manifest_r4
 from .manifest import PG_DECISIONS
 
 ROUND = os.environ.get("REDTEAM_ROUND", "1")
-"""Which round's manifest to run: 1 (redteam/manifest.py), 2 (redteam/manifest_r2.py) or 3 (redteam/manifest_r3.py)."""
-MANIFEST = {"2": manifest_r2.MANIFEST, "3": manifest_r3.MANIFEST}.get(ROUND, manifest.MANIFEST)
-OUT = Path({"2": "/tmp/redteam2", "3": "/tmp/redteam3"}.get(ROUND, "/tmp/redteam"))
+"""Which round's manifest to run: 1 (redteam/manifest.py), or 2, 3, 4 (redteam/manifest_r2.py ... manifest_r4.py)."""
+MANIFEST = {"2": manifest_r2.MANIFEST, "3": manifest_r3.MANIFEST, "4": manifest_r4.MANIFEST}.get(
+    ROUND, manifest.MANIFEST
+)
+OUT = Path({"2": "/tmp/redteam2", "3": "/tmp/redteam3", "4": "/tmp/redteam4"}.get(ROUND, "/tmp/redteam"))
 RESULTS = OUT / "results.jsonl"
 DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Fewer lease races than the default 200 for pipelines whose mistake is not in the claim (shared 2-core machine);
@@ -68,7 +72,7 @@ def _key(rule: str) -> tuple[int, int]:
 
 def order(ref: str) -> tuple[int, str]:
     """Slow decisions (recovery, PostgreSQL) last."""
-    decisions = MANIFEST[ref].split(",")
+    decisions = [d.split(".")[0] for d in MANIFEST[ref].split(",")]  # "D4.14" is a rule of D4
     return (2 if "D4" in decisions else 1 if any(d in PG_DECISIONS for d in decisions) else 0, ref)
 
 
