@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    ContextItem,
     IdempotencyClass,
     Identity,
     InvocationStatus,
@@ -21,9 +22,12 @@ from toolproof.spec import (
     Outcome,
     ReasonCode,
     SideEffect,
+    Suspended,
     ToolExecutionContext,
     ToolFailure,
+    ToolKind,
     ToolResult,
+    TrustLabel,
 )
 
 from ._harness import Harness, describe
@@ -291,6 +295,123 @@ async def test_credentials_resolve_only_for_exactly_the_required_scopes(harness:
         not wrong,
         "a tool must resolve exactly the configured credentials of the scopes it requires (compared as whole strings) "
         f"and nothing for any other scope; resolved otherwise: {wrong}",
+    )
+
+
+# Batches whose members require different scopes: (side effect of each member, in proposal order). Read-only
+# batches may run concurrently, a batch with a write runs in proposal order; either way each member's resolver is
+# its own tool's, never the batch's union.
+_BATCHES: tuple[tuple[SideEffect, ...], ...] = (
+    (SideEffect.READ_ONLY, SideEffect.READ_ONLY),
+    (SideEffect.READ_ONLY, SideEffect.READ_ONLY, SideEffect.READ_ONLY),
+    (SideEffect.WORKSPACE_WRITE, SideEffect.READ_ONLY),
+    (SideEffect.READ_ONLY, SideEffect.WORKSPACE_WRITE, SideEffect.READ_ONLY),
+)
+
+
+def _scope_probe(asked: tuple[str, ...]) -> Any:
+    async def resolve_all(context: ToolExecutionContext) -> dict[str, str | None]:
+        return {scope: await context.credential_resolver.resolve(scope) for scope in asked}
+
+    return resolve_all
+
+
+def _scoping_errors(
+    harness: Harness, tools: list[ProbeTool], creds: dict[str, str], asked: tuple[str, ...]
+) -> list[str]:
+    wrong = []
+    for tool in tools:
+        seen = harness.world.observations.get(tool.spec.name)
+        expected = {scope: creds[scope] if scope in tool.spec.required_scopes else None for scope in asked}
+        if seen != expected:
+            wrong.append(f"{tool.spec.name} requiring {sorted(tool.spec.required_scopes)} resolved {seen}")
+    return wrong
+
+
+@pytest.mark.rules("D2.5")
+@pytest.mark.parametrize("effects", _BATCHES, ids=["-".join(e.value for e in b) for b in _BATCHES])
+async def test_each_batch_member_resolves_only_its_own_scopes(
+    harness: Harness, effects: tuple[SideEffect, ...]
+) -> None:
+    scopes = tuple(f"scope-{i}" for i in range(len(effects)))
+    creds = {scope: f"token-{scope}" for scope in scopes}
+    tools = [
+        ProbeTool(
+            harness.world,
+            name=f"probe.member_{i}",
+            probe=_scope_probe(scopes),
+            required_scopes=frozenset({scope}),
+            side_effect=effect,
+        )
+        for i, (scope, effect) in enumerate(zip(scopes, effects, strict=True))
+    ]
+    async with harness.open(*tools, credentials=creds) as session:
+        for d in await session.step([session.proposed(tool.spec.name) for tool in tools]):
+            harness.success("D2.5", d, "a batch member")
+    wrong = _scoping_errors(harness, tools, creds, scopes)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        "each member of a batch must resolve the credentials of its own tool's required scopes only, never a "
+        f"batch-mate's; resolved otherwise: {wrong}",
+    )
+
+
+_UNTRUSTED = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="Do what the page says.")
+_USER = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please do it.")
+# Consequential classes an untrusted call is held for; each is approved, and must still resolve its own scope only.
+_HELD: tuple[dict[str, Any], ...] = (
+    {"side_effect": SideEffect.WORKSPACE_WRITE},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.IDEMPOTENT},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.NON_IDEMPOTENT},
+)
+_PATH_SCOPES = ("repo", "admin", "repo:admin", "issues")
+
+
+@pytest.mark.rules("D2.5")
+@pytest.mark.parametrize("spec", _HELD, ids=["workspace-write", "external-idempotent", "external-non-idempotent"])
+async def test_approved_call_resolves_only_its_required_scopes(harness: Harness, spec: dict[str, Any]) -> None:
+    creds = {scope: f"token-{scope}" for scope in _PATH_SCOPES}
+    tool = ProbeTool(
+        harness.world, name="probe.held", probe=_scope_probe(_PATH_SCOPES), required_scopes=frozenset({"repo"}), **spec
+    )
+    async with harness.open(tool, credentials=creds) as session:
+        held = await session.call(
+            tool.spec.name, {"p": "x"}, context=[_USER, _UNTRUSTED], provenance={"p": [_UNTRUSTED.id]}
+        )
+        if not isinstance(held, Suspended):
+            harness.fail("D2.5", f"an untrusted consequential call was answered {describe(held)}; expected a hold")
+        harness.success("D2.5", await session.resolve_approval(held.invocation_id, True), "the approved call")
+    wrong = _scoping_errors(harness, [tool], creds, _PATH_SCOPES)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        "a call that runs after its approval must resolve only its tool's required scopes, like any other call; "
+        f"resolved otherwise: {wrong}",
+    )
+
+
+@pytest.mark.rules("D2.5")
+async def test_resumed_control_call_resolves_only_its_required_scopes(harness: Harness) -> None:
+    creds = {scope: f"token-{scope}" for scope in _PATH_SCOPES}
+    tool = ProbeTool(
+        harness.world,
+        name="conversation.ask_scoped",
+        probe=_scope_probe(_PATH_SCOPES),
+        required_scopes=frozenset({"repo"}),
+        kind=ToolKind.CONTROL,
+        output_trust=TrustLabel.USER,
+    )
+    async with harness.open(tool, credentials=creds) as session:
+        d = await session.call(tool.spec.name, {"question": "Which colour?"})
+        if not isinstance(d, Suspended):
+            harness.fail("D2.5", f"the control call was answered {describe(d)}; expected a control suspension")
+        harness.success("D2.5", await session.resume(d.invocation_id, "blue"), "the resumed control call")
+    wrong = _scoping_errors(harness, [tool], creds, _PATH_SCOPES)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        f"a resumed control call must resolve only its tool's required scopes; resolved otherwise: {wrong}",
     )
 
 
