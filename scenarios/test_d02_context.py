@@ -536,3 +536,38 @@ async def test_a_retry_runs_under_a_deadline_of_its_own(harness: Harness) -> Non
         f"0.6 s was answered {describe(d)} after {len(tool.seen)} execution(s) (each attempt's deadline was "
         f"{deadlines} s after its start): a retry is an execution of its own, given deadline_s from its own start",
     )
+
+
+# Spans a context's deadline is checked over, and how many attempts (a retry builds a context of its own).
+_SPANS: tuple[tuple[float, int], ...] = ((5.0, 1), (30.0, 1), (3600.0, 1), (30.0, 2), (86_400.0, 3))
+_DEADLINE_SLACK_S = 0.5
+"""Float and clock-read slack around the instant a context's deadline has to be (spec: ``ToolExecutionContext``)."""
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize(("deadline_s", "attempts"), _SPANS, ids=[f"{s:g}s-attempts{a}" for s, a in _SPANS])
+async def test_context_deadline_is_the_absolute_wall_clock_instant(
+    harness: Harness, deadline_s: float, attempts: int
+) -> None:
+    tool = _TransientAttempts(harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s)
+    async with harness.open(tool, max_attempts=attempts) as session:
+        submitted = time.time()
+        harness.success("D2.4", await session.call(tool.spec.name))
+    wrong = []
+    earliest = submitted
+    for identity, deadline, started in tool.seen:
+        # The context is built after the previous observation (the submit, or the attempt before) and before the tool
+        # starts, so its deadline lies between those two instants plus deadline_s.
+        low, high = earliest + deadline_s - _DEADLINE_SLACK_S, started + deadline_s + _DEADLINE_SLACK_S
+        if not low <= deadline <= high:
+            wrong.append(
+                f"attempt {identity.attempt}: deadline={deadline!r}, expected time.time() + {deadline_s:g} in "
+                f"[{low:.2f}, {high:.2f}] (the tool started at {started:.2f})"
+            )
+        earliest = started
+    harness.expect(
+        "D2.4",
+        len(tool.seen) == attempts and not wrong,
+        f"context.deadline has to be the absolute time.time() instant deadline_s after the context is built; "
+        f"{len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
+    )

@@ -1,12 +1,21 @@
 """Witnesses of the fourth red team's gaps in the credential resolver: a resolver shared by a step's members, and
-one left unscoped for a call run again from its stored row."""
+one left unscoped for a call run again from its stored row; and a context deadline on the wrong clock."""
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 
-from toolproof.reference.hooks import CallState, ContextParts, Pipeline, Resolved, ScopedCredentials
+from toolproof.reference.hooks import (
+    CallState,
+    ContextParts,
+    ExecutionContext,
+    Pipeline,
+    Resolved,
+    ScopedCredentials,
+)
+from toolproof.spec import ToolExecutionContext
 
 from ._registry import witness
 
@@ -54,3 +63,16 @@ class _StoredRowResolverUnscoped(Pipeline):
                 parts, credential_resolver=ScopedCredentials(everything, self.config.credentials)
             )
         return parts
+
+
+@witness(
+    "deadline_on_monotonic_clock",
+    ("D2.4",),
+    "the context's deadline is handed to the tool on time.monotonic() (seconds since boot) rather than time.time(); "
+    "the pipeline's own watchdog still enforces the wall-clock deadline",
+)
+class _DeadlineOnMonotonicClock(Pipeline):
+    def context_for(self, parts: ContextParts) -> ToolExecutionContext:
+        # The defect: the deadline the tool reads is converted to the monotonic clock, a different epoch.
+        shifted = parts.deadline - time.time() + time.monotonic()
+        return ExecutionContext(dataclasses.replace(parts, deadline=shifted))
