@@ -6,6 +6,8 @@ import hashlib
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import anyio
 import pytest
@@ -14,11 +16,13 @@ from pydantic import BaseModel
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    ContentPart,
     ContextItem,
     IdempotencyClass,
     Identity,
     InvocationStatus,
     JsonObject,
+    NotCovered,
     Outcome,
     ReasonCode,
     SideEffect,
@@ -230,6 +234,74 @@ async def test_artifact_written_through_the_context_is_returned_with_its_digest(
         "D2.8",
         refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
         f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
+    )
+
+
+class _NamedWrites(FakeTool):
+    """Writes one artifact per ``(name, bytes)`` in one execution, in order, and returns their references."""
+
+    def __init__(self, world: World, name: str, writes: tuple[tuple[str, bytes], ...]) -> None:
+        super().__init__(world, name=name)
+        self.writes = writes
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs = [await context.artifact_writer.write(name, data) for name, data in self.writes]
+        return ToolResult(ok=True, content=[ContentPart(text="written")], artifacts=refs)
+
+
+# Artifact names a writer may reduce to one file name: a character it replaces (' ', '?', '/', '\\') against the
+# replacement itself, the file name a numbered duplicate gets, case, Unicode normal forms and lookalikes, and names
+# reduced to nothing. Each group is written by one execution, each name with bytes of a different length.
+_ALIKE: tuple[tuple[str, ...], ...] = (
+    ("a b.txt", "a?b.txt"),
+    ("a b.txt", "a_b.txt"),
+    ("a b.txt", "a?b.txt", "a_b-2.txt"),
+    ("Report.TXT", "report.txt", "REPORT.txt"),
+    ("caf\u00e9.txt", "cafe\u0301.txt", "cafe.txt"),
+    ("\uff46ull.txt", "full.txt"),
+    ("dir/x.txt", "dir\\x.txt", "dir_x.txt"),
+    ("", "???", "artifact"),
+)
+
+
+@pytest.mark.rules("D2.8")
+async def test_artifacts_whose_names_reduce_alike_keep_their_bytes(harness: Harness) -> None:
+    tools = [
+        _NamedWrites(
+            harness.world,
+            f"files.alike_{i}",
+            tuple((name, f"{i}:{j}:{name!r} ".encode() * (j + 1)) for j, name in enumerate(group)),
+        )
+        for i, group in enumerate(_ALIKE)
+    ]
+    wrong: list[str] = []
+    async with harness.open(*tools) as session:
+        delivered = [
+            harness.success("D2.8", await session.call(tool.spec.name), f"writes {tool.writes}") for tool in tools
+        ]
+        # Re-read every reference only after every write of every group: a later write must not change what an
+        # earlier reference names.
+        for tool, d in zip(tools, delivered, strict=True):
+            refs = [(a.name, a.size, a.sha256) for a in d.artifacts]
+            made = [(name, len(data), hashlib.sha256(data).hexdigest()) for name, data in tool.writes]
+            if refs != made:
+                wrong.append(f"{tool.spec.name}: references {refs}, expected {made}")
+            readable = [a for a in d.artifacts if a.uri.startswith("file:")]
+            if not readable:
+                raise NotCovered("D2.8", f"no artifact has a file: URI the harness can read ({d.artifacts})")
+            for ref in readable:
+                path = anyio.Path(url2pathname(urlparse(ref.uri).path))
+                data = await path.read_bytes() if await path.is_file() else None
+                if data is None or (len(data), hashlib.sha256(data).hexdigest()) != (ref.size, ref.sha256):
+                    shown = "nothing" if data is None else f"{len(data)} bytes"
+                    wrong.append(
+                        f"{ref.name!r} ({ref.uri}): the reference says {ref.size} bytes, the file holds {shown}"
+                    )
+    harness.expect(
+        "D2.8",
+        not wrong,
+        "every artifact reference must keep describing the bytes at its URI after later writes whose names reduce to "
+        f"the same file name: {wrong}",
     )
 
 
