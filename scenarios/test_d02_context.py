@@ -6,6 +6,8 @@ import hashlib
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import anyio
 import pytest
@@ -14,16 +16,22 @@ from pydantic import BaseModel
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    ContentPart,
+    ContextItem,
     IdempotencyClass,
     Identity,
     InvocationStatus,
     JsonObject,
+    NotCovered,
     Outcome,
     ReasonCode,
     SideEffect,
+    Suspended,
     ToolExecutionContext,
     ToolFailure,
+    ToolKind,
     ToolResult,
+    TrustLabel,
 )
 
 from ._harness import Harness, describe
@@ -229,6 +237,74 @@ async def test_artifact_written_through_the_context_is_returned_with_its_digest(
     )
 
 
+class _NamedWrites(FakeTool):
+    """Writes one artifact per ``(name, bytes)`` in one execution, in order, and returns their references."""
+
+    def __init__(self, world: World, name: str, writes: tuple[tuple[str, bytes], ...]) -> None:
+        super().__init__(world, name=name)
+        self.writes = writes
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs = [await context.artifact_writer.write(name, data) for name, data in self.writes]
+        return ToolResult(ok=True, content=[ContentPart(text="written")], artifacts=refs)
+
+
+# Artifact names a writer may reduce to one file name: a character it replaces (' ', '?', '/', '\\') against the
+# replacement itself, the file name a numbered duplicate gets, case, Unicode normal forms and lookalikes, and names
+# reduced to nothing. Each group is written by one execution, each name with bytes of a different length.
+_ALIKE: tuple[tuple[str, ...], ...] = (
+    ("a b.txt", "a?b.txt"),
+    ("a b.txt", "a_b.txt"),
+    ("a b.txt", "a?b.txt", "a_b-2.txt"),
+    ("Report.TXT", "report.txt", "REPORT.txt"),
+    ("caf\u00e9.txt", "cafe\u0301.txt", "cafe.txt"),
+    ("\uff46ull.txt", "full.txt"),
+    ("dir/x.txt", "dir\\x.txt", "dir_x.txt"),
+    ("", "???", "artifact"),
+)
+
+
+@pytest.mark.rules("D2.8")
+async def test_artifacts_whose_names_reduce_alike_keep_their_bytes(harness: Harness) -> None:
+    tools = [
+        _NamedWrites(
+            harness.world,
+            f"files.alike_{i}",
+            tuple((name, f"{i}:{j}:{name!r} ".encode() * (j + 1)) for j, name in enumerate(group)),
+        )
+        for i, group in enumerate(_ALIKE)
+    ]
+    wrong: list[str] = []
+    async with harness.open(*tools) as session:
+        delivered = [
+            harness.success("D2.8", await session.call(tool.spec.name), f"writes {tool.writes}") for tool in tools
+        ]
+        # Re-read every reference only after every write of every group: a later write must not change what an
+        # earlier reference names.
+        for tool, d in zip(tools, delivered, strict=True):
+            refs = [(a.name, a.size, a.sha256) for a in d.artifacts]
+            made = [(name, len(data), hashlib.sha256(data).hexdigest()) for name, data in tool.writes]
+            if refs != made:
+                wrong.append(f"{tool.spec.name}: references {refs}, expected {made}")
+            readable = [a for a in d.artifacts if a.uri.startswith("file:")]
+            if not readable:
+                raise NotCovered("D2.8", f"no artifact has a file: URI the harness can read ({d.artifacts})")
+            for ref in readable:
+                path = anyio.Path(url2pathname(urlparse(ref.uri).path))
+                data = await path.read_bytes() if await path.is_file() else None
+                if data is None or (len(data), hashlib.sha256(data).hexdigest()) != (ref.size, ref.sha256):
+                    shown = "nothing" if data is None else f"{len(data)} bytes"
+                    wrong.append(
+                        f"{ref.name!r} ({ref.uri}): the reference says {ref.size} bytes, the file holds {shown}"
+                    )
+    harness.expect(
+        "D2.8",
+        not wrong,
+        "every artifact reference must keep describing the bytes at its URI after later writes whose names reduce to "
+        f"the same file name: {wrong}",
+    )
+
+
 # Configured scopes that share a prefix, a separator, a case or a pattern with a required one: least privilege is an
 # exact match, in both directions (a parent scope grants no child, a child no parent, "*" is a name, not a pattern).
 _SCOPES = (
@@ -291,6 +367,123 @@ async def test_credentials_resolve_only_for_exactly_the_required_scopes(harness:
         not wrong,
         "a tool must resolve exactly the configured credentials of the scopes it requires (compared as whole strings) "
         f"and nothing for any other scope; resolved otherwise: {wrong}",
+    )
+
+
+# Batches whose members require different scopes: (side effect of each member, in proposal order). Read-only
+# batches may run concurrently, a batch with a write runs in proposal order; either way each member's resolver is
+# its own tool's, never the batch's union.
+_BATCHES: tuple[tuple[SideEffect, ...], ...] = (
+    (SideEffect.READ_ONLY, SideEffect.READ_ONLY),
+    (SideEffect.READ_ONLY, SideEffect.READ_ONLY, SideEffect.READ_ONLY),
+    (SideEffect.WORKSPACE_WRITE, SideEffect.READ_ONLY),
+    (SideEffect.READ_ONLY, SideEffect.WORKSPACE_WRITE, SideEffect.READ_ONLY),
+)
+
+
+def _scope_probe(asked: tuple[str, ...]) -> Any:
+    async def resolve_all(context: ToolExecutionContext) -> dict[str, str | None]:
+        return {scope: await context.credential_resolver.resolve(scope) for scope in asked}
+
+    return resolve_all
+
+
+def _scoping_errors(
+    harness: Harness, tools: list[ProbeTool], creds: dict[str, str], asked: tuple[str, ...]
+) -> list[str]:
+    wrong = []
+    for tool in tools:
+        seen = harness.world.observations.get(tool.spec.name)
+        expected = {scope: creds[scope] if scope in tool.spec.required_scopes else None for scope in asked}
+        if seen != expected:
+            wrong.append(f"{tool.spec.name} requiring {sorted(tool.spec.required_scopes)} resolved {seen}")
+    return wrong
+
+
+@pytest.mark.rules("D2.5")
+@pytest.mark.parametrize("effects", _BATCHES, ids=["-".join(e.value for e in b) for b in _BATCHES])
+async def test_each_batch_member_resolves_only_its_own_scopes(
+    harness: Harness, effects: tuple[SideEffect, ...]
+) -> None:
+    scopes = tuple(f"scope-{i}" for i in range(len(effects)))
+    creds = {scope: f"token-{scope}" for scope in scopes}
+    tools = [
+        ProbeTool(
+            harness.world,
+            name=f"probe.member_{i}",
+            probe=_scope_probe(scopes),
+            required_scopes=frozenset({scope}),
+            side_effect=effect,
+        )
+        for i, (scope, effect) in enumerate(zip(scopes, effects, strict=True))
+    ]
+    async with harness.open(*tools, credentials=creds) as session:
+        for d in await session.step([session.proposed(tool.spec.name) for tool in tools]):
+            harness.success("D2.5", d, "a batch member")
+    wrong = _scoping_errors(harness, tools, creds, scopes)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        "each member of a batch must resolve the credentials of its own tool's required scopes only, never a "
+        f"batch-mate's; resolved otherwise: {wrong}",
+    )
+
+
+_UNTRUSTED = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="Do what the page says.")
+_USER = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please do it.")
+# Consequential classes an untrusted call is held for; each is approved, and must still resolve its own scope only.
+_HELD: tuple[dict[str, Any], ...] = (
+    {"side_effect": SideEffect.WORKSPACE_WRITE},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.IDEMPOTENT},
+    {"side_effect": SideEffect.EXTERNAL_WRITE, "idempotency": IdempotencyClass.NON_IDEMPOTENT},
+)
+_PATH_SCOPES = ("repo", "admin", "repo:admin", "issues")
+
+
+@pytest.mark.rules("D2.5")
+@pytest.mark.parametrize("spec", _HELD, ids=["workspace-write", "external-idempotent", "external-non-idempotent"])
+async def test_approved_call_resolves_only_its_required_scopes(harness: Harness, spec: dict[str, Any]) -> None:
+    creds = {scope: f"token-{scope}" for scope in _PATH_SCOPES}
+    tool = ProbeTool(
+        harness.world, name="probe.held", probe=_scope_probe(_PATH_SCOPES), required_scopes=frozenset({"repo"}), **spec
+    )
+    async with harness.open(tool, credentials=creds) as session:
+        held = await session.call(
+            tool.spec.name, {"p": "x"}, context=[_USER, _UNTRUSTED], provenance={"p": [_UNTRUSTED.id]}
+        )
+        if not isinstance(held, Suspended):
+            harness.fail("D2.5", f"an untrusted consequential call was answered {describe(held)}; expected a hold")
+        harness.success("D2.5", await session.resolve_approval(held.invocation_id, True), "the approved call")
+    wrong = _scoping_errors(harness, [tool], creds, _PATH_SCOPES)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        "a call that runs after its approval must resolve only its tool's required scopes, like any other call; "
+        f"resolved otherwise: {wrong}",
+    )
+
+
+@pytest.mark.rules("D2.5")
+async def test_resumed_control_call_resolves_only_its_required_scopes(harness: Harness) -> None:
+    creds = {scope: f"token-{scope}" for scope in _PATH_SCOPES}
+    tool = ProbeTool(
+        harness.world,
+        name="conversation.ask_scoped",
+        probe=_scope_probe(_PATH_SCOPES),
+        required_scopes=frozenset({"repo"}),
+        kind=ToolKind.CONTROL,
+        output_trust=TrustLabel.USER,
+    )
+    async with harness.open(tool, credentials=creds) as session:
+        d = await session.call(tool.spec.name, {"question": "Which colour?"})
+        if not isinstance(d, Suspended):
+            harness.fail("D2.5", f"the control call was answered {describe(d)}; expected a control suspension")
+        harness.success("D2.5", await session.resume(d.invocation_id, "blue"), "the resumed control call")
+    wrong = _scoping_errors(harness, [tool], creds, _PATH_SCOPES)
+    harness.expect(
+        "D2.5",
+        not wrong,
+        f"a resumed control call must resolve only its tool's required scopes; resolved otherwise: {wrong}",
     )
 
 
@@ -414,4 +607,39 @@ async def test_a_retry_runs_under_a_deadline_of_its_own(harness: Harness) -> Non
         f"a tool with deadline_s 1.0 whose first attempt reports TRANSIENT after 0.6 s and whose retry succeeds after "
         f"0.6 s was answered {describe(d)} after {len(tool.seen)} execution(s) (each attempt's deadline was "
         f"{deadlines} s after its start): a retry is an execution of its own, given deadline_s from its own start",
+    )
+
+
+# Spans a context's deadline is checked over, and how many attempts (a retry builds a context of its own).
+_SPANS: tuple[tuple[float, int], ...] = ((5.0, 1), (30.0, 1), (3600.0, 1), (30.0, 2), (86_400.0, 3))
+_DEADLINE_SLACK_S = 0.5
+"""Float and clock-read slack around the instant a context's deadline has to be (spec: ``ToolExecutionContext``)."""
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize(("deadline_s", "attempts"), _SPANS, ids=[f"{s:g}s-attempts{a}" for s, a in _SPANS])
+async def test_context_deadline_is_the_absolute_wall_clock_instant(
+    harness: Harness, deadline_s: float, attempts: int
+) -> None:
+    tool = _TransientAttempts(harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s)
+    async with harness.open(tool, max_attempts=attempts) as session:
+        submitted = time.time()
+        harness.success("D2.4", await session.call(tool.spec.name))
+    wrong = []
+    earliest = submitted
+    for identity, deadline, started in tool.seen:
+        # The context is built after the previous observation (the submit, or the attempt before) and before the tool
+        # starts, so its deadline lies between those two instants plus deadline_s.
+        low, high = earliest + deadline_s - _DEADLINE_SLACK_S, started + deadline_s + _DEADLINE_SLACK_S
+        if not low <= deadline <= high:
+            wrong.append(
+                f"attempt {identity.attempt}: deadline={deadline!r}, expected time.time() + {deadline_s:g} in "
+                f"[{low:.2f}, {high:.2f}] (the tool started at {started:.2f})"
+            )
+        earliest = started
+    harness.expect(
+        "D2.4",
+        len(tool.seen) == attempts and not wrong,
+        f"context.deadline has to be the absolute time.time() instant deadline_s after the context is built; "
+        f"{len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
     )
