@@ -71,7 +71,7 @@ for _profile in PROFILES.values():
         _profile.hypothesis_profile,
         max_examples=_profile.stateful_examples,
         database=None,
-        **({} if _profile.shrink else {"phases": _FOUND_AS_IS}),
+        phases=tuple(hypothesis.Phase) if _profile.shrink else _FOUND_AS_IS,
     )
 
 
