@@ -92,6 +92,7 @@ REPEAT_SCHEMA: dict[str, Any] = {
         "unit": {"type": "string"},
         "count": {"type": "integer", "minimum": 0},
         "parts": {"type": "integer", "minimum": 1},
+        "error": {"type": "boolean"},
     },
     "required": ["unit", "count"],
 }
@@ -101,7 +102,11 @@ async def _repeat(ctx: Context, params: types.CallToolRequestParams) -> types.Ca
     arguments = params.arguments or {}
     piece = str(arguments["unit"]) * int(arguments["count"])
     parts = int(arguments.get("parts", 1))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=piece) for _ in range(parts)])
+    # With ``error``, the same text comes back as an error result: the cap bounds what a server says, success or not.
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=piece) for _ in range(parts)],
+        is_error=bool(arguments.get("error", False)),
+    )
 
 
 REPEAT_RESOURCE = "repeat:///text"
@@ -129,7 +134,7 @@ async def _read_repeat(ctx: Context, params: types.ReadResourceRequestParams) ->
 def _multibyte_output() -> FakeServer:
     tool = types.Tool(
         name="repeat",
-        description="Returns `parts` text parts, each `unit` repeated `count` times.",
+        description="Returns `parts` text parts, each `unit` repeated `count` times (as an error result if `error`).",
         input_schema=REPEAT_SCHEMA,
     )
     return FakeServer(
@@ -144,6 +149,6 @@ def _multibyte_output() -> FakeServer:
 MultibyteOutputServer = ServerFake(
     "MultibyteOutputServer",
     "`repeat` (and its resource, repeat:///text?unit=&count=&parts=) returns text of a chosen unit and length, in "
-    "one or more parts: multibyte text is fewer characters than bytes",
+    "one or more parts (`error`: as an isError result): multibyte text is fewer characters than bytes",
     _multibyte_output,
 )

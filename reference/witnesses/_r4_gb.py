@@ -1,0 +1,63 @@
+"""Witnesses of the fourth red team's gaps in decisions 8 and 12: an oversized error result cut down to the
+server's cap instead of refused, and MCP output excerpted against the server's cap instead of the instance's
+limit."""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types as types
+
+from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, Pipeline
+from toolproof.spec import Step, Success, ToolFailure, ToolResult, ToolSource, ToolSpec
+
+from ._registry import witness
+
+_excerpt = STEP_TABLE[Step.EXCERPT]
+
+
+class _ErrorCutToCap(McpAdapter):
+    def from_result(self, link: Link, spec: ToolSpec, result: types.CallToolResult) -> ToolResult:
+        if not result.is_error:
+            return super().from_result(link, spec, result)
+        parts = [self._text(block) for block in result.content]
+        size = sum(len(p.encode()) for p in parts)
+        if result.structured_content is not None:
+            size += len(json.dumps(result.structured_content))
+        if size <= self.output_cap(link):
+            return super().from_result(link, spec, result)
+        # The defect: "an error is only diagnostics", so an oversized one is cut down to the cap and delivered
+        # (excerpted) as the outcome's external_detail instead of refused.
+        cut = "\n".join(parts).encode()[: self.output_cap(link)].decode(errors="ignore")
+        return ToolResult(ok=False, failure=ToolFailure(kind="ERROR", detail=cut))
+
+
+@witness(
+    "mcp_error_result_cut_to_cap",
+    ("D8.8",),
+    "delivers an MCP isError result over the server's cap cut down to the cap, in external_detail",
+)
+class _McpErrorResultCutToCap(Pipeline):
+    mcp_class = _ErrorCutToCap
+
+
+async def _excerpt_mcp_against_server_cap(p: Pipeline, s: CallState) -> None:
+    r = s.resolved
+    if r is not None and r.spec.source is ToolSource.MCP and isinstance(s.disposition, Success):
+        caps = {c.server_id: c.max_output_bytes for c in p.config.mcp_servers}
+        server_id = r.spec.name.split(".")[1]
+        size = sum(len(e.text.encode()) for e in s.disposition.content)
+        # The defect: an MCP result is measured against its own server's output cap (the operator's bound for that
+        # server) rather than the instance's max_output_bytes, so anything under the cap is delivered whole.
+        if size <= caps.get(server_id, p.config.max_output_bytes):
+            return
+    await _excerpt(p, s)
+
+
+@witness(
+    "mcp_excerpt_limit_is_server_cap",
+    ("D12.1", "D12.2"),
+    "excerpts an MCP result only over its server's output cap, not over the instance's max_output_bytes",
+)
+class _McpExcerptLimitIsServerCap(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_mcp_against_server_cap}
