@@ -9,6 +9,7 @@ import pytest
 
 from toolproof.fakes import EchoTool, WriteTool
 from toolproof.fakes.mcp import (
+    HANG_RESOURCE,
     INJECTION,
     SHADOWING_TOOL_NAMES,
     repeat_uri,
@@ -309,6 +310,9 @@ async def test_hanging_dripping_and_endless_servers_are_bounded(harness: Harness
     endless, _ = memory(harness, "endless", "EndlessInputServer", protocol=protocol, call_timeout_s=5.0)
     calls: list[tuple[str, dict[str, Any], set[ReasonCode] | None]] = [
         ("mcp.hang.hang", {}, {ReasonCode.DEADLINE_EXCEEDED}),
+        # The synthetic read tool is an MCP call like any other: a hanging resources/read is bounded by the same
+        # per-server deadline and answered alike (not by whatever the client library's own timeout says).
+        (f"mcp.hang.{READ_RESOURCE}", {"uri": HANG_RESOURCE}, {ReasonCode.DEADLINE_EXCEEDED}),
         ("mcp.drip.drip", {"chunks": 20, "interval_s": 0.2}, {ReasonCode.DEADLINE_EXCEEDED}),
         ("mcp.endless.ask", {"text": "x"}, None),
     ]

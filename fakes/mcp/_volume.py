@@ -72,9 +72,29 @@ async def _hang(ctx: Context, params: types.CallToolRequestParams) -> types.Call
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+HANG_RESOURCE = "hang:///never"
+"""The hanging server's one resource: reading it never answers, as ``hang`` never does."""
+
+
+async def _list_hanging(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    resource = types.Resource(uri=HANG_RESOURCE, name="never", mime_type="text/plain")
+    return types.ListResourcesResult(resources=[resource])
+
+
+async def _read_hanging(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _hanging() -> FakeServer:
     tool = types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"})
-    return FakeServer("HangingServer", lambda: [ECHO, tool], {"echo": echo, "hang": _hang})
+    return FakeServer(
+        "HangingServer",
+        lambda: [ECHO, tool],
+        {"echo": echo, "hang": _hang},
+        on_list_resources=_list_hanging,
+        on_read_resource=_read_hanging,
+    )
 
 
 HugeOutputServer = ServerFake(
@@ -83,7 +103,11 @@ HugeOutputServer = ServerFake(
 DripServer = ServerFake(
     "DripServer", "`drip` answers after 20 chunks 0.5 s apart, with progress notifications if asked", _drip_server
 )
-HangingServer = ServerFake("HangingServer", "`hang` never answers; only the caller's deadline ends it", _hanging)
+HangingServer = ServerFake(
+    "HangingServer",
+    f"`hang` and a read of its resource {HANG_RESOURCE} never answer; only the caller's deadline ends them",
+    _hanging,
+)
 
 
 REPEAT_SCHEMA: dict[str, Any] = {

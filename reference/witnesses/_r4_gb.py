@@ -1,6 +1,6 @@
 """Witnesses of the fourth red team's gaps in decisions 8 and 12: an oversized error result cut down to the
-server's cap instead of refused, and MCP output excerpted against the server's cap instead of the instance's
-limit."""
+server's cap instead of refused, MCP output excerpted against the server's cap instead of the instance's limit, and
+a resource read given more time than the server's call deadline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import mcp_types as types
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, Pipeline
+from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, Pipeline, RemoteTool
 from toolproof.spec import Step, Success, ToolFailure, ToolResult, ToolSource, ToolSpec
 
 from ._registry import witness
@@ -61,3 +61,23 @@ async def _excerpt_mcp_against_server_cap(p: Pipeline, s: CallState) -> None:
 )
 class _McpExcerptLimitIsServerCap(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_mcp_against_server_cap}
+
+
+class _ResourceReadGrace(McpAdapter):
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        spec = super().spec_for(link, entry)
+        if entry.remote_name is not None:
+            return spec
+        # The defect: "a resource may be large, and reading changes nothing", so the synthetic read tool gets twice
+        # the server's call_timeout_s; a hanging resources/read is then ended by the client library's own timeout
+        # (remote_rejected), not by the pipeline's deadline.
+        return spec.model_copy(update={"deadline_s": 2 * link.config.call_timeout_s})
+
+
+@witness(
+    "mcp_resource_read_deadline_doubled",
+    ("D8.7",),
+    "gives the synthetic read_resource tool twice the server's call_timeout_s, so a hanging read is not deadline_exceeded",
+)
+class _McpResourceReadDeadlineDoubled(Pipeline):
+    mcp_class = _ResourceReadGrace
