@@ -1,6 +1,7 @@
 """Witnesses of the fourth red team's gaps in decisions 8 and 12: an oversized error result cut down to the
 server's cap instead of refused, MCP output excerpted against the server's cap instead of the instance's limit, and
-a resource read given more time than the server's call deadline."""
+a resource read given more time than the server's call deadline, and an MCP adapter that leaves one class of
+consequential call unmarked."""
 
 from __future__ import annotations
 
@@ -8,8 +9,18 @@ import json
 
 import mcp_types as types
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, Pipeline, RemoteTool
-from toolproof.spec import Step, Success, ToolFailure, ToolResult, ToolSource, ToolSpec
+from toolproof.reference.hooks import STEP_TABLE, CallState, Link, McpAdapter, McpTool, Pipeline, RemoteTool
+from toolproof.spec import (
+    JsonObject,
+    SideEffect,
+    Step,
+    Success,
+    ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
+    ToolSource,
+    ToolSpec,
+)
 
 from ._registry import witness
 
@@ -81,3 +92,44 @@ class _ResourceReadGrace(McpAdapter):
 )
 class _McpResourceReadDeadlineDoubled(Pipeline):
     mcp_class = _ResourceReadGrace
+
+
+class _NoMarkContext:
+    """A tool's context whose mark_effect_sent does nothing (the rest is the pipeline's)."""
+
+    def __init__(self, context: ToolExecutionContext) -> None:
+        self._context = context
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._context, name)
+
+    async def mark_effect_sent(self) -> None:
+        return None
+
+
+class _WorkspaceWritesUnmarked(McpTool):
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        if self.spec.side_effect is SideEffect.WORKSPACE_WRITE:
+            # The defect: "a server writing its own workspace changes nothing outside it", so the adapter marks only
+            # EXTERNAL_WRITE calls; a NON_IDEMPOTENT WORKSPACE_WRITE call that hangs after sending ends retryable.
+            return await super().execute(arguments, _NoMarkContext(context))  # type: ignore[arg-type]
+        return await super().execute(arguments, context)
+
+
+class _MarksExternalWritesOnly(McpAdapter):
+    def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
+        found = super().pinned(run_id, name)
+        if found is None:
+            return None
+        spec, _ = found
+        row = next(r for r in self.store.pins(run_id) if r.kind == "tool" and r.name == name)
+        return spec, _WorkspaceWritesUnmarked(self, self.links[row.server_id], row.remote_name, spec)
+
+
+@witness(
+    "mcp_marks_external_writes_only",
+    ("D4.2",),
+    "the MCP adapter marks the effect of EXTERNAL_WRITE calls only, not of WORKSPACE_WRITE ones, before sending",
+)
+class _McpMarksExternalWritesOnly(Pipeline):
+    mcp_class = _MarksExternalWritesOnly
