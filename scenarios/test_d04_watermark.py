@@ -23,8 +23,10 @@ from toolproof.spec import (
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
+    McpClassification,
     Metric,
     ReasonCode,
+    Risk,
     SideEffect,
     SimulatedCrash,
     Suspended,
@@ -32,6 +34,7 @@ from toolproof.spec import (
 )
 
 from ._harness import USER_ITEM, Harness, describe
+from ._mcp import memory
 from ._recovery import UNTRUSTED_PAGE
 
 
@@ -313,4 +316,43 @@ async def test_unmarked_call_is_flagged_when_it_runs_from_its_row(harness: Harne
         row.status is InvocationStatus.SUCCEEDED and row.effect_sent_at is None and flagged == 1,
         f"a consequential call {entry} from its row ran without marking its effect (row {row.status.value}, "
         f"effect_sent_at={row.effect_sent_at!r}) and {Metric.EFFECT_UNMARKED.value}={flagged}; expected 1",
+    )
+
+
+_MCP_CLASSES = [(side_effect, idempotency) for side_effect in SideEffect for idempotency in IdempotencyClass]
+"""Every operator classification of an MCP server's tools, by side effect and idempotency."""
+
+
+@pytest.mark.rules("D4.2", "D8.7")
+@pytest.mark.profiles("mcp")
+@pytest.mark.parametrize(("side_effect", "idempotency"), _MCP_CLASSES)
+async def test_mcp_call_that_hangs_after_sending_is_judged_by_the_watermark(
+    harness: Harness, side_effect: SideEffect, idempotency: IdempotencyClass
+) -> None:
+    # An MCP adapter is the tool: the request it sends is the effect, so a consequential call is marked before it is
+    # sent. A server that never answers then leaves a NON_IDEMPOTENT call's effect unknown (D4.2); every other class
+    # is an ordinary overrun, answered deadline_exceeded (D8.7).
+    classification = McpClassification(side_effect=side_effect, risk=Risk.LOW, idempotency=idempotency)
+    config, _ = memory(harness, "hang", "HangingServer", classification=classification, call_timeout_s=0.5)
+    async with harness.open(mcp_servers=[config]) as session:
+        d = None
+        with anyio.move_on_after(15.0):
+            d = await session.call("mcp.hang.hang", {})
+        harness.expect("D8.7", d is not None, "mcp.hang.hang held the call for 15 s, past its 0.5 s deadline")
+        assert d is not None
+        outcome = harness.outcome("D8.7", d, "a call the server never answered")
+    what = f"an MCP call classified {side_effect.value}/{idempotency.value} whose server never answered"
+    got = f"{outcome.status.value} {outcome.reason_code.value}"
+    if side_effect is not SideEffect.READ_ONLY and idempotency is IdempotencyClass.NON_IDEMPOTENT:
+        harness.expect(
+            "D4.2",
+            (outcome.status, outcome.reason_code) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
+            f"{what} was answered {got}; the request was sent (the adapter marks before sending), so "
+            "UNCERTAIN effect_unknown",
+        )
+        return
+    harness.expect(
+        "D8.7",
+        (outcome.status, outcome.reason_code) == (InvocationStatus.FAILED, ReasonCode.DEADLINE_EXCEEDED),
+        f"{what} was answered {got}; expected FAILED deadline_exceeded",
     )

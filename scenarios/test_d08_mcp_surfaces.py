@@ -9,6 +9,7 @@ import pytest
 
 from toolproof.fakes import EchoTool, WriteTool
 from toolproof.fakes.mcp import (
+    HANG_RESOURCE,
     INJECTION,
     SHADOWING_TOOL_NAMES,
     repeat_uri,
@@ -309,6 +310,9 @@ async def test_hanging_dripping_and_endless_servers_are_bounded(harness: Harness
     endless, _ = memory(harness, "endless", "EndlessInputServer", protocol=protocol, call_timeout_s=5.0)
     calls: list[tuple[str, dict[str, Any], set[ReasonCode] | None]] = [
         ("mcp.hang.hang", {}, {ReasonCode.DEADLINE_EXCEEDED}),
+        # The synthetic read tool is an MCP call like any other: a hanging resources/read is bounded by the same
+        # per-server deadline and answered alike (not by whatever the client library's own timeout says).
+        (f"mcp.hang.{READ_RESOURCE}", {"uri": HANG_RESOURCE}, {ReasonCode.DEADLINE_EXCEEDED}),
         ("mcp.drip.drip", {"chunks": 20, "interval_s": 0.2}, {ReasonCode.DEADLINE_EXCEEDED}),
         ("mcp.endless.ask", {"text": "x"}, None),
     ]
@@ -352,6 +356,7 @@ CAP = 100
 
 _SIZES = (
     # (unit, count, parts): the unit's UTF-8 width times count times parts is the result's size in bytes.
+    ("a", 99, 1),
     ("a", 100, 1),
     ("a", 101, 1),
     ("\u00e9", 50, 1),  # two bytes a character: 100 bytes in 50 characters
@@ -365,22 +370,46 @@ _SIZES = (
     ("a", 60, 2),  # two parts of 60: each under the cap, together over it
     ("\u00e9", 30, 2),  # 120 bytes in 60 characters, in two parts
 )
-"""Results around a 100-byte cap, at the cap and one unit over it, for every UTF-8 width and over several parts."""
+"""Results around a 100-byte cap, under it, at it and one unit over it, for every UTF-8 width and over several
+parts."""
+
+
+RUN = 10
+"""Units in a row that count as the remote text delivered (in part): the fakes' own texts never repeat one this long."""
 
 
 @pytest.mark.rules("D8.8")
+@pytest.mark.parametrize("error", [False, True], ids=["success", "isError"])
 @pytest.mark.parametrize(("unit", "count", "parts"), _SIZES)
 async def test_output_cap_is_in_utf8_bytes_over_the_whole_result(
-    harness: Harness, unit: str, count: int, parts: int
+    harness: Harness, unit: str, count: int, parts: int, error: bool
 ) -> None:
+    # An error result is a result too: its text reaches the model as the outcome's external_detail, so the cap
+    # bounds it as it bounds a success (it is neither delivered whole nor cut down to the cap).
     config, _ = memory(harness, "multi", "MultibyteOutputServer", max_output_bytes=CAP)
     size = len(unit.encode()) * count * parts
+    arguments = {"unit": unit, "count": count, "parts": parts, "error": error}
     async with harness.open(mcp_servers=[config]) as session:
-        d = await session.call("mcp.multi.repeat", {"unit": unit, "count": count, "parts": parts})
-    what = f"a result of {parts} part(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
+        d = await session.call("mcp.multi.repeat", arguments)
+    kind = "an isError result" if error else "a result"
+    what = f"{kind} of {parts} part(s) of {count} x {unit!r}: {count * parts} characters, {size} bytes"
     if size > CAP:
         harness.expect(
             "D8.8", not isinstance(d, Success), f"{what}, over the {CAP}-byte cap, was delivered: {describe(d)}"
+        )
+        harness.expect(
+            "D8.8",
+            unit * RUN not in str(d.model_dump()),
+            f"{what}, over the {CAP}-byte cap, was delivered (whole or excerpted) in the disposition: {describe(d)}",
+        )
+        return
+    if error:
+        outcome = harness.outcome("D8.8", d, f"{what}, within the {CAP}-byte cap,")
+        detail = outcome.external_detail
+        harness.expect(
+            "D8.8",
+            detail is not None and detail.text.count(unit * count) >= parts,
+            f"{what}, within the {CAP}-byte cap, did not reach the external_detail unaltered: {detail}",
         )
         return
     ok = harness.success("D8.8", d, f"{what}, within the {CAP}-byte cap,")

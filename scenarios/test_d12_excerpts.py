@@ -10,6 +10,7 @@ from toolproof.fakes import PartsTool
 from toolproof.spec import EXCERPT_MARKER_SOURCE, Envelope, Success, TrustLabel
 
 from ._harness import Harness
+from ._mcp import READ, memory
 
 LIMIT = 1000
 # Three parts with different labels and multi-byte text; the head and the tail each span two parts.
@@ -402,4 +403,57 @@ async def test_outputs_at_the_limit_ending_a_part_in_a_wide_character_are_whole(
         not wrong,
         f"outputs of {LIMIT - 1} and {LIMIT} bytes (a part ending in a multi-byte character, then ASCII) under a "
         f"{LIMIT}-byte limit must be delivered whole: {wrong}",
+    )
+
+
+# The same outputs from a builtin tool and from an MCP server whose own cap (its default, 16 MiB) is far above the
+# limit: step 12 bounds what the pipeline delivers whatever tool produced it; the server's cap is no excerpt limit.
+_AROUND = [(SMALL - 1, 1), (SMALL, 1), (SMALL + 1, 1), (5 * SMALL, 1), (SMALL // 2, 2), (SMALL // 2 + 10, 2)]
+"""(count, parts): ``parts`` parts of ``count`` ASCII bytes each, under, at and over the limit."""
+_SOURCES = ["builtin", pytest.param("mcp", marks=pytest.mark.profiles("mcp"))]
+
+
+async def _from_source(harness: Harness, source: str, count: int, parts: int, rule: str = "D12.1") -> Success:
+    what = f"a {count * parts}-byte output of {parts} part(s) from a {source} tool"
+    if source == "builtin":
+        tool = PartsTool(harness.world, [("a" * count, None)] * parts)
+        async with harness.open(tool, max_output_bytes=SMALL) as session:
+            return harness.success(rule, await session.call(tool.spec.name), what)
+    config, _ = memory(harness, "big", "MultibyteOutputServer", classification=READ)
+    async with harness.open(mcp_servers=[config], max_output_bytes=SMALL) as session:
+        d = await session.call("mcp.big.repeat", {"unit": "a", "count": count, "parts": parts})
+        return harness.success(rule, d, what)
+
+
+@pytest.mark.rules("D12.1", "D12.5")
+@pytest.mark.parametrize("source", _SOURCES)
+@pytest.mark.parametrize(("count", "parts"), _AROUND)
+async def test_builtin_and_mcp_output_are_excerpted_alike(
+    harness: Harness, source: str, count: int, parts: int
+) -> None:
+    d = await _from_source(harness, source, count, parts)
+    text = "a" * count * parts
+    what = f"a {len(text)}-byte output of {parts} part(s) from a {source} tool, under a {SMALL}-byte limit"
+    if len(text) <= SMALL:
+        delivered = [e.text for e in d.content]
+        harness.expect("D12.5", delivered == ["a" * count] * parts, f"{what} was not delivered whole: {delivered}")
+        return
+    problem = _excerpt_problem(text, d, SMALL)
+    harness.expect("D12.1", problem is None, f"{what} was not delivered as head, marker and tail: {problem}")
+
+
+@pytest.mark.rules("D12.2")
+@pytest.mark.parametrize("source", _SOURCES)
+@pytest.mark.parametrize(("count", "parts"), [(count, parts) for count, parts in _AROUND if count * parts > SMALL])
+async def test_builtin_and_mcp_output_over_the_limit_are_artifacts_alike(
+    harness: Harness, source: str, count: int, parts: int
+) -> None:
+    d = await _from_source(harness, source, count, parts, rule="D12.2")
+    raw = ("a" * count * parts).encode()
+    what = f"a {len(raw)}-byte output of {parts} part(s) from a {source} tool, under a {SMALL}-byte limit"
+    refs = [(a.size, a.sha256) for a in d.artifacts]
+    harness.expect(
+        "D12.2",
+        (len(raw), hashlib.sha256(raw).hexdigest()) in refs,
+        f"{what} left no artifact of the whole output; artifacts: {refs}",
     )

@@ -55,13 +55,22 @@ from ._requests import (
     SamplingRequestServer,
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
-from ._volume import HUGE_BYTES, DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer, repeat_uri
+from ._volume import (
+    HANG_RESOURCE,
+    HUGE_BYTES,
+    DripServer,
+    HangingServer,
+    HugeOutputServer,
+    MultibyteOutputServer,
+    repeat_uri,
+)
 
 __all__ = [
     "ANSI",
     "COLLIDING_NAMES",
     "ELICITATION_MESSAGE",
     "FLOOD_COUNT",
+    "HANG_RESOURCE",
     "HUGE_BYTES",
     "IMPERSONATED_NAME",
     "INJECTION",

@@ -72,9 +72,29 @@ async def _hang(ctx: Context, params: types.CallToolRequestParams) -> types.Call
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+HANG_RESOURCE = "hang:///never"
+"""The hanging server's one resource: reading it never answers, as ``hang`` never does."""
+
+
+async def _list_hanging(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    resource = types.Resource(uri=HANG_RESOURCE, name="never", mime_type="text/plain")
+    return types.ListResourcesResult(resources=[resource])
+
+
+async def _read_hanging(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _hanging() -> FakeServer:
     tool = types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"})
-    return FakeServer("HangingServer", lambda: [ECHO, tool], {"echo": echo, "hang": _hang})
+    return FakeServer(
+        "HangingServer",
+        lambda: [ECHO, tool],
+        {"echo": echo, "hang": _hang},
+        on_list_resources=_list_hanging,
+        on_read_resource=_read_hanging,
+    )
 
 
 HugeOutputServer = ServerFake(
@@ -83,7 +103,11 @@ HugeOutputServer = ServerFake(
 DripServer = ServerFake(
     "DripServer", "`drip` answers after 20 chunks 0.5 s apart, with progress notifications if asked", _drip_server
 )
-HangingServer = ServerFake("HangingServer", "`hang` never answers; only the caller's deadline ends it", _hanging)
+HangingServer = ServerFake(
+    "HangingServer",
+    f"`hang` and a read of its resource {HANG_RESOURCE} never answer; only the caller's deadline ends them",
+    _hanging,
+)
 
 
 REPEAT_SCHEMA: dict[str, Any] = {
@@ -92,6 +116,7 @@ REPEAT_SCHEMA: dict[str, Any] = {
         "unit": {"type": "string"},
         "count": {"type": "integer", "minimum": 0},
         "parts": {"type": "integer", "minimum": 1},
+        "error": {"type": "boolean"},
     },
     "required": ["unit", "count"],
 }
@@ -101,7 +126,11 @@ async def _repeat(ctx: Context, params: types.CallToolRequestParams) -> types.Ca
     arguments = params.arguments or {}
     piece = str(arguments["unit"]) * int(arguments["count"])
     parts = int(arguments.get("parts", 1))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=piece) for _ in range(parts)])
+    # With ``error``, the same text comes back as an error result: the cap bounds what a server says, success or not.
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=piece) for _ in range(parts)],
+        is_error=bool(arguments.get("error", False)),
+    )
 
 
 REPEAT_RESOURCE = "repeat:///text"
@@ -129,7 +158,7 @@ async def _read_repeat(ctx: Context, params: types.ReadResourceRequestParams) ->
 def _multibyte_output() -> FakeServer:
     tool = types.Tool(
         name="repeat",
-        description="Returns `parts` text parts, each `unit` repeated `count` times.",
+        description="Returns `parts` text parts, each `unit` repeated `count` times (as an error result if `error`).",
         input_schema=REPEAT_SCHEMA,
     )
     return FakeServer(
@@ -144,6 +173,6 @@ def _multibyte_output() -> FakeServer:
 MultibyteOutputServer = ServerFake(
     "MultibyteOutputServer",
     "`repeat` (and its resource, repeat:///text?unit=&count=&parts=) returns text of a chosen unit and length, in "
-    "one or more parts: multibyte text is fewer characters than bytes",
+    "one or more parts (`error`: as an isError result): multibyte text is fewer characters than bytes",
     _multibyte_output,
 )

@@ -29,6 +29,7 @@ from . import (
     _r3_gaps3b,
     _r3_gaps3c,
     _r4_ga,
+    _r4_gb,
 )
 from ._registry import WITNESSES, Witness
 
@@ -56,6 +57,7 @@ _MODULES = (
     _r3_gaps3b,
     _r3_gaps3c,
     _r4_ga,
+    _r4_gb,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
