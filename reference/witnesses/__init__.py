@@ -28,6 +28,7 @@ from . import (
     _r3_gaps3a,
     _r3_gaps3b,
     _r3_gaps3c,
+    _r4_gc,
 )
 from ._registry import WITNESSES, Witness
 
@@ -54,6 +55,7 @@ _MODULES = (
     _r3_gaps3a,
     _r3_gaps3b,
     _r3_gaps3c,
+    _r4_gc,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
