@@ -261,10 +261,10 @@ _BATCH_LABELS: dict[str, list[tuple[str, list[str] | None, bool]]] = {
 }
 
 
-@pytest.mark.rules("D11.3", "D11.5")
-@pytest.mark.parametrize("case", list(_BATCH_LABELS))
-async def test_batch_members_are_labelled_each_by_its_own_provenance(harness: Harness, case: str) -> None:
-    members = _BATCH_LABELS[case]
+async def _batch(
+    harness: Harness, members: list[tuple[str, list[str] | None, bool]]
+) -> tuple[list[Disposition], list[InvocationRow | None]]:
+    """Propose ``members`` as one USER-only step of consequential calls; their dispositions and rows."""
     write = _mail(harness)
     async with harness.open(write) as session:
         calls = [
@@ -273,6 +273,14 @@ async def test_batch_members_are_labelled_each_by_its_own_provenance(harness: Ha
         ]
         got = await session.step(calls, context=[SYSTEM, USER])
         rows = [await session.row(d.invocation_id) for d in got]
+    return got, rows
+
+
+@pytest.mark.rules("D11.3")
+@pytest.mark.parametrize("case", list(_BATCH_LABELS))
+async def test_batch_members_are_labelled_each_by_its_own_provenance(harness: Harness, case: str) -> None:
+    members = _BATCH_LABELS[case]
+    _, rows = await _batch(harness, members)
     want = [TrustLabel.EXTERNAL_UNTRUSTED if held else TrustLabel.USER for _, _, held in members]
     labels = [row.argument_trust if row else None for row in rows]
     harness.expect(
@@ -282,12 +290,20 @@ async def test_batch_members_are_labelled_each_by_its_own_provenance(harness: Ha
         f"{[label.value if label else 'no row' for label in labels]}; expected {[w.value for w in want]} (each "
         "member's argument_trust is the minimum over its own contributors, unknown counting EXTERNAL_UNTRUSTED)",
     )
+
+
+@pytest.mark.rules("D11.5")
+@pytest.mark.parametrize("case", list(_BATCH_LABELS))
+async def test_batch_members_are_held_each_by_its_own_labels(harness: Harness, case: str) -> None:
+    members = _BATCH_LABELS[case]
+    got, _ = await _batch(harness, members)
     holds = [isinstance(d, Suspended) and d.reason == "approval" for d in got]
     harness.expect(
         "D11.5",
         holds == [held for _, _, held in members] and len(harness.world.effects) == holds.count(False),
-        f"the batch's consequential members were answered {got!r} with {len(harness.world.effects)} effects; "
-        f"expected held {[held for _, _, held in members]}",
+        f"in one USER-only step, consequential batch members with provenance {[s for _, s, _ in members]} were "
+        f"answered {got!r} with {len(harness.world.effects)} effects; expected held {[h for _, _, h in members]} "
+        "(a member with an argument of unknown or untrusted provenance waits for approval, its siblings do not)",
     )
 
 

@@ -48,7 +48,7 @@ async def _label_best_of_the_batch(p: Pipeline, s: CallState) -> None:
 
 @witness(
     "argument_label_best_of_batch",
-    ("D11.3",),
+    ("D11.3", "D11.5"),
     "gives every member of a batch the highest argument_trust of any member, not the minimum over its own contributors",
 )
 class _ArgumentLabelBestOfBatch(Pipeline):
