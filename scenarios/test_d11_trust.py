@@ -9,9 +9,11 @@ from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ContextItem,
     Disposition,
+    IdempotencyClass,
     InvocationRow,
     InvocationStatus,
     ReasonCode,
+    SideEffect,
     Suspended,
     TrustLabel,
 )
@@ -206,6 +208,103 @@ async def test_consequential_untrusted_call_waits_for_approval(harness: Harness,
         f"the held call's row is {row.status.value if row else None} with {len(harness.world.effects)} effects",
     )
     harness.success("D11.5", read, "a read-only call with the same labels")
+
+
+# Every consequential class: each side effect but READ_ONLY, under each idempotency class (an idempotent or
+# key-deduplicated write is as consequential as a non-idempotent one).
+_CONSEQUENTIAL = [
+    (effect, idempotency)
+    for effect in SideEffect
+    if effect is not SideEffect.READ_ONLY
+    for idempotency in IdempotencyClass
+]
+
+
+@pytest.mark.rules("D11.5")
+@pytest.mark.parametrize("case", list(_APPROVAL_CASES))
+async def test_every_consequential_class_waits_for_approval_when_untrusted(harness: Harness, case: str) -> None:
+    context, sources, origin, argument = _APPROVAL_CASES[case]
+    tools = {
+        f"w.{effect.value.lower()}_{idempotency.value.lower()}": WriteTool(
+            harness.world,
+            name=f"w.{effect.value.lower()}_{idempotency.value.lower()}",
+            input_schema={"type": "object"},
+            side_effect=effect,
+            idempotency=idempotency,
+        )
+        for effect, idempotency in _CONSEQUENTIAL
+    }
+    async with harness.open(*tools.values()) as session:
+        got = {
+            # Each call its own arguments, so no breaker (decision 14) counts one against another.
+            name: await session.call(name, {"to": name}, context=context, provenance={"to": sources} if sources else {})
+            for name in tools
+        }
+    ran = {name: repr(d) for name, d in got.items() if not (isinstance(d, Suspended) and d.reason == "approval")}
+    harness.expect(
+        "D11.5",
+        not ran and not harness.world.effects,
+        f"consequential calls with origin {origin.value} and argument {argument.value} were not held for approval: "
+        f"{ran} ({len(harness.world.effects)} effects); every side effect but READ_ONLY, of any idempotency, is "
+        "consequential",
+    )
+
+
+# case -> the batch's members in proposal order: (argument value, its provenance or None for unknown, held?).
+_BATCH_LABELS: dict[str, list[tuple[str, list[str] | None, bool]]] = {
+    "user-then-unknown": [("a", ["user-1"], False), ("b", None, True)],
+    "unknown-then-user": [("a", None, True), ("b", ["user-1"], False)],
+    "user-then-ghost": [("a", ["user-1"], False), ("b", ["ghost-1"], True)],
+    "ghost-then-user": [("a", ["ghost-1"], True), ("b", ["user-1"], False)],
+    "user-unknown-user": [("a", ["user-1"], False), ("b", None, True), ("c", ["user-1"], False)],
+    "unknown-user-unknown": [("a", None, True), ("b", ["user-1"], False), ("c", ["ghost-1"], True)],
+}
+
+
+async def _batch(
+    harness: Harness, members: list[tuple[str, list[str] | None, bool]]
+) -> tuple[list[Disposition], list[InvocationRow | None]]:
+    """Propose ``members`` as one USER-only step of consequential calls; their dispositions and rows."""
+    write = _mail(harness)
+    async with harness.open(write) as session:
+        calls = [
+            session.proposed(write.spec.name, {"to": value}, provenance={} if sources is None else {"to": sources})
+            for value, sources, _ in members
+        ]
+        got = await session.step(calls, context=[SYSTEM, USER])
+        rows = [await session.row(d.invocation_id) for d in got]
+    return got, rows
+
+
+@pytest.mark.rules("D11.3")
+@pytest.mark.parametrize("case", list(_BATCH_LABELS))
+async def test_batch_members_are_labelled_each_by_its_own_provenance(harness: Harness, case: str) -> None:
+    members = _BATCH_LABELS[case]
+    _, rows = await _batch(harness, members)
+    want = [TrustLabel.EXTERNAL_UNTRUSTED if held else TrustLabel.USER for _, _, held in members]
+    labels = [row.argument_trust if row else None for row in rows]
+    harness.expect(
+        "D11.3",
+        labels == want,
+        f"in one USER-only step, batch members with provenance {[s for _, s, _ in members]} were labelled "
+        f"{[label.value if label else 'no row' for label in labels]}; expected {[w.value for w in want]} (each "
+        "member's argument_trust is the minimum over its own contributors, unknown counting EXTERNAL_UNTRUSTED)",
+    )
+
+
+@pytest.mark.rules("D11.5")
+@pytest.mark.parametrize("case", list(_BATCH_LABELS))
+async def test_batch_members_are_held_each_by_its_own_labels(harness: Harness, case: str) -> None:
+    members = _BATCH_LABELS[case]
+    got, _ = await _batch(harness, members)
+    holds = [isinstance(d, Suspended) and d.reason == "approval" for d in got]
+    harness.expect(
+        "D11.5",
+        holds == [held for _, _, held in members] and len(harness.world.effects) == holds.count(False),
+        f"in one USER-only step, consequential batch members with provenance {[s for _, s, _ in members]} were "
+        f"answered {got!r} with {len(harness.world.effects)} effects; expected held {[h for _, _, h in members]} "
+        "(a member with an argument of unknown or untrusted provenance waits for approval, its siblings do not)",
+    )
 
 
 @pytest.mark.rules("D11.5")

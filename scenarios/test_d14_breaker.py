@@ -81,6 +81,50 @@ async def test_argument_order_does_not_make_a_call_different(harness: Harness) -
     )
 
 
+# Two tools of one namespace proposed with the same arguments, in these orders: alternating, or in blocks.
+_TWO_TOOLS: dict[str, list[str]] = {
+    "alternating": ["t.a", "t.b"] * LOOP_THRESHOLD,
+    "blocks": ["t.a"] * (LOOP_THRESHOLD - 1) + ["t.b"] * (LOOP_THRESHOLD - 1) + ["t.a", "t.b"],
+}
+
+
+def _per_tool(names: list[str], threshold: int, under: str, over: str) -> list[str]:
+    """What each call is answered when only earlier calls of the same tool count: ``under`` until ``threshold - 1``
+    of them, then ``over``."""
+    return [under if names[:i].count(name) < threshold - 1 else over for i, name in enumerate(names)]
+
+
+@pytest.mark.rules("D14.1")
+@pytest.mark.parametrize("order", list(_TWO_TOOLS))
+@pytest.mark.parametrize("arguments", [{}, {"target": "all"}], ids=["no-arguments", "same-arguments"])
+async def test_calls_of_different_tools_are_not_identical(
+    harness: Harness, order: str, arguments: dict[str, object]
+) -> None:
+    names = _TWO_TOOLS[order]
+    denied = names[: 2 * REPEATED_DENIAL_THRESHOLD]
+    tools = [EchoTool(harness.world, name=name, **_FREE) for name in ("t.a", "t.b")]
+    async with harness.open(*tools) as session:
+        loops = [_reason(await session.call(name, arguments)) for name in names]
+    async with harness.open(*tools, denied_tools=["t.a", "t.b"]) as session:
+        denials = [_reason(await session.call(name, arguments, run_id="run-2")) for name in denied]
+    expected_loops = _per_tool(names, LOOP_THRESHOLD, "SUCCEEDED", ReasonCode.LOOP_DETECTED.value)
+    harness.expect(
+        "D14.1",
+        loops == expected_loops,
+        f"calls {names} with arguments {arguments} were answered {loops}; expected {expected_loops}: calls of "
+        "different tools are not identical, whatever their arguments",
+    )
+    expected_denials = _per_tool(
+        denied, REPEATED_DENIAL_THRESHOLD, ReasonCode.POLICY_DENIED.value, ReasonCode.REPEATED_DENIAL.value
+    )
+    harness.expect(
+        "D14.1",
+        denials == expected_denials,
+        f"calls {denied} to two denied tools with arguments {arguments} were answered {denials}; "
+        f"expected {expected_denials}: one tool's denials do not count against another's",
+    )
+
+
 @pytest.mark.rules("D14.1")
 async def test_denials_count_only_identical_calls(harness: Harness) -> None:
     async with harness.open(_wipe(harness), denied_tools=["admin.wipe"]) as session:
@@ -140,6 +184,44 @@ async def test_refused_approvals_count_as_denials(harness: Harness, answers: tup
         "approval is a denial, so it is repeated_denial without a hold",
     )
     harness.expect("D14.2", not harness.world.executions, f"the tool ran {len(harness.world.executions)} times")
+
+
+# (earlier identical calls' answers, in order): two denials with a call that was not denied before them or between
+# them, approved after a hold or run straight away with trusted provenance ("trusted"); denied or expired.
+_INTERLEAVED: list[tuple[str, ...]] = [
+    (first, other, second) if where == "between" else (other, first, second)
+    for where in ("between", "before")
+    for other in ("approve", "trusted")
+    for first, second in (("deny", "deny"), ("expire", "deny"), ("deny", "expire"))
+]
+
+
+@pytest.mark.rules("D14.2")
+@pytest.mark.parametrize("answers", _INTERLEAVED, ids="-".join)
+async def test_denials_count_whatever_lies_between_them(harness: Harness, answers: tuple[str, ...]) -> None:
+    assert len(answers) < LOOP_THRESHOLD - 1  # Below the loop count, so only the denials can refuse the next call.
+    async with harness.open(_mail(harness)) as session:
+        got = []
+        for i, how in enumerate(answers):
+            if how == "trusted":
+                provenance = {name: ["user-1"] for name in _ORDERS[i % 2]}
+                got.append(_reason(await session.call(_MAIL, _ORDERS[i % 2], context=[_USER], provenance=provenance)))
+            else:
+                got.append(await _answer(harness, session, await _held(session, _ORDERS[i % 2]), how))
+        runs_before = len(harness.world.executions)
+        last = await _held(session, _ORDERS[0])
+    harness.expect(
+        "D14.2",
+        isinstance(last, Outcome) and last.reason_code is ReasonCode.REPEATED_DENIAL,
+        f"after identical calls answered {got}, the next identical call was answered "
+        f"{_reason(last) if not isinstance(last, Suspended) else 'held for approval'}; two denials among the earlier "
+        "identical calls refuse it repeated_denial, whatever other outcomes lie before or between them",
+    )
+    harness.expect(
+        "D14.2",
+        len(harness.world.executions) == runs_before,
+        f"the refused call ran the tool {len(harness.world.executions) - runs_before} time(s)",
+    )
 
 
 @pytest.mark.rules("D14.2")

@@ -30,6 +30,7 @@ from . import (
     _r3_gaps3c,
     _r4_ga,
     _r4_gb,
+    _r4_gc,
 )
 from ._registry import WITNESSES, Witness
 
@@ -58,6 +59,7 @@ _MODULES = (
     _r3_gaps3c,
     _r4_ga,
     _r4_gb,
+    _r4_gc,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
