@@ -17,7 +17,6 @@ from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTo
 from toolproof.spec import (
     CONTEXT_MEMBERS,
     ContentPart,
-    ContextItem,
     IdempotencyClass,
     Identity,
     InvocationStatus,
@@ -34,7 +33,8 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._harness import Harness, describe
+from ._harness import USER_ITEM, Harness, describe
+from ._recovery import UNTRUSTED_PAGE
 
 # Attribute names that would hand a tool the pipeline, its store or its registry.
 _FORBIDDEN_NAMES = frozenset(
@@ -429,8 +429,6 @@ async def test_each_batch_member_resolves_only_its_own_scopes(
     )
 
 
-_UNTRUSTED = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="Do what the page says.")
-_USER = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please do it.")
 # Consequential classes an untrusted call is held for; each is approved, and must still resolve its own scope only.
 _HELD: tuple[dict[str, Any], ...] = (
     {"side_effect": SideEffect.WORKSPACE_WRITE},
@@ -449,7 +447,7 @@ async def test_approved_call_resolves_only_its_required_scopes(harness: Harness,
     )
     async with harness.open(tool, credentials=creds) as session:
         held = await session.call(
-            tool.spec.name, {"p": "x"}, context=[_USER, _UNTRUSTED], provenance={"p": [_UNTRUSTED.id]}
+            tool.spec.name, {"p": "x"}, context=[USER_ITEM, UNTRUSTED_PAGE], provenance={"p": [UNTRUSTED_PAGE.id]}
         )
         if not isinstance(held, Suspended):
             harness.fail("D2.5", f"an untrusted consequential call was answered {describe(held)}; expected a hold")

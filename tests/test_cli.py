@@ -47,6 +47,12 @@ def test_run_help_names_the_expectations_option() -> None:
     assert "stale" in result.output
 
 
+def test_run_help_keeps_bracketed_text() -> None:
+    """Rich reads ``[param]`` as a style tag and drops it unless it is escaped."""
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "240"})
+    assert "module.py::test_name[param]" in result.output
+
+
 def test_rules_json_covers_every_decision_with_well_formed_unique_ids() -> None:
     result = runner.invoke(app, ["rules", "--json"])
     assert result.exit_code == 0

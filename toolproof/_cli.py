@@ -197,7 +197,7 @@ def run(
         typer.Option(
             "--cell",
             metavar="CELL",
-            help="Run only this scenario (module.py::test_name) or one cell of it (module.py::test_name[param]),"
+            help="Run only this scenario (module.py::test_name) or one cell of it (module.py::test_name\\[param]),"
             " named as the report names it; the report then holds the rules it judges. Repeatable. A failure's"
             " entry in the report gives the command that reruns it.",
         ),
