@@ -9,12 +9,13 @@ implementation: ``toolproof run --impl toolproof.reference.witnesses:status_hono
 from toolproof.spec import publish_exports as _publish_exports
 
 from . import (
-    _d01_d03_d13,
+    _d01_d03,
     _d04_d06,
     _d04_recovery,
     _d05_d09_mcp,
     _d10_d11,
     _d12_d16,
+    _d13,
     _d17_d18,
     _everywhere,
     _gaps_outcomes_breaker,
@@ -38,12 +39,13 @@ from ._registry import WITNESSES, Witness
 globals().update(WITNESSES)
 
 _MODULES = (
-    _d01_d03_d13,
+    _d01_d03,
     _d04_d06,
     _d04_recovery,
     _d05_d09_mcp,
     _d10_d11,
     _d12_d16,
+    _d13,
     _d17_d18,
     _everywhere,
     _gaps_outcomes_breaker,
