@@ -226,6 +226,31 @@ def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_stored_runs(tmp_path:
     assert load_run(out)[0].run_id == before.run_id
 
 
+_TASK_ENDED_BY_CTRL_C = """
+import asyncio, gc, signal
+from toolproof._cli import _interrupted
+
+async def interrupted() -> None:
+    _interrupted(signal.SIGINT, None)
+
+loop = asyncio.new_event_loop()
+task = loop.create_task(interrupted())
+try:
+    loop.run_until_complete(task)
+except KeyboardInterrupt:
+    pass
+del task
+gc.collect()
+"""
+
+
+def test_a_task_ctrl_c_ended_leaves_no_traceback_when_it_is_collected() -> None:
+    # A run interrupted inside a scenario's event loop leaves a task whose KeyboardInterrupt nobody retrieves.
+    result = subprocess.run([sys.executable, "-c", _TASK_ENDED_BY_CTRL_C], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
 @pytest.mark.slow
 def test_ctrl_c_while_collecting_is_one_line_exit_130(tmp_path: Path) -> None:
     out = tmp_path / "out"

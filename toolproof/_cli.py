@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 from collections import Counter
@@ -323,9 +324,12 @@ INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complet
 
 def _interrupted(signum: int, frame: FrameType | None) -> None:
     # The first Ctrl-C stops the run where it is; a second while it unwinds is ignored, so cleanup finishes.
+    # asyncio logs a task the interrupt ended as "exception was never retrieved", with a traceback, when the task is
+    # collected: after Ctrl-C that is the interruption again, and the one line below says it.
     global _INTERRUPTED
     _INTERRUPTED = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("asyncio").disabled = True
     raise KeyboardInterrupt
 
 
