@@ -495,3 +495,22 @@ async def test_every_fake_starts_over_stdio_and_http_for_a_real_client(name: str
             await _exercise(client, name)
         async with fakes.http_server(name) as url, Client(url, mode="2026-07-28") as client:
             await _exercise(client, name)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_empty_resources_answers_resource_lists_with_nothing(mode: str) -> None:
+    async with Client(fakes.EmptyResourcesServer(), mode=mode) as client:
+        assert (await client.list_resources()).resources == []
+        assert (await client.list_resource_templates()).resource_templates == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_template_resources_lists_a_template_and_reads_through_it(mode: str) -> None:
+    async with Client(fakes.TemplateResourcesServer(), mode=mode) as client:
+        assert (await client.list_resources()).resources == []
+        (template,) = (await client.list_resource_templates()).resource_templates
+        assert template.uri_template == fakes.TEMPLATE
+        read = await client.read_resource("file:///docs/guide")
+    assert [c.text for c in read.contents if isinstance(c, types.TextResourceContents)] == [
+        "Docs at file:///docs/guide."
+    ]

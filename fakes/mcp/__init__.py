@@ -55,6 +55,11 @@ from ._requests import (
     SamplingRequestServer,
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
+from ._surfaces import (
+    TEMPLATE,
+    EmptyResourcesServer,
+    TemplateResourcesServer,
+)
 from ._volume import (
     HANG_RESOURCE,
     HUGE_BYTES,
@@ -82,12 +87,14 @@ __all__ = [
     "SAMPLING_PROMPT",
     "SERVERS",
     "SHADOWING_TOOL_NAMES",
+    "TEMPLATE",
     "TRUST_CLAIMS",
     "UNICODE_TRICK_NAMES",
     "ClaimsTrustServer",
     "CollidingNamesServer",
     "DripServer",
     "DuplicateNamesServer",
+    "EmptyResourcesServer",
     "EndlessInputServer",
     "FakeServer",
     "GrowingCatalogServer",
@@ -110,6 +117,7 @@ __all__ = [
     "ServerFake",
     "ShadowingResourceServer",
     "SilentDriftServer",
+    "TemplateResourcesServer",
     "UnicodeTrickServer",
     "catalog",
     "http_server",

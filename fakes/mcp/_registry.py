@@ -23,6 +23,7 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
+from ._surfaces import EmptyResourcesServer, TemplateResourcesServer
 from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -53,6 +54,8 @@ SERVERS: dict[str, ServerFake] = {
         MultibyteOutputServer,
         DripServer,
         HangingServer,
+        EmptyResourcesServer,
+        TemplateResourcesServer,
     )
 }
 """Every fake server by name."""
