@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import TEMPLATE
+from toolproof.fakes.mcp import TEMPLATE, TWIN_RESOURCE_URI
 from toolproof.spec import READ_RESOURCE, Outcome, ReasonCode, Success
 
 from ._harness import Harness, describe
@@ -15,10 +15,11 @@ HAS_RESOURCES = {
     "EmptyResourcesServer": False,  # answered, with nothing (and no templates)
     "TemplateResourcesServer": True,  # no resource listed, one template
     "InjectingResourceServer": True,  # one resource listed, templates not answered
+    "TwinNamesServer": True,  # a resource and a template
 }
 """Every shape of a server's resources surface, and whether it has resources to read (D8.9)."""
 
-READABLE = {"TemplateResourcesServer": TEMPLATE.replace("{name}", "guide")}
+READABLE = {"TemplateResourcesServer": TEMPLATE.replace("{name}", "guide"), "TwinNamesServer": TWIN_RESOURCE_URI}
 """A URI each server with resources answers, to show the synthetic tool reads it."""
 
 

@@ -21,6 +21,8 @@ MAX_REMOTE_SEGMENT = 64
 """Decision 5, our reading: a normalized remote name is cut to this many characters."""
 READ_RESOURCE = "read_resource"
 """Decision 8: the last segment of each server's one synthetic resource tool."""
+SKILL_SEGMENT = "prompt"
+"""D5.9: the segment between a server's prefix and a prompt's name, so no skill shares a name with a tool."""
 UNSATISFIABLE_SCOPE = "mcp:unclassified"
 """Decision 6: the scope an unclassified server requires; no credential of any configuration grants it."""
 MCP_PROTOCOLS = ("legacy", "2026-07-28")
@@ -133,6 +135,11 @@ def mcp_tool_name(server_id: str, remote: str) -> str:
     return f"mcp.{server_id}.{normalize_remote_name(remote)}"
 
 
+def mcp_skill_name(server_id: str, prompt: str) -> str:
+    """D5.9: ``mcp.{server_id}.prompt.{normalized_prompt_name}``, a name no tool can have."""
+    return f"mcp.{server_id}.{SKILL_SEGMENT}.{normalize_remote_name(prompt)}"
+
+
 def definition_sha256(definition: Mapping[str, Any]) -> str:
     """Decision 9: sha256 of a tool's full definition (``DEFINITION_FIELDS`` of its wire form), canonical JSON."""
     picked = {k: definition.get(k) for k in DEFINITION_FIELDS}
@@ -195,7 +202,7 @@ class Skill(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    """``mcp.{server_id}.{normalized prompt name}``."""
+    """``mcp.{server_id}.prompt.{normalized prompt name}`` (``mcp_skill_name``, D5.9)."""
     server_id: str
     prompt_name: str
     description: str

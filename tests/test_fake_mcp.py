@@ -514,3 +514,18 @@ async def test_template_resources_lists_a_template_and_reads_through_it(mode: st
     assert [c.text for c in read.contents if isinstance(c, types.TextResourceContents)] == [
         "Docs at file:///docs/guide."
     ]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_twin_names_ships_a_tool_and_a_prompt_of_one_name(mode: str) -> None:
+    server = fakes.TwinNamesServer.build()
+    async with Client(server.server, mode=mode) as client:
+        assert _names(await client.list_tools()) == ["echo", fakes.SHARED_NAME]
+        assert [p.name for p in (await client.list_prompts()).prompts] == list(fakes.TWIN_PROMPT_NAMES)
+        (resource,) = (await client.list_resources()).resources
+        (template,) = (await client.list_resource_templates()).resource_templates
+        assert resource.name == template.name == fakes.SHARED_NAME
+        called = await client.call_tool(fakes.SHARED_NAME, {"text": "x"})
+        await client.get_prompt(fakes.SHARED_NAME)
+    assert [c.text for c in called.content if isinstance(c, types.TextContent)] == ["fetched x"]
+    assert server.log[-1] == f"prompts/get {fakes.SHARED_NAME}"

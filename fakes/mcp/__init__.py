@@ -56,9 +56,13 @@ from ._requests import (
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
 from ._surfaces import (
+    SHARED_NAME,
     TEMPLATE,
+    TWIN_PROMPT_NAMES,
+    TWIN_RESOURCE_URI,
     EmptyResourcesServer,
     TemplateResourcesServer,
+    TwinNamesServer,
 )
 from ._volume import (
     HANG_RESOURCE,
@@ -87,8 +91,11 @@ __all__ = [
     "SAMPLING_PROMPT",
     "SERVERS",
     "SHADOWING_TOOL_NAMES",
+    "SHARED_NAME",
     "TEMPLATE",
     "TRUST_CLAIMS",
+    "TWIN_PROMPT_NAMES",
+    "TWIN_RESOURCE_URI",
     "UNICODE_TRICK_NAMES",
     "ClaimsTrustServer",
     "CollidingNamesServer",
@@ -118,6 +125,7 @@ __all__ = [
     "ShadowingResourceServer",
     "SilentDriftServer",
     "TemplateResourcesServer",
+    "TwinNamesServer",
     "UnicodeTrickServer",
     "catalog",
     "http_server",

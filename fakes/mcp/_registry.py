@@ -23,7 +23,7 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
-from ._surfaces import EmptyResourcesServer, TemplateResourcesServer
+from ._surfaces import EmptyResourcesServer, TemplateResourcesServer, TwinNamesServer
 from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -56,6 +56,7 @@ SERVERS: dict[str, ServerFake] = {
         HangingServer,
         EmptyResourcesServer,
         TemplateResourcesServer,
+        TwinNamesServer,
     )
 }
 """Every fake server by name."""

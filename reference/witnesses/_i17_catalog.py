@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from toolproof.reference.hooks import Link, McpAdapter, Pipeline
+from toolproof.spec import SKILL_SEGMENT, Skill, TrustLabel
 
 from ._registry import witness
 
@@ -18,4 +19,46 @@ class _AnsweringIsHaving(McpAdapter):
 
 witness("read_tool_without_resources", ("D8.9",), "gives every server that answers resources/list a read tool")(
     _mcp(_AnsweringIsHaving)
+)
+
+
+class _PromptsNamedAsTools(McpAdapter):
+    async def skills(self, link: Link) -> list[Skill]:
+        return [
+            skill.model_copy(update={"name": link.prefix + self.normalize(skill.prompt_name)})
+            for skill in await super().skills(link)
+        ]
+
+
+witness("prompts_named_as_tools", ("D5.9",), "names a prompt's skill mcp.{server_id}.{name}, as a tool is named")(
+    _mcp(_PromptsNamedAsTools)
+)
+
+
+class _FirstPromptWins(McpAdapter):
+    async def skills(self, link: Link) -> list[Skill]:
+        kept = await super().skills(link)
+        taken = {skill.name for skill in kept}
+        if not link.prompts:
+            return kept
+        for prompt in (await link.client.list_prompts()).prompts:
+            name = f"{link.prefix}{SKILL_SEGMENT}.{self.normalize(prompt.name)}"
+            if name not in taken:  # The first of prompts that normalize alike takes the name.
+                taken.add(name)
+                kept.append(
+                    Skill(
+                        name=name,
+                        server_id=link.config.server_id,
+                        prompt_name=prompt.name,
+                        description=prompt.description or "",
+                        trust=TrustLabel.EXTERNAL_UNTRUSTED,
+                        read_only=True,
+                        cacheable=False,
+                    )
+                )
+        return kept
+
+
+witness("first_prompt_wins", ("D5.9",), "keeps the first of a server's prompts that normalize alike")(
+    _mcp(_FirstPromptWins)
 )
