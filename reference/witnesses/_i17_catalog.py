@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolproof.reference.hooks import Link, McpAdapter, Pipeline
-from toolproof.spec import SKILL_SEGMENT, Skill, TrustLabel
+from toolproof.spec import SKILL_SEGMENT, Skill, ToolFailure, ToolResult, TrustLabel
 
 from ._registry import witness
 
@@ -62,3 +62,16 @@ class _FirstPromptWins(McpAdapter):
 witness("first_prompt_wins", ("D5.9",), "keeps the first of a server's prompts that normalize alike")(
     _mcp(_FirstPromptWins)
 )
+
+
+class _CapVerdictAsRemoteText(McpAdapter):
+    def over_cap(self) -> ToolResult:
+        detail = "the result is over this server's output cap"  # The adapter's words, enveloped as the remote's.
+        return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=detail))
+
+
+witness(
+    "cap_verdict_as_remote_text",
+    ("D8.10",),
+    "answers an over-cap result remote_rejected, its own words in a remote external_detail",
+)(_mcp(_CapVerdictAsRemoteText))
