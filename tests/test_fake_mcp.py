@@ -529,3 +529,13 @@ async def test_twin_names_ships_a_tool_and_a_prompt_of_one_name(mode: str) -> No
         await client.get_prompt(fakes.SHARED_NAME)
     assert [c.text for c in called.content if isinstance(c, types.TextContent)] == ["fetched x"]
     assert server.log[-1] == f"prompts/get {fakes.SHARED_NAME}"
+
+
+@pytest.mark.slow
+async def test_environment_reports_the_key_and_cwd_it_was_started_with(tmp_path: Path) -> None:
+    command, *args = fakes.stdio_command("EnvironmentServer")
+    parameters = StdioServerParameters(command=command, args=args, env={fakes.ENV_KEY: "k-1"}, cwd=str(tmp_path))
+    with anyio.fail_after(30):
+        async with Client(parameters, mode="legacy") as client:
+            reported = _texts(await client.call_tool("environment", {}))
+    assert reported.splitlines() == [f"{fakes.ENV_KEY}=k-1", f"cwd={tmp_path}"]

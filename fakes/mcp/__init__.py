@@ -56,11 +56,13 @@ from ._requests import (
 )
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
 from ._surfaces import (
+    ENV_KEY,
     SHARED_NAME,
     TEMPLATE,
     TWIN_PROMPT_NAMES,
     TWIN_RESOURCE_URI,
     EmptyResourcesServer,
+    EnvironmentServer,
     TemplateResourcesServer,
     TwinNamesServer,
 )
@@ -78,6 +80,7 @@ __all__ = [
     "ANSI",
     "COLLIDING_NAMES",
     "ELICITATION_MESSAGE",
+    "ENV_KEY",
     "FLOOD_COUNT",
     "HANG_RESOURCE",
     "HUGE_BYTES",
@@ -103,6 +106,7 @@ __all__ = [
     "DuplicateNamesServer",
     "EmptyResourcesServer",
     "EndlessInputServer",
+    "EnvironmentServer",
     "FakeServer",
     "GrowingCatalogServer",
     "HangingServer",

@@ -23,7 +23,7 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
-from ._surfaces import EmptyResourcesServer, TemplateResourcesServer, TwinNamesServer
+from ._surfaces import EmptyResourcesServer, EnvironmentServer, TemplateResourcesServer, TwinNamesServer
 from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -57,6 +57,7 @@ SERVERS: dict[str, ServerFake] = {
         EmptyResourcesServer,
         TemplateResourcesServer,
         TwinNamesServer,
+        EnvironmentServer,
     )
 }
 """Every fake server by name."""

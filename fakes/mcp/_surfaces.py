@@ -1,6 +1,8 @@
-"""Servers whose other surfaces (prompts, resources) meet the catalog in ways real ones do."""
+"""Servers whose other surfaces (prompts, resources, process environment) meet the catalog in ways real ones do."""
 
 from __future__ import annotations
+
+import os
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -19,6 +21,9 @@ TWIN_RESOURCE_URI = "file:///docs/fetch.txt"
 
 TEMPLATE = "file:///docs/{name}"
 """The one resource template TemplateResourcesServer offers; it lists no resource."""
+
+ENV_KEY = "TOOLPROOF_FAKE_API_KEY"
+"""The environment variable EnvironmentServer reports, as a server that needs a key reads one."""
 
 
 async def _fetch(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -104,6 +109,20 @@ def _template_resources() -> FakeServer:
     )
 
 
+async def _environment(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    # The process's own view: what an operator's env and cwd settings reached.
+    return text(f"{ENV_KEY}={os.environ.get(ENV_KEY, '<unset>')}\ncwd={os.getcwd()}")
+
+
+def _environment_server() -> FakeServer:
+    tool = types.Tool(
+        name="environment",
+        description="Reports its process's API key and working directory.",
+        input_schema={"type": "object", "additionalProperties": False},
+    )
+    return FakeServer("EnvironmentServer", lambda: [ECHO, tool], {"echo": echo, "environment": _environment})
+
+
 TwinNamesServer = ServerFake(
     "TwinNamesServer",
     f"ships a tool and a prompt both named {SHARED_NAME!r} (and prompts named like its other tool, like the "
@@ -119,4 +138,9 @@ TemplateResourcesServer = ServerFake(
     "TemplateResourcesServer",
     "offers its resources through a resource template only, listing none",
     _template_resources,
+)
+EnvironmentServer = ServerFake(
+    "EnvironmentServer",
+    f"reports the {ENV_KEY} it was started with and its working directory (a server that needs a key)",
+    _environment_server,
 )

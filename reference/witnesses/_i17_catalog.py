@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 from toolproof.reference.hooks import Link, McpAdapter, Pipeline
-from toolproof.spec import SKILL_SEGMENT, Skill, ToolFailure, ToolResult, TrustLabel
+from toolproof.spec import (
+    SKILL_SEGMENT,
+    InstanceConfig,
+    McpTransport,
+    Skill,
+    ToolFailure,
+    ToolResult,
+    TrustLabel,
+)
 
 from ._registry import witness
 
@@ -75,3 +85,32 @@ witness(
     ("D8.10",),
     "answers an over-cap result remote_rejected, its own words in a remote external_detail",
 )(_mcp(_CapVerdictAsRemoteText))
+
+
+class _StdioEnvIgnored(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        super().check(config)
+        servers = [server.model_copy(update={"env": None, "cwd": None}) for server in config.mcp_servers]
+        self.config = config.model_copy(update={"mcp_servers": servers})
+
+
+witness("stdio_env_ignored", ("D7.4",), "starts a stdio server without its configured env and cwd")(
+    _mcp(_StdioEnvIgnored)
+)
+
+
+class _WorkerEnvInherited(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        super().check(config)
+        servers = [
+            server.model_copy(update={"env": dict(os.environ) | (server.env or {})})
+            if server.transport is McpTransport.STDIO
+            else server
+            for server in config.mcp_servers
+        ]
+        self.config = config.model_copy(update={"mcp_servers": servers})
+
+
+witness("stdio_inherits_worker_env", ("D7.4",), "starts a stdio server with the worker's whole environment")(
+    _mcp(_WorkerEnvInherited)
+)
