@@ -96,6 +96,7 @@ from ._mcp import (
     normalize_remote_name,
     replay_history,
 )
+from ._mcp_config import McpConfigError, load_mcp_servers
 from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS, domain_of, is_valid_name
 from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE, OutcomeEntry, outcome_entry
 from ._port import (
@@ -245,6 +246,7 @@ __all__ = [
     "LoadError",
     "LoadProblem",
     "McpClassification",
+    "McpConfigError",
     "McpOrigin",
     "McpServerConfig",
     "McpTransport",
@@ -303,6 +305,7 @@ __all__ = [
     "load_assumptions",
     "load_catalog",
     "load_implementation",
+    "load_mcp_servers",
     "load_object",
     "lowest_trust",
     "mcp_skill_name",
