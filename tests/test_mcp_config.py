@@ -1,16 +1,58 @@
-"""The operator's MCP server file: read into McpServerConfigs, refused in one typed line."""
+"""The operator's MCP server file (``serve-reference --mcp-config``): read by the real CLI, refused in one line."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import httpx2
 import pytest
 
-from toolproof.spec import McpConfigError, McpServerConfig, McpTransport, load_mcp_servers
+from toolproof.driver import HttpImplementation
+from toolproof.fakes import FakeClock
+from toolproof.fakes.mcp import ENV_KEY, stdio_command
+from toolproof.spec import (
+    ContextItem,
+    InstanceConfig,
+    McpConfigError,
+    McpServerConfig,
+    McpTransport,
+    ProposedCall,
+    StepRequest,
+    Success,
+    TrustLabel,
+    load_mcp_servers,
+)
 
+ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-never-shown-9f2c"
 """An env value no error line may contain."""
+
+
+def _toolproof(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI, in a terminal wide enough that help is not folded."""
+    environment = os.environ | {"COLUMNS": "240"}
+    return subprocess.run(
+        [sys.executable, "-m", "toolproof", *args], capture_output=True, text=True, check=False, env=environment
+    )
+
+
+def _toml_list(items: list[str]) -> str:
+    return json.dumps(items)  # A JSON array of strings is a TOML array of basic strings.
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def test_a_file_reads_into_operator_configurations(tmp_path: Path) -> None:
@@ -201,6 +243,13 @@ def _matches(line: str, expected: str) -> bool:
     return line == expected or ("\\(" in expected and re.fullmatch(expected, line) is not None)
 
 
+def test_the_readmes_example_file_reads(tmp_path: Path) -> None:
+    section = (ROOT / "README.md").read_text().split("### Connecting the reference to a real server", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "servers.toml").write_text(example)
+    assert [s.server_id for s in load_mcp_servers(tmp_path / "servers.toml")] == ["fetch", "search"]
+
+
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_a_bad_file_raises_one_typed_line(tmp_path: Path, case: str) -> None:
     path, expected = _bad_file(tmp_path, case)
@@ -210,3 +259,99 @@ def test_a_bad_file_raises_one_typed_line(tmp_path: Path, case: str) -> None:
     assert _matches(message, expected), message
     assert caught.value.path == path
     assert SECRET not in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_serve_reference_refuses_a_bad_file_in_one_line(tmp_path: Path, case: str) -> None:
+    path, expected = _bad_file(tmp_path, case)
+    root = tmp_path / "root"
+    root.mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    result = _toolproof("serve-reference", "--mcp-config", str(path), "--port", str(_free_port()), "--root", str(root))
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert _matches(lines[0], f"toolproof: error: {expected}"), lines[0]
+    assert SECRET not in result.stderr
+    assert sorted(tmp_path.rglob("*")) == before  # Nothing written on failure.
+
+
+@pytest.mark.slow
+def test_serve_reference_help_names_the_option() -> None:
+    result = _toolproof("serve-reference", "--help")
+    assert result.returncode == 0
+    assert "--mcp-config" in result.stdout
+    assert "[[server]]" in result.stdout
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``toolproof serve-reference --mcp-config`` serving EnvironmentServer over stdio, started by its command."""
+    command, *args = stdio_command("EnvironmentServer")
+    cwd = tmp_path / "server-cwd"
+    cwd.mkdir()
+    config = tmp_path / "servers.toml"
+    config.write_text(
+        "[[server]]\n"
+        'id = "keyed"\n'
+        f"command = {json.dumps(command)}\n"
+        f"args = {_toml_list(args)}\n"
+        f'env = {{ {ENV_KEY} = "{SECRET}" }}\n'
+        f"cwd = {json.dumps(str(cwd.resolve()))}\n"
+        'classification = { side_effect = "READ_ONLY", risk = "LOW", idempotency = "IDEMPOTENT" }\n'
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    port = _free_port()
+    environment = os.environ | {ENV_KEY: "the-workers-own-key"}
+    command = ["serve-reference", "--mcp-config", str(config), "--port", str(port), "--root", str(root)]
+    log = tmp_path / "serve-reference.log"  # A file, not a pipe: nobody reads it while the server runs.
+    with log.open("w") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "toolproof", *command], env=environment, stderr=stderr)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                httpx2.get(f"{url}/v1/info", timeout=1)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        yield url, root
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert SECRET not in log.read_text()
+
+
+@pytest.mark.slow
+def test_serve_reference_gives_every_instance_the_files_servers(served: tuple[str, Path]) -> None:
+    url, root = served
+
+    async def session() -> tuple[list[str], str]:
+        (root / "workspace").mkdir()
+        config = InstanceConfig(store_dir=root / "store", workspace=root / "workspace")
+        async with HttpImplementation(url).open(config, [], FakeClock()) as instance:
+            names = (await instance.advertise("run-1")).names()
+            call = ProposedCall(call_id="c1", tool_name="mcp.keyed.environment")
+            user = ContextItem(id="user-1", trust=TrustLabel.USER, text="Which key?")
+            [answer] = await instance.submit(StepRequest(run_id="run-1", step_number=0, calls=[call], context=[user]))
+        assert isinstance(answer, Success), answer
+        return names, "".join(e.text for e in answer.content)
+
+    names, seen = anyio.run(session)
+    assert "mcp.keyed.environment" in names
+    assert f"{ENV_KEY}={SECRET}" in seen.splitlines()
+    assert f"cwd={(root.parent / 'server-cwd').resolve()}" in seen.splitlines()
+
+
+@pytest.mark.slow
+def test_a_client_may_not_send_a_server_with_an_operators_id(served: tuple[str, Path]) -> None:
+    url, root = served
+    mine = McpServerConfig(server_id="keyed", transport=McpTransport.HTTP, url="http://127.0.0.1:9/mcp")
+    config = InstanceConfig(store_dir=root / "store", workspace=root, mcp_servers=[mine])
+    body = {"config": json.loads(config.model_dump_json()), "tools": [], "tool_host": "http://127.0.0.1:9"}
+    answer = httpx2.post(f"{url}/v1/instances", json=body)
+    assert answer.status_code == 422
+    assert answer.json()["field"] == "config.mcp_servers.0.server_id"
