@@ -16,7 +16,7 @@ import anyio
 import httpx2
 import pytest
 
-from toolproof.driver import HttpImplementation
+from toolproof.driver import HttpImplementation, child_command
 from toolproof.fakes import FakeClock
 from toolproof.fakes.mcp import ENV_KEY, stdio_command
 from toolproof.spec import (
@@ -355,3 +355,19 @@ def test_a_client_may_not_send_a_server_with_an_operators_id(served: tuple[str, 
     answer = httpx2.post(f"{url}/v1/instances", json=body)
     assert answer.status_code == 422
     assert answer.json()["field"] == "config.mcp_servers.0.server_id"
+
+
+@pytest.mark.slow
+def test_a_driver_child_refuses_a_file_gone_bad_in_one_line(tmp_path: Path) -> None:
+    """The child reads the file again (only its path is on its command line): a file changed since is one line."""
+    path = tmp_path / "servers.toml"
+    path.write_text(SERVER + f'env = {{ TOKEN = "{SECRET}" }}\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    command = child_command("reference", _free_port(), root, [], supervised=False, mcp_config=path)
+    assert not any(SECRET in part for part in command)
+    path, expected = _bad_file(tmp_path, "env on an http server")
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"toolproof: error: {expected}"]
+    assert SECRET not in result.stderr
