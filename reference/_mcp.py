@@ -20,7 +20,7 @@ class McpAdapter(McpSessions):
     """Connects the configured servers, keeps catalog history and session pins, and resolves ``mcp.*`` names.
 
     Witnesses subclass it and override one public hook: ``check``, ``client_options``, ``prefix``
-    (connection); ``notified``, ``normalize``, ``register``, ``definition_hash``, ``refresh``,
-    ``record`` (catalog); ``classify``, ``spec_for``, ``output_cap`` (classification); ``prefetch``,
-    ``skills``, ``advertise``, ``resolve`` (sessions).
+    (connection); ``notified``, ``normalize``, ``lists_resources``, ``register``, ``definition_hash``,
+    ``refresh``, ``record`` (catalog); ``classify``, ``spec_for``, ``output_cap``, ``over_cap``
+    (classification); ``prefetch``, ``skills``, ``advertise``, ``resolve`` (sessions).
     """

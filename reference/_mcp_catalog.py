@@ -11,11 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from toolproof.spec import (
     READ_RESOURCE,
     CatalogChange,
     CatalogChangeKind,
+    Clock,
+    InstanceConfig,
     JsonObject,
     definition_sha256,
     normalize_remote_name,
@@ -23,6 +26,7 @@ from toolproof.spec import (
 )
 
 from ._mcp_connection import Link, McpConnections, RemoteTool
+from ._store import Store
 from ._tables import CatalogHistoryTable
 
 READ_RESOURCE_SCHEMA: JsonObject = {
@@ -42,6 +46,36 @@ def wire(tool: types.Tool) -> dict[str, Any]:
 class McpCatalog(McpConnections):
     """Lists each server's catalog and records how it drifts."""
 
+    def __init__(self, config: InstanceConfig, store: Store, clock: Clock) -> None:
+        super().__init__(config, store, clock)
+        # server_id -> whether its last listing found a resource or template (D8.9); read by ``register``.
+        self._lists_resources: dict[str, bool] = {}
+
+    async def lists_resources(self, link: Link) -> bool:
+        """D8.9: whether the server lists at least one resource or resource template now.
+
+        Answering resources/list is not having resources: SDK servers answer it with nothing.
+        """
+        if not link.resources:
+            return False  # It did not answer resources/list at connect: it has no resources surface.
+        cursor: str | None = None
+        try:
+            while True:
+                resources = await link.client.list_resources(cursor=cursor)
+                if resources.resources:
+                    return True
+                if not (cursor := resources.next_cursor):
+                    break
+            while True:  # Templates are optional: a server may answer resources/list and not this.
+                templates = await link.client.list_resource_templates(cursor=cursor)
+                if templates.resource_templates:
+                    return True
+                if not (cursor := templates.next_cursor):
+                    break
+        except MCPError:
+            pass
+        return False
+
     async def notified(self, link: Link) -> None:
         """Decision 9: a tools/list_changed is recorded, and changes nothing a session sees."""
         self.record([self._change(link, CatalogChangeKind.NOTIFIED)])
@@ -56,7 +90,7 @@ class McpCatalog(McpConnections):
         for tool in tools:
             groups.setdefault(link.prefix + self.normalize(tool.name), []).append(tool)
         synthetic = link.prefix + READ_RESOURCE
-        if link.resources:
+        if self._lists_resources.get(link.config.server_id, link.resources):
             groups.setdefault(synthetic, []).insert(0, self._read_resource_definition(synthetic))
         registered: dict[str, RemoteTool] = {}
         dropped: set[str] = set()
@@ -96,6 +130,8 @@ class McpCatalog(McpConnections):
                 previous = replay_history(history, up_to_seq=history[-1].seq if history else 0)
                 link.catalog = {n: RemoteTool(n, None, sha, {}) for n, sha in previous.items()}
                 link.known = True
+            listed = await self.lists_resources(link)
+            self._lists_resources[link.config.server_id] = listed
             registered, dropped = self.register(link, tools)
             changes: list[CatalogHistoryTable] = []
             for remote in sorted(dropped - link.dropped):

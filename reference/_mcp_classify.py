@@ -75,16 +75,24 @@ class McpClassifier(McpCatalog):
             size += len(json.dumps(result.structured_content))
         cap = self.output_cap(link)
         if size > cap:
-            detail = f"the result is {size} bytes, over this server's cap of {cap}"
-            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=detail))
+            return self.over_cap()
         structured = result.structured_content if spec.output_schema is not None else None
         if result.is_error:
             return ToolResult(ok=False, failure=ToolFailure(kind="ERROR", detail="\n".join(parts)))
         return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts], structured=structured)
 
     def output_cap(self, link: Link) -> int:
-        """Decision 8 (our D8.7): the largest result delivered from this server."""
+        """Decision 8 (our D8.8): the largest result delivered from this server."""
         return link.config.max_output_bytes
+
+    def over_cap(self) -> ToolResult:
+        """D8.10: a result over the cap is this tool's failure (tool_error), with no external detail.
+
+        The verdict is the adapter's, not the remote's: a detail would be enveloped as remote text, and the
+        remote's own text over the cap is not delivered (D8.8). remote_rejected's message would say the remote
+        refused, and it answered.
+        """
+        return ToolResult(ok=False, failure=ToolFailure(kind="ERROR"))
 
     def from_resource(self, link: Link, result: types.ReadResourceResult) -> ToolResult:
         """Resource contents as text parts."""
@@ -95,7 +103,7 @@ class McpClassifier(McpCatalog):
             else:
                 parts.append(f"[binary resource {item.uri}, {item.mime_type or 'unknown type'}]")
         if sum(len(p.encode()) for p in parts) > self.output_cap(link):
-            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail="resource over the cap"))
+            return self.over_cap()
         return ToolResult(ok=True, content=[ContentPart(text=p) for p in parts])
 
     @staticmethod

@@ -139,7 +139,9 @@ class McpConnections:
             target = server.server
         elif server.transport is McpTransport.STDIO:
             assert server.command  # Invariant: McpServerConfig requires it for stdio.
-            target = StdioServerParameters(command=server.command[0], args=server.command[1:])
+            target = StdioServerParameters(
+                command=server.command[0], args=server.command[1:], env=server.env, cwd=server.cwd
+            )
         else:
             target = server.url
         link_box: list[Link] = []

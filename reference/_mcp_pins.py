@@ -8,9 +8,10 @@ changed since answers unavailable at call time.
 from __future__ import annotations
 
 import anyio
+import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolproof.spec import AdvertisedTool, Advertisement, ReasonCode, Skill, ToolSpec, TrustLabel
+from toolproof.spec import SKILL_SEGMENT, AdvertisedTool, Advertisement, ReasonCode, Skill, ToolSpec, TrustLabel
 
 from ._mcp_classify import McpClassifier, McpTool
 from ._mcp_connection import Link
@@ -84,13 +85,19 @@ class McpSessions(McpClassifier):
         return self.store.pins(run_id)
 
     async def skills(self, link: Link) -> list[Skill]:
-        """Decision 8: the server's prompts as read-only, untrusted, never-cacheable skills."""
+        """Decision 8: the server's prompts as read-only, untrusted, never-cacheable skills.
+
+        D5.9: named ``{prefix}prompt.{normalized}``, a name no tool has; prompts that normalize alike are all dropped.
+        """
         if not link.prompts:
             return []
         listed = await link.client.list_prompts()
+        groups: dict[str, list[types.Prompt]] = {}
+        for prompt in listed.prompts:
+            groups.setdefault(f"{link.prefix}{SKILL_SEGMENT}.{self.normalize(prompt.name)}", []).append(prompt)
         return [
             Skill(
-                name=link.prefix + self.normalize(prompt.name),
+                name=name,
                 server_id=link.config.server_id,
                 prompt_name=prompt.name,
                 description=prompt.description or "",
@@ -98,7 +105,8 @@ class McpSessions(McpClassifier):
                 read_only=True,
                 cacheable=False,
             )
-            for prompt in listed.prompts
+            for name, (prompt, *others) in groups.items()
+            if not others
         ]
 
     def _advertisement(self, run_id: str, rows: list[SessionPinTable]) -> Advertisement:

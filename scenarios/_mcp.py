@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
 
-from toolproof.fakes.mcp import SERVERS, FakeServer
+from toolproof.fakes.mcp import SERVERS, FakeServer, http_server, stdio_command
 from toolproof.spec import (
     CatalogChange,
     CatalogChangeKind,
@@ -63,6 +64,34 @@ def memory(
         f"classification={'none' if classification is None else classification.model_dump(mode='json')} {fields}"
     )
     return config, built
+
+
+TRANSPORTS = ("memory", "stdio", "http")
+"""Every way the adapter reaches a server; the subprocess ones are marked slow where a scenario sweeps them."""
+
+
+@contextlib.asynccontextmanager
+async def reached(
+    harness: Harness,
+    server_id: str,
+    fake: str,
+    transport: str,
+    *,
+    classification: McpClassification | None = READ,
+    protocol: str = "legacy",
+    **fields: Any,
+) -> AsyncIterator[McpServerConfig]:
+    """An operator server reaching the fake ``fake`` over ``transport`` (one of ``TRANSPORTS``), for the block."""
+    if transport == "memory":
+        yield memory(harness, server_id, fake, classification=classification, protocol=protocol, **fields)[0]
+        return
+    common: dict[str, Any] = {"server_id": server_id, "classification": classification, "protocol": protocol}
+    harness.log.append(f"mcp server {server_id}: {fake} over {transport}, {protocol} {fields}")
+    if transport == "stdio":
+        yield McpServerConfig(transport=McpTransport.STDIO, command=stdio_command(fake), **common, **fields)
+        return
+    async with http_server(fake) as url:
+        yield McpServerConfig(transport=McpTransport.HTTP, url=url, **common, **fields)
 
 
 def wire_hashes(fake: FakeServer) -> dict[str, str]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import http_server, stdio_command
-from toolproof.spec import ConfigurationError, McpOrigin, McpServerConfig, McpTransport
+from toolproof.fakes.mcp import ENV_KEY, http_server, stdio_command
+from toolproof.spec import ConfigurationError, McpOrigin, McpServerConfig, McpTransport, Success
 
-from ._harness import Harness
-from ._mcp import READ, memory
+from ._harness import Harness, describe
+from ._mcp import ERAS, READ, memory
 
 
 async def _refusal(harness: Harness, *servers: McpServerConfig, **config: object) -> ConfigurationError | None:
@@ -126,3 +126,50 @@ async def test_operator_stdio_server_is_accepted(harness: Harness) -> None:
     async with harness.open(mcp_servers=[operator]) as session:
         ok = harness.success("D7.3", await session.call("mcp.local.echo", {"text": "over stdio"}), "mcp.local.echo")
         harness.expect("D7.3", [e.text for e in ok.content] == ["over stdio"], f"echo answered {ok.content}")
+
+
+KEY = "k-7f3a"
+"""The API key an operator gives EnvironmentServer."""
+
+_ENVIRONMENTS = {
+    "env+cwd": (True, True),
+    "env": (True, False),
+    "cwd": (False, True),
+}
+"""Which of env and cwd the operator gives."""
+
+
+@pytest.mark.rules("D7.4")
+@pytest.mark.parametrize("given", list(_ENVIRONMENTS))
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_stdio_server_gets_the_configured_env_and_cwd(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, protocol: str, given: str
+) -> None:
+    with_env, with_cwd = _ENVIRONMENTS[given]
+    # The worker's own value: the server has to see the configured one, or none at all.
+    monkeypatch.setenv(ENV_KEY, "the-workers-own-key")
+    cwd = harness.directory / "server-cwd"
+    cwd.mkdir(parents=True, exist_ok=True)
+    config = McpServerConfig(
+        server_id="keyed",
+        transport=McpTransport.STDIO,
+        command=stdio_command("EnvironmentServer"),
+        classification=READ,
+        protocol=protocol,
+        env={ENV_KEY: KEY} if with_env else None,
+        cwd=str(cwd.resolve()) if with_cwd else None,
+    )
+    harness.log.append(f"mcp server keyed: EnvironmentServer over stdio, {protocol}, given {given}")
+    async with harness.open(mcp_servers=[config]) as session:
+        d = await session.call("mcp.keyed.environment", {})
+    seen = "".join(e.text for e in d.content) if isinstance(d, Success) else describe(d)
+    lines = seen.splitlines()
+    expected_key = f"{ENV_KEY}={KEY if with_env else '<unset>'}"
+    harness.expect(
+        "D7.4",
+        expected_key in lines,
+        f"the server, given {given}, saw {seen!r}; expected {expected_key!r} (the configured key, or none: never the "
+        "worker's own)",
+    )
+    if with_cwd:
+        harness.expect("D7.4", f"cwd={cwd.resolve()}" in lines, f"the server, given cwd={cwd.resolve()}, saw {seen!r}")

@@ -31,6 +31,7 @@ from toolproof.spec import (
     Success,
     Suspended,
     TrustLabel,
+    mcp_skill_name,
 )
 
 from ._harness import Harness, describe
@@ -161,7 +162,11 @@ async def test_prompts_become_untrusted_read_only_uncacheable_skills(harness: Ha
     notes, _ = memory(harness, "notes", "InjectingResourceServer")
     async with harness.open(mcp_servers=[notes]) as session:
         skills = (await session.advertise()).skills
-        harness.expect("D8.3", [s.name for s in skills] == ["mcp.notes.review"], f"skills: {[s.name for s in skills]}")
+        harness.expect(
+            "D8.3",
+            [s.name for s in skills] == [mcp_skill_name("notes", "review")],
+            f"skills: {[s.name for s in skills]}",
+        )
         for skill in skills:
             harness.expect(
                 "D8.3",

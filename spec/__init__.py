@@ -78,6 +78,7 @@ from ._mcp import (
     MCP_PROTOCOLS,
     READ_RESOURCE,
     SERVER_ID_GRAMMAR,
+    SKILL_SEGMENT,
     UNCLASSIFIED,
     UNSATISFIABLE_SCOPE,
     AdvertisedTool,
@@ -90,10 +91,12 @@ from ._mcp import (
     McpTransport,
     Skill,
     definition_sha256,
+    mcp_skill_name,
     mcp_tool_name,
     normalize_remote_name,
     replay_history,
 )
+from ._mcp_config import McpConfigError, load_mcp_servers
 from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS, domain_of, is_valid_name
 from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE, OutcomeEntry, outcome_entry
 from ._port import (
@@ -183,6 +186,7 @@ __all__ = [
     "RULE_LEVEL_VERDICTS",
     "SCENARIO_VERDICTS",
     "SERVER_ID_GRAMMAR",
+    "SKILL_SEGMENT",
     "STEPS",
     "TERMINAL_STATUSES",
     "TOOL_CRASH_POINTS",
@@ -242,6 +246,7 @@ __all__ = [
     "LoadError",
     "LoadProblem",
     "McpClassification",
+    "McpConfigError",
     "McpOrigin",
     "McpServerConfig",
     "McpTransport",
@@ -300,8 +305,10 @@ __all__ = [
     "load_assumptions",
     "load_catalog",
     "load_implementation",
+    "load_mcp_servers",
     "load_object",
     "lowest_trust",
+    "mcp_skill_name",
     "mcp_tool_name",
     "member_doc",
     "new_run_id",

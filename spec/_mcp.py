@@ -21,6 +21,10 @@ MAX_REMOTE_SEGMENT = 64
 """Decision 5, our reading: a normalized remote name is cut to this many characters."""
 READ_RESOURCE = "read_resource"
 """Decision 8: the last segment of each server's one synthetic resource tool."""
+SKILL_SEGMENT = "prompt"
+"""D5.9: the segment between a server's prefix and a prompt's name, so no skill shares a name with a tool."""
+ENV_NAME_GRAMMAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""D7.4: a stdio server's environment variable names (POSIX portable names)."""
 UNSATISFIABLE_SCOPE = "mcp:unclassified"
 """Decision 6: the scope an unclassified server requires; no credential of any configuration grants it."""
 MCP_PROTOCOLS = ("legacy", "2026-07-28")
@@ -72,7 +76,8 @@ UNCLASSIFIED = McpClassification(
 class McpServerConfig(BaseModel):
     """One MCP server as an operator or a tenant configured it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    # Errors never echo the input: an env value may be a key.
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, hide_input_in_errors=True)
 
     server_id: str
     """The server's identity and name prefix (``mcp.{server_id}.``); never taken from the server."""
@@ -82,6 +87,11 @@ class McpServerConfig(BaseModel):
     """HTTP: the streamable-HTTP endpoint."""
     command: list[str] | None = None
     """stdio: the command line of the server process."""
+    # Left out of the wire form when unset, so a driver of an earlier revision still accepts the configuration.
+    env: dict[str, str] | None = Field(default=None, repr=False, exclude_if=lambda value: value is None)
+    """stdio: environment variables of the server process, over the SDK's safe default environment (D7.4)."""
+    cwd: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """stdio: the server process's working directory, an absolute path (D7.4); None: the worker's."""
     server: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
     """memory: an ``mcp.server.lowlevel.Server`` in this process (never serialized: it cannot cross a process)."""
     classification: McpClassification | None = None
@@ -107,6 +117,24 @@ class McpServerConfig(BaseModel):
             raise ValueError(f"server {self.server_id!r}: transport http needs url")
         if self.transport is McpTransport.STDIO and not self.command:
             raise ValueError(f"server {self.server_id!r}: transport stdio needs command")
+        given = [name for name in ("env", "cwd") if getattr(self, name) is not None]
+        if given and self.transport is not McpTransport.STDIO:
+            raise ValueError(
+                f"server {self.server_id!r}: {' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only "
+                f"to a stdio server, not transport={self.transport.value!r}; "
+                f"remove {'them' if len(given) > 1 else 'it'} (D7.4)"
+            )
+        for key, value in (self.env or {}).items():
+            if not ENV_NAME_GRAMMAR.fullmatch(key):
+                raise ValueError(
+                    f"server {self.server_id!r}: env name {key!r} is not [A-Za-z_][A-Za-z0-9_]*; rename it (D7.4)"
+                )
+            if "\0" in value:
+                raise ValueError(f"server {self.server_id!r}: env {key!r} contains NUL; remove it (D7.4)")
+        if self.cwd is not None and (not self.cwd.startswith("/") or "\0" in self.cwd):
+            raise ValueError(
+                f"server {self.server_id!r}: cwd={self.cwd!r} is not an absolute path; give one starting with / (D7.4)"
+            )
         return self
 
     @property
@@ -131,6 +159,11 @@ def normalize_remote_name(remote: str) -> str:
 def mcp_tool_name(server_id: str, remote: str) -> str:
     """``mcp.{server_id}.{normalized_remote_name}``."""
     return f"mcp.{server_id}.{normalize_remote_name(remote)}"
+
+
+def mcp_skill_name(server_id: str, prompt: str) -> str:
+    """D5.9: ``mcp.{server_id}.prompt.{normalized_prompt_name}``, a name no tool can have."""
+    return f"mcp.{server_id}.{SKILL_SEGMENT}.{normalize_remote_name(prompt)}"
 
 
 def definition_sha256(definition: Mapping[str, Any]) -> str:
@@ -195,7 +228,7 @@ class Skill(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    """``mcp.{server_id}.{normalized prompt name}``."""
+    """``mcp.{server_id}.prompt.{normalized prompt name}`` (``mcp_skill_name``, D5.9)."""
     server_id: str
     prompt_name: str
     description: str

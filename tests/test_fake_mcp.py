@@ -495,3 +495,47 @@ async def test_every_fake_starts_over_stdio_and_http_for_a_real_client(name: str
             await _exercise(client, name)
         async with fakes.http_server(name) as url, Client(url, mode="2026-07-28") as client:
             await _exercise(client, name)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_empty_resources_answers_resource_lists_with_nothing(mode: str) -> None:
+    async with Client(fakes.EmptyResourcesServer(), mode=mode) as client:
+        assert (await client.list_resources()).resources == []
+        assert (await client.list_resource_templates()).resource_templates == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_template_resources_lists_a_template_and_reads_through_it(mode: str) -> None:
+    async with Client(fakes.TemplateResourcesServer(), mode=mode) as client:
+        assert (await client.list_resources()).resources == []
+        (template,) = (await client.list_resource_templates()).resource_templates
+        assert template.uri_template == fakes.TEMPLATE
+        read = await client.read_resource("file:///docs/guide")
+    assert [c.text for c in read.contents if isinstance(c, types.TextResourceContents)] == [
+        "Docs at file:///docs/guide."
+    ]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_twin_names_ships_a_tool_and_a_prompt_of_one_name(mode: str) -> None:
+    server = fakes.TwinNamesServer.build()
+    async with Client(server.server, mode=mode) as client:
+        assert _names(await client.list_tools()) == ["echo", fakes.SHARED_NAME]
+        assert [p.name for p in (await client.list_prompts()).prompts] == list(fakes.TWIN_PROMPT_NAMES)
+        (resource,) = (await client.list_resources()).resources
+        (template,) = (await client.list_resource_templates()).resource_templates
+        assert resource.name == template.name == fakes.SHARED_NAME
+        called = await client.call_tool(fakes.SHARED_NAME, {"text": "x"})
+        await client.get_prompt(fakes.SHARED_NAME)
+    assert [c.text for c in called.content if isinstance(c, types.TextContent)] == ["fetched x"]
+    assert server.log[-1] == f"prompts/get {fakes.SHARED_NAME}"
+
+
+@pytest.mark.slow
+async def test_environment_reports_the_key_and_cwd_it_was_started_with(tmp_path: Path) -> None:
+    command, *args = fakes.stdio_command("EnvironmentServer")
+    parameters = StdioServerParameters(command=command, args=args, env={fakes.ENV_KEY: "k-1"}, cwd=str(tmp_path))
+    with anyio.fail_after(30):
+        async with Client(parameters, mode="legacy") as client:
+            reported = _texts(await client.call_tool("environment", {}))
+    assert reported.splitlines() == [f"{fakes.ENV_KEY}=k-1", f"cwd={tmp_path}"]

@@ -23,6 +23,7 @@ from toolproof.spec import (
     FailureKind,
     Identity,
     InvocationStatus,
+    McpServerConfig,
     Outcome,
     ReasonCode,
     Step,
@@ -258,3 +259,44 @@ def test_a_context_base_without_mark_effect_sent_cannot_be_built() -> None:
 
     with pytest.raises(TypeError, match="mark_effect_sent"):
         Unmarked(**_parts())  # type: ignore[abstract, arg-type]
+
+
+_STDIO = {"server_id": "keyed", "transport": "stdio", "command": ["server"]}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"server_id": "keyed", "transport": "http", "url": "http://127.0.0.1/mcp", "cwd": "/srv"},
+            "server 'keyed': cwd applies only to a stdio server, not transport='http'; remove it (D7.4)",
+        ),
+        (
+            {"server_id": "keyed", "transport": "memory", "env": {}, "cwd": "/srv"},
+            "server 'keyed': env and cwd apply only to a stdio server, not transport='memory'; remove them (D7.4)",
+        ),
+        (
+            _STDIO | {"env": {"API-KEY": "secret-1"}},
+            "server 'keyed': env name 'API-KEY' is not [A-Za-z_][A-Za-z0-9_]*; rename it (D7.4)",
+        ),
+        (_STDIO | {"env": {"API_KEY": "secret-1\0"}}, "server 'keyed': env 'API_KEY' contains NUL; remove it (D7.4)"),
+        (
+            _STDIO | {"cwd": "relative/dir"},
+            "server 'keyed': cwd='relative/dir' is not an absolute path; give one starting with / (D7.4)",
+        ),
+    ],
+)
+def test_mcp_server_env_and_cwd_are_validated_without_echoing_the_input(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        McpServerConfig.model_validate(fields)
+    assert [e["msg"] for e in caught.value.errors()] == [f"Value error, {message}"]
+    assert "secret-1" not in str(caught.value)
+
+
+def test_mcp_server_env_and_cwd_are_kept_for_stdio_and_left_off_the_wire_when_unset() -> None:
+    config = McpServerConfig.model_validate(_STDIO | {"env": {"API_KEY": "secret-1"}, "cwd": "/srv"})
+    assert (config.env, config.cwd) == ({"API_KEY": "secret-1"}, "/srv")
+    assert "secret-1" not in repr(config)
+    assert {"env", "cwd"}.isdisjoint(McpServerConfig.model_validate(_STDIO).model_dump())

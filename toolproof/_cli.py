@@ -28,6 +28,7 @@ from toolproof.spec import (
     available_implementations,
     load_catalog,
     load_implementation,
+    load_mcp_servers,
 )
 
 from . import __version__
@@ -510,11 +511,22 @@ def serve_reference(
             "--root", metavar="DIR", help="Stores and workspaces must lie under it (default: the system temp folder)."
         ),
     ] = None,
+    mcp_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--mcp-config",
+            metavar="FILE",
+            help="The operator's MCP servers (TOML, one \\[\\[server]] table each; see the README): every instance"
+            " opened gets them besides the servers its client sends, stdio commands included. Not for a"
+            " conformance run: the scenarios would see their tools too.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the reference behind the driver protocol (spec/driver-openapi.json) at http://127.0.0.1:PORT.
 
     Test it with `toolproof run --impl http://127.0.0.1:PORT`. A supervisor restarts the server each time a
     crash plan kills it (SIGKILL), so the recovery scenarios run over HTTP too. Stop it with Ctrl-C.
+    Exit status 2 for bad input (unknown implementation, bad port, root or --mcp-config file).
     """
     import tempfile
 
@@ -522,6 +534,7 @@ def serve_reference(
 
     try:
         load_implementation(impl)
+        servers = load_mcp_servers(mcp_config) if mcp_config is not None else []
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
     if not 0 < port < 65536:
@@ -530,7 +543,9 @@ def serve_reference(
     if not base.is_dir():
         raise _die(f"--root {base}: not a directory")
     err.print(f"serving {impl} at http://127.0.0.1:{port} (driver protocol {DRIVER_PROTOCOL}, root {base})")
-    command = child_command(impl, port, base, [sys.executable])
+    if servers:
+        err.print(f"MCP servers of {mcp_config}: {', '.join(s.server_id for s in servers)}", markup=False)
+    command = child_command(impl, port, base, [sys.executable], mcp_config=mcp_config)
     raise typer.Exit(supervise(command, lambda n: err.print(f"restarted after a SIGKILL crash ({n})")))
 
 

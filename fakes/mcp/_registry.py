@@ -23,6 +23,7 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
+from ._surfaces import EmptyResourcesServer, EnvironmentServer, TemplateResourcesServer, TwinNamesServer
 from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -53,6 +54,10 @@ SERVERS: dict[str, ServerFake] = {
         MultibyteOutputServer,
         DripServer,
         HangingServer,
+        EmptyResourcesServer,
+        TemplateResourcesServer,
+        TwinNamesServer,
+        EnvironmentServer,
     )
 }
 """Every fake server by name."""

@@ -1,4 +1,4 @@
-"""``python -m toolproof.driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]`` (see ``child_command``)."""
+"""``python -m toolproof.driver REF PORT ROOT supervised|alone [--mcp-config=FILE] [STDIO_COMMAND...]`` (see ``child_command``)."""
 
 import sys
 

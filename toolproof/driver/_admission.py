@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolproof.spec import McpOrigin, McpTransport, OpenInstance
+from toolproof.spec import McpOrigin, McpServerConfig, McpTransport, OpenInstance
 
 from ._problems import Refused
 
@@ -24,6 +24,9 @@ class DriverOptions:
     """Executables an MCP stdio server may be started with (none: stdio servers are refused)."""
     supervised: bool = False
     """Whether a supervisor restarts this process, so a sigkill crash plan may kill it."""
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """The operator's MCP servers (``serve-reference --mcp-config``): added to every instance, their commands
+    started whatever ``stdio_commands`` says, since the operator, not the harness, named them."""
 
 
 def admit(body: OpenInstance, options: DriverOptions) -> OpenInstance:
@@ -43,12 +46,17 @@ def admit(body: OpenInstance, options: DriverOptions) -> OpenInstance:
     if body.config.crash is not None and body.config.crash.mode == "sigkill" and not options.supervised:
         raise Refused(422, "not-supported", "config.crash.mode: sigkill needs a supervised driver", "config.crash.mode")
     servers = []
+    operators = {server.server_id for server in options.mcp_servers}
     for i, server in enumerate(body.config.mcp_servers):
         where = f"config.mcp_servers.{i}"
+        if server.server_id in operators:
+            message = f"{where}.server_id: {server.server_id!r} is an operator's server of this driver"
+            raise Refused(422, "invalid-request", message, f"{where}.server_id")
         if server.transport is McpTransport.STDIO and (server.command or [""])[0] not in options.stdio_commands:
             raise Refused(422, "not-supported", f"{where}.command: this driver does not start it", f"{where}.command")
         operator_http = server.transport is McpTransport.HTTP and server.origin is McpOrigin.OPERATOR
         if operator_http and urlsplit(server.url or "").hostname not in LOOPBACK_HOSTS:
             raise Refused(422, "not-supported", f"{where}.url: only loopback servers", f"{where}.url")
         servers.append(server.model_copy(update={"server": None}))
+    servers.extend(options.mcp_servers)
     return body.model_copy(update={"config": body.config.model_copy(update={"mcp_servers": servers})})

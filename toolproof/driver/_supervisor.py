@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from toolproof.spec import load_implementation
+from toolproof.spec import McpConfigError, McpServerConfig, load_implementation, load_mcp_servers
 
 from ._admission import DriverOptions
 from ._mutant import install_mutant_from_environment
@@ -40,18 +40,44 @@ def supervise(command: Sequence[str], on_restart: Callable[[int], None] | None =
             on_restart(restarts)
 
 
+MCP_CONFIG_ARGUMENT = "--mcp-config="
+"""How ``child_command`` passes the operator's MCP server file, before the stdio commands."""
+
+
 def child_command(
-    ref: str, port: int, root: Path, stdio_commands: Sequence[str], *, supervised: bool = True
+    ref: str,
+    port: int,
+    root: Path,
+    stdio_commands: Sequence[str],
+    *,
+    supervised: bool = True,
+    mcp_config: Path | None = None,
 ) -> list[str]:
     """The command line of one driver process serving the implementation ``ref`` (entry-point name or
-    ``package.module:factory``); ``supervised``: a supervisor restarts it after a SIGKILL."""
+    ``package.module:factory``); ``supervised``: a supervisor restarts it after a SIGKILL; ``mcp_config``:
+    the operator's MCP server file (see ``load_mcp_servers``), whose servers join every instance."""
     command = [sys.executable, "-m", "toolproof.driver", ref, str(port), str(root)]
-    return [*command, "supervised" if supervised else "alone", *stdio_commands]
+    command.append("supervised" if supervised else "alone")
+    # The path, never the servers: an env value on a command line would be visible to every user.
+    if mcp_config is not None:
+        command.append(f"{MCP_CONFIG_ARGUMENT}{mcp_config.resolve()}")
+    return [*command, *stdio_commands]
 
 
 def serve_child(argv: Sequence[str]) -> None:
-    """``python -m toolproof.driver REF PORT ROOT supervised|alone [STDIO_COMMAND...]``: what ``child_command`` runs."""
+    """``python -m toolproof.driver REF PORT ROOT supervised|alone [--mcp-config=FILE] [STDIO_COMMAND...]``:
+    what ``child_command`` runs."""
     ref, port, root, mode, *stdio = argv
-    options = DriverOptions(root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised")
+    servers: tuple[McpServerConfig, ...] = ()
+    if stdio and stdio[0].startswith(MCP_CONFIG_ARGUMENT):
+        # Read again here, though the CLI checked it first: only the path may go on the command line.
+        try:
+            servers = tuple(load_mcp_servers(stdio.pop(0).removeprefix(MCP_CONFIG_ARGUMENT)))
+        except McpConfigError as exc:  # Changed since the CLI read it: one line, as the CLI would say it.
+            sys.stderr.write(f"toolproof: error: {exc}\n")
+            raise SystemExit(2) from None
+    options = DriverOptions(
+        root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised", mcp_servers=servers
+    )
     install_mutant_from_environment()  # The mutation gate's mutant, before the implementation is imported.
     serve(load_implementation(ref), int(port), options)

@@ -1,0 +1,75 @@
+"""Decision 8: a server gets the synthetic read tool only when it has resources to read."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes.mcp import TEMPLATE, TWIN_RESOURCE_URI
+from toolproof.spec import READ_RESOURCE, Outcome, ReasonCode, Success
+
+from ._harness import Harness, describe
+from ._mcp import ERAS, reached
+
+HAS_RESOURCES = {
+    "PlainServer": False,  # resources/list is not answered at all
+    "EmptyResourcesServer": False,  # answered, with nothing (and no templates)
+    "TemplateResourcesServer": True,  # no resource listed, one template
+    "InjectingResourceServer": True,  # one resource listed, templates not answered
+    "TwinNamesServer": True,  # a resource and a template
+}
+"""Every shape of a server's resources surface, and whether it has resources to read (D8.9)."""
+
+READABLE = {"TemplateResourcesServer": TEMPLATE.replace("{name}", "guide"), "TwinNamesServer": TWIN_RESOURCE_URI}
+"""A URI each server with resources answers, to show the synthetic tool reads it."""
+
+
+async def _judge(harness: Harness, fake: str, transport: str, protocol: str) -> None:
+    expected = HAS_RESOURCES[fake]
+    synthetic = f"mcp.res.{READ_RESOURCE}"
+    async with (
+        reached(harness, "res", fake, transport, protocol=protocol) as config,
+        harness.open(mcp_servers=[config]) as session,
+    ):
+        if True:
+            ad = await session.advertise()
+            names = [t.name for t in ad.tools if t.remote_name is None]
+            harness.expect(
+                "D8.9",
+                names == ([synthetic] if expected else []),
+                f"{fake} ({transport}, {protocol}) {'has' if expected else 'has no'} resources; the session "
+                f"advertised {names} as its synthetic read tool(s)",
+            )
+            uri = READABLE.get(fake, "file:///docs/guide")
+            d = await session.call(synthetic, {"uri": uri})
+    if expected:
+        if fake in READABLE:
+            harness.expect(
+                "D8.9",
+                isinstance(d, Success) and any(uri in e.text for e in d.content),
+                f"{synthetic} of {fake} did not read {uri}: {describe(d)}",
+            )
+        return
+    harness.expect(
+        "D8.9",
+        isinstance(d, Outcome) and d.reason_code is ReasonCode.UNKNOWN_TOOL,
+        f"{synthetic}, which {fake} should not have, answered {describe(d)}; expected unknown_tool",
+    )
+
+
+@pytest.mark.rules("D8.9")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("fake", list(HAS_RESOURCES))
+async def test_read_resource_is_advertised_only_for_a_server_with_resources(
+    harness: Harness, fake: str, protocol: str
+) -> None:
+    await _judge(harness, fake, "memory", protocol)
+
+
+@pytest.mark.rules("D8.9")
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("fake", ["EmptyResourcesServer", "TemplateResourcesServer"])
+async def test_read_resource_follows_resources_over_real_transports(
+    harness: Harness, fake: str, transport: str
+) -> None:
+    await _judge(harness, fake, transport, "legacy")
