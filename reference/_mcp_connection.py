@@ -142,11 +142,19 @@ class McpConnections:
             target = StdioServerParameters(command=server.command[0], args=server.command[1:])
         else:
             target = server.url
+        # A server may notify before the link exists (while it is still being probed): such notices
+        # wait here and are recorded, once each, as soon as it does.
         link_box: list[Link] = []
+        early: list[types.ToolListChangedNotification] = []
 
         async def on_message(message: IncomingMessage) -> None:
+            # Invariant: every tools/list_changed on the wire reaches this handler exactly once, in both eras
+            # (2026-07-28's listen events are teed here too), so this is the one place that records a notice.
             if isinstance(message, types.ToolListChangedNotification):
-                await self.notified(link_box[0])
+                if link_box:
+                    await self.notified(link_box[0])
+                else:
+                    early.append(message)
 
         options: dict[str, Any] = {
             "mode": server.protocol,
@@ -166,19 +174,24 @@ class McpConnections:
         link.prompts = await _answers(client.list_prompts)
         link_box.append(link)
         self.links[server.server_id] = link
+        for _ in early:
+            await self.notified(link)
+        early.clear()
         if server.protocol != "legacy":
             await group.start(self._listen, link)
 
     async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         # 2026-07-28 has no standalone channel: tools/list_changed arrives on a listen subscription.
         # A server that cannot be listened to only loses notices; listings still record every change.
+        # The subscription's events are only drained here: the SDK tees each one to the message handler,
+        # which records it (recording here too would count one notice twice).
         started = False
         try:
             async with link.client.listen(tools_list_changed=True) as subscription:
                 task_status.started()
                 started = True
                 async for _ in subscription:
-                    await self.notified(link)
+                    pass
         except Exception:  # boundary: a broken subscription must not take the instance down
             if not started:
                 task_status.started()

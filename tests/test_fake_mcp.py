@@ -495,3 +495,25 @@ async def test_every_fake_starts_over_stdio_and_http_for_a_real_client(name: str
             await _exercise(client, name)
         async with fakes.http_server(name) as url, Client(url, mode="2026-07-28") as client:
             await _exercise(client, name)
+
+
+async def test_early_notice_arrives_before_the_first_answer_in_the_handshake_era() -> None:
+    notices = Notices()
+    seen: list[int] = []
+    async with Client(fakes.EarlyNoticeServer(), mode="legacy", message_handler=notices) as client:
+        await client.list_resources()
+        seen.append(notices.tools_changed)  # The notice came ahead of the answer, so it is in already.
+        await client.list_prompts()
+        await client.list_tools()
+    assert seen == [1]
+    assert notices.tools_changed == 1
+
+
+async def test_early_notice_leads_every_listen_stream_in_2026() -> None:
+    async with Client(fakes.EarlyNoticeServer(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        for _ in range(2):
+            async with client.listen(tools_list_changed=True) as subscription:
+                with anyio.fail_after(5):
+                    event = await subscription.__anext__()
+            assert event == ToolsListChanged()

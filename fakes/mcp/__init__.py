@@ -30,6 +30,7 @@ from ._drift import (
     SilentDriftServer,
 )
 from ._launch import http_server, stdio_command
+from ._lifecycle import EarlyNoticeServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -88,6 +89,7 @@ __all__ = [
     "CollidingNamesServer",
     "DripServer",
     "DuplicateNamesServer",
+    "EarlyNoticeServer",
     "EndlessInputServer",
     "FakeServer",
     "GrowingCatalogServer",

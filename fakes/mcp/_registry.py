@@ -12,6 +12,7 @@ from ._drift import (
     RugPullServer,
     SilentDriftServer,
 )
+from ._lifecycle import EarlyNoticeServer
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -53,6 +54,7 @@ SERVERS: dict[str, ServerFake] = {
         MultibyteOutputServer,
         DripServer,
         HangingServer,
+        EarlyNoticeServer,
     )
 }
 """Every fake server by name."""

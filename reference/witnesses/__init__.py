@@ -21,6 +21,7 @@ from . import (
     _gaps_outcomes_breaker,
     _gaps_paths,
     _gaps_trust_keys,
+    _lifecycle_mcp,
     _mut_mutgaps1,
     _mut_mutgaps2,
     _r2_keys_bridge,
@@ -62,6 +63,7 @@ _MODULES = (
     _r4_ga,
     _r4_gb,
     _r4_gc,
+    _lifecycle_mcp,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]
