@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -517,3 +518,27 @@ async def test_early_notice_leads_every_listen_stream_in_2026() -> None:
                 with anyio.fail_after(5):
                     event = await subscription.__anext__()
             assert event == ToolsListChanged()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_between_calls_refuses_to_exit_in_process(mode: str) -> None:
+    async with Client(fakes.ExitsBetweenCallsServer(), mode=mode) as client:
+        assert (await client.call_tool("exit", {})).is_error
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_between_calls_ends_its_process_at_the_next_request(mode: str) -> None:
+    command, *args = fakes.stdio_command("ExitsBetweenCallsServer")
+    lost: list[str] = []
+    with anyio.fail_after(30), contextlib.suppress(BaseExceptionGroup):  # Closing a dead process's client may fail.
+        async with Client(StdioServerParameters(command=command, args=args), mode=mode) as client:
+            await client.list_tools()  # The client knows the tools' output schemas: call_tool asks no more.
+            assert _texts(await client.call_tool("exit", {})) == "exiting before the next request"
+            try:
+                await client.list_tools()
+            except MCPError as exc:
+                lost.append(str(exc))
+                raise
+    assert lost == ["Connection closed"]

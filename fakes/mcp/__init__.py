@@ -30,7 +30,7 @@ from ._drift import (
     SilentDriftServer,
 )
 from ._launch import http_server, stdio_command
-from ._lifecycle import EarlyNoticeServer
+from ._lifecycle import EXIT, EarlyNoticeServer, ExitsBetweenCallsServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -70,6 +70,7 @@ __all__ = [
     "ANSI",
     "COLLIDING_NAMES",
     "ELICITATION_MESSAGE",
+    "EXIT",
     "FLOOD_COUNT",
     "HANG_RESOURCE",
     "HUGE_BYTES",
@@ -91,6 +92,7 @@ __all__ = [
     "DuplicateNamesServer",
     "EarlyNoticeServer",
     "EndlessInputServer",
+    "ExitsBetweenCallsServer",
     "FakeServer",
     "GrowingCatalogServer",
     "HangingServer",

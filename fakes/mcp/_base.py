@@ -119,6 +119,8 @@ class FakeServer:
         self.tools = dict(tools)
         self.log: list[str] = []
         self.bus = bus if bus is not None else InMemorySubscriptionBus()
+        self.served = False
+        """Whether it runs as a subprocess serving stdio or HTTP (then it may end its process)."""
         logged: dict[str, Any] = {
             key: self._logged(handler, _LOGGED_HANDLERS[key]) if key in _LOGGED_HANDLERS else handler
             for key, handler in handlers.items()

@@ -6,13 +6,14 @@ while the client is still setting the connection up.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
 
-from ._base import ECHO, Context, FakeServer, ServerFake, echo, is_modern
+from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, error, is_modern, text
 
 
 class _NoticeOnListen(InMemorySubscriptionBus):
@@ -64,4 +65,35 @@ EarlyNoticeServer = ServerFake(
     "sends one tools/list_changed as a connection starts (handshake era: ahead of its answer to the first request "
     "after initialize; 2026-07-28: as the first event of every listen stream)",
     _early_notice,
+)
+
+
+def _exits_between_calls() -> FakeServer:
+    state = {"exiting": False}
+
+    async def leave(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not fake.served:
+            return error("`exit` only exits a server running as a subprocess (stdio or HTTP)")
+        state["exiting"] = True
+        return text("exiting before the next request")
+
+    async def exit_first(ctx: Context, call_next: Callable[[Context], Awaitable[Any]]) -> Any:
+        # The process ends as the next request arrives, before answering it: "between calls", never mid-answer.
+        if state["exiting"] and ctx.request_id is not None:
+            os._exit(0)
+        return await call_next(ctx)
+
+    fake = FakeServer("ExitsBetweenCallsServer", lambda: [ECHO, EXIT], {"echo": echo, "exit": leave})
+    fake.server.middleware.insert(0, exit_first)
+    return fake
+
+
+EXIT = types.Tool(name="exit", description="Ends the server process.", input_schema=TEXT_SCHEMA)
+"""ExitsBetweenCallsServer's tool that ends the process before the next request is answered."""
+
+ExitsBetweenCallsServer = ServerFake(
+    "ExitsBetweenCallsServer",
+    "after an `exit` call, its process exits as the next request arrives (stdio and HTTP only; a restart is a "
+    "fresh server)",
+    _exits_between_calls,
 )

@@ -12,7 +12,7 @@ from ._drift import (
     RugPullServer,
     SilentDriftServer,
 )
-from ._lifecycle import EarlyNoticeServer
+from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -55,6 +55,7 @@ SERVERS: dict[str, ServerFake] = {
         DripServer,
         HangingServer,
         EarlyNoticeServer,
+        ExitsBetweenCallsServer,
     )
 }
 """Every fake server by name."""

@@ -41,3 +41,31 @@ witness(
     ("D9.2",),
     "records each tools/list_changed of a 2026-07-28 connection twice (from the listen stream and its tee)",
 )(_mcp(_ListenNoticeTwice))
+
+
+class _DeadServerStopsEveryRun(McpAdapter):
+    async def listed(self, link: Link) -> bool:
+        # The defect: the listing a new session (or a call) makes is not contained, so a dead server's
+        # "Connection closed" escapes from every submit, builtin calls included.
+        await self.refresh(link)
+        return True
+
+
+witness(
+    "dead_server_stops_every_run",
+    ("D7.4",),
+    "lets a lost server's listing error escape, so after it dies every new run's submit raises",
+)(_mcp(_DeadServerStopsEveryRun))
+
+
+class _NeverReconnects(McpAdapter):
+    async def reconnect(self, link: Link) -> bool:
+        # The defect: a lost server stays lost for the instance's lifetime; nothing is attempted or recorded.
+        return not link.lost
+
+
+witness(
+    "never_reconnects",
+    ("D7.5",),
+    "never restarts or reconnects a lost server: its tools answer remote_unavailable until the instance closes",
+)(_mcp(_NeverReconnects))
