@@ -1,7 +1,9 @@
-"""A server's failure is that server's (D7.4), and a lost server is reconnected (D7.5)."""
+"""A server's failure is that server's (D7.4), a lost server is reconnected (D7.5), and a connection lost after a
+marked call leaves the outcome to the watermark (D4.2)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import anyio
@@ -12,10 +14,14 @@ from toolproof.fakes.mcp import http_server, stdio_command
 from toolproof.spec import (
     CatalogChangeKind,
     Disposition,
+    IdempotencyClass,
     InvocationStatus,
+    McpClassification,
     McpServerConfig,
     McpTransport,
     ReasonCode,
+    Risk,
+    SideEffect,
     Success,
 )
 
@@ -119,3 +125,42 @@ async def test_dead_http_server_is_contained_and_retried(harness: Harness, proto
             server_id="dying", transport=McpTransport.HTTP, url=url, classification=READ, protocol=protocol
         )
         await _dead_server(harness, config, comes_back=False)
+
+
+@pytest.mark.rules("D4.2")
+@pytest.mark.profiles("mcp")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_connection_lost_after_a_marked_call_is_judged_by_the_watermark(
+    harness: Harness, transport: str, protocol: str
+) -> None:
+    # The adapter marks a consequential call before sending it; the server received it and died before answering.
+    # The effect may have happened: a NON_IDEMPOTENT call is UNCERTAIN, never a retryable remote_unavailable.
+    write = McpClassification(
+        side_effect=SideEffect.EXTERNAL_WRITE, risk=Risk.LOW, idempotency=IdempotencyClass.NON_IDEMPOTENT
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "stdio":
+            fields: dict[str, object] = {
+                "transport": McpTransport.STDIO,
+                "command": stdio_command("ExitsMidCallServer"),
+            }
+        else:
+            fields = {
+                "transport": McpTransport.HTTP,
+                "url": await stack.enter_async_context(http_server("ExitsMidCallServer")),
+            }
+        harness.log.append(
+            f"mcp server midcall: ExitsMidCallServer over {transport}, {protocol}, NON_IDEMPOTENT writes"
+        )
+        config = McpServerConfig(server_id="midcall", classification=write, protocol=protocol, **fields)
+        async with harness.open(mcp_servers=[config]) as session:
+            d = await _submitted(harness, session, "D4.2", "mcp.midcall.write", session.run_id)
+    got = describe(d)
+    harness.expect(
+        "D4.2",
+        (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
+        f"a NON_IDEMPOTENT MCP call whose server exited after receiving it ({transport}, {protocol}) was answered "
+        f"{got}; it was marked and sent, so UNCERTAIN effect_unknown",
+    )

@@ -542,3 +542,10 @@ async def test_exits_between_calls_ends_its_process_at_the_next_request(mode: st
                 lost.append(str(exc))
                 raise
     assert lost == ["Connection closed"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_mid_call_refuses_to_exit_in_process(mode: str) -> None:
+    async with Client(fakes.ExitsMidCallServer(), mode=mode) as client:
+        assert (await client.call_tool("write", {})).is_error
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"

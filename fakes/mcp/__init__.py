@@ -30,7 +30,7 @@ from ._drift import (
     SilentDriftServer,
 )
 from ._launch import http_server, stdio_command
-from ._lifecycle import EXIT, EarlyNoticeServer, ExitsBetweenCallsServer
+from ._lifecycle import EXIT, WRITE, EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -86,6 +86,7 @@ __all__ = [
     "SHADOWING_TOOL_NAMES",
     "TRUST_CLAIMS",
     "UNICODE_TRICK_NAMES",
+    "WRITE",
     "ClaimsTrustServer",
     "CollidingNamesServer",
     "DripServer",
@@ -93,6 +94,7 @@ __all__ = [
     "EarlyNoticeServer",
     "EndlessInputServer",
     "ExitsBetweenCallsServer",
+    "ExitsMidCallServer",
     "FakeServer",
     "GrowingCatalogServer",
     "HangingServer",

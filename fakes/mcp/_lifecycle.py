@@ -97,3 +97,23 @@ ExitsBetweenCallsServer = ServerFake(
     "fresh server)",
     _exits_between_calls,
 )
+
+
+def _exits_mid_call() -> FakeServer:
+    async def write(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not fake.served:
+            return error("`write` only exits a server running as a subprocess (stdio or HTTP)")
+        os._exit(0)  # Mid-call: the request arrived, no answer ever leaves.
+
+    fake = FakeServer("ExitsMidCallServer", lambda: [ECHO, WRITE], {"echo": echo, "write": write})
+    return fake
+
+
+WRITE = types.Tool(name="write", description="Writes a record.", input_schema=TEXT_SCHEMA)
+"""ExitsMidCallServer's tool whose call ends the process before it answers."""
+
+ExitsMidCallServer = ServerFake(
+    "ExitsMidCallServer",
+    "a `write` call ends its process after the request arrived and before any answer (stdio and HTTP only)",
+    _exits_mid_call,
+)

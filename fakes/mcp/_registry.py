@@ -12,7 +12,7 @@ from ._drift import (
     RugPullServer,
     SilentDriftServer,
 )
-from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer
+from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -56,6 +56,7 @@ SERVERS: dict[str, ServerFake] = {
         HangingServer,
         EarlyNoticeServer,
         ExitsBetweenCallsServer,
+        ExitsMidCallServer,
     )
 }
 """Every fake server by name."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from toolproof.reference.hooks import Link, McpAdapter, Pipeline
+from toolproof.reference.hooks import Link, McpAdapter, McpTool, Pipeline
+from toolproof.spec import JsonObject, ToolExecutionContext, ToolFailure, ToolResult, ToolSpec
 
 from ._registry import witness
 
@@ -69,3 +70,33 @@ witness(
     ("D7.5",),
     "never restarts or reconnects a lost server: its tools answer remote_unavailable until the instance closes",
 )(_mcp(_NeverReconnects))
+
+
+class _UnavailableAfterMark(McpTool):
+    def __init__(self, adapter: McpAdapter, inner: McpTool) -> None:
+        super().__init__(adapter, inner.link, None, inner.spec)
+        self.inner = inner
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        try:
+            return await self.inner.execute(arguments, context)
+        except Exception as exc:
+            # The defect: a lost connection is "the server could not be reached", even after the call was marked
+            # and sent, so a NON_IDEMPOTENT write that may have happened is answered retryable remote_unavailable.
+            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_UNAVAILABLE", detail=str(exc)))
+
+
+class _DropAfterMarkUnavailable(McpAdapter):
+    def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
+        found = super().pinned(run_id, name)
+        if found is None:
+            return None
+        spec, tool = found
+        return spec, _UnavailableAfterMark(self, tool)
+
+
+witness(
+    "drop_after_mark_unavailable",
+    ("D4.2",),
+    "answers a marked MCP call whose connection dropped remote_unavailable instead of leaving it to the watermark",
+)(_mcp(_DropAfterMarkUnavailable))
