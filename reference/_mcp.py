@@ -19,8 +19,9 @@ from ._mcp_pins import McpSessions
 class McpAdapter(McpSessions):
     """Connects the configured servers, keeps catalog history and session pins, and resolves ``mcp.*`` names.
 
-    Witnesses subclass it and override one public hook: ``check``, ``client_options``, ``prefix``
-    (connection); ``notified``, ``normalize``, ``lists_resources``, ``register``, ``definition_hash``,
-    ``refresh``, ``record`` (catalog); ``classify``, ``spec_for``, ``output_cap``, ``over_cap``
-    (classification); ``prefetch``, ``skills``, ``advertise``, ``resolve`` (sessions).
+    Witnesses subclass it and override one public hook: ``check``, ``client_options``, ``prefix``,
+    ``lose``, ``backoff``, ``reconnect`` (connection); ``notified``, ``connection_changed``, ``normalize``,
+    ``lists_resources``, ``register``, ``definition_hash``, ``refresh``, ``record`` (catalog); ``classify``,
+    ``spec_for``, ``output_cap``, ``over_cap`` (classification); ``prefetch``, ``listed``, ``failed``, ``skills``,
+    ``advertise``, ``resolve`` (sessions).
     """

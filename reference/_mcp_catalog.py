@@ -80,6 +80,10 @@ class McpCatalog(McpConnections):
         """Decision 9: a tools/list_changed is recorded, and changes nothing a session sees."""
         self.record([self._change(link, CatalogChangeKind.NOTIFIED)])
 
+    async def connection_changed(self, link: Link, kind: CatalogChangeKind, detail: str = "") -> None:
+        """A lost connection and every attempt to reconnect it are recorded in the catalog history."""
+        self.record([self._change(link, kind)])
+
     def normalize(self, remote: str) -> str:
         """Decision 5's pinned normalization."""
         return normalize_remote_name(remote)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
@@ -27,7 +26,7 @@ from toolproof.spec import (
 )
 
 from ._mcp_catalog import READ_RESOURCE_SCHEMA, McpCatalog
-from ._mcp_connection import Link, RemoteTool
+from ._mcp_connection import Link, RemoteTool, connection_lost
 
 
 class McpClassifier(McpCatalog):
@@ -129,9 +128,19 @@ class McpTool:
         """The pinned spec."""
         return self._spec
 
+    @property
+    def link(self) -> Link:
+        """The server this tool is called on."""
+        return self._link
+
     async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
-        """Send the call; a remote error is a ToolFailure whose text is only ever external detail."""
-        if self._spec.side_effect is not SideEffect.READ_ONLY:
+        """Send the call; a remote error is a ToolFailure whose text is only ever external detail.
+
+        A connection lost during a marked call raises: the request may have reached the server, so the
+        watermark decides the outcome (D4.2), as it does for a crash. Unmarked, it is remote_unavailable.
+        """
+        marked = self._spec.side_effect is not SideEffect.READ_ONLY
+        if marked:
             await context.mark_effect_sent()
         try:
             if self._remote_name is None:
@@ -139,10 +148,15 @@ class McpTool:
                     self._link, await self._link.client.read_resource(str(arguments["uri"]))
                 )
             result = await self._link.client.call_tool(self._remote_name, dict(arguments))
-        except MCPError as exc:
-            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=exc.error.message))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError) as exc:
-            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_UNAVAILABLE", detail=str(exc)))
-        except RuntimeError as exc:  # The SDK's own checks: input-required rounds, output-schema mismatch.
-            return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=str(exc)))
+        except Exception as exc:
+            if connection_lost(exc):
+                await self._adapter.lose(self._link)
+                if marked:
+                    raise
+                return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_UNAVAILABLE", detail=str(exc)))
+            if isinstance(exc, MCPError):
+                return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=exc.error.message))
+            if isinstance(exc, RuntimeError):  # The SDK's own checks: input-required rounds, output-schema mismatch.
+                return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=str(exc)))
+            raise
         return self._adapter.from_result(self._link, self._spec, result)

@@ -21,6 +21,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
 from toolproof.spec import (
+    CatalogChangeKind,
     Clock,
     ConfigurationError,
     InstanceConfig,
@@ -34,6 +35,11 @@ from ._store import Store
 
 INPUT_REQUIRED_MAX_ROUNDS = 3
 """How many input-required rounds a call may take before it fails (every request in them is declined)."""
+
+RECONNECT_BACKOFF_S = 1.0
+"""Instance-clock seconds from losing a connection to the first reconnect attempt; doubles per failed attempt."""
+RECONNECT_BACKOFF_CAP_S = 60.0
+"""The longest wait between two reconnect attempts (D7.6's interpretation allows at most 60 s)."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +71,49 @@ class Link:
     prompts: bool = False
     """Whether the server answers prompts/list (then its prompts become skills)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    lost: bool = False
+    """Whether the connection was found lost and not yet reconnected (its tools answer remote_unavailable)."""
+    attempts: int = 0
+    """Reconnect attempts that failed since the connection was lost."""
+    retry_at: float = 0.0
+    """Instance-clock time from which the next reconnect attempt is due."""
+    keeper: Keeper | None = field(default=None, repr=False)
+    """What the task that owns the server's clients is told, and answers."""
+
+
+@dataclass
+class Keeper:
+    """Between the sessions and the one task that opens and closes a server's clients."""
+
+    closing: anyio.Event = field(default_factory=anyio.Event)
+    """Set: close the current (lost) client."""
+    wanted: anyio.Event = field(default_factory=anyio.Event)
+    """Set: attempt a new connection."""
+    attempted: anyio.Event | None = None
+    """Set when the attempt asked for ended; None until the first reconnect is asked for."""
+    failure: str | None = None
+    """Why the last attempt failed; None: it succeeded."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """One attempt at a time."""
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone, rather than that the server answered an error."""
+    if isinstance(exc, MCPError):
+        return exc.error.code == types.CONNECTION_CLOSED
+    return isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)) or (
+        isinstance(exc, BaseExceptionGroup) and any(connection_lost(e) for e in exc.exceptions)
+    )
 
 
 async def _answers(method: Callable[[], Awaitable[Any]]) -> bool:
+    # A lost connection is no answer: it raises (a 2026-07-28 client connects without a request, so a
+    # probe may be the first request the server gets).
     try:
         await method()
-    except MCPError:
+    except MCPError as exc:
+        if connection_lost(exc):
+            raise
         return False
     return True
 
@@ -129,26 +172,42 @@ class McpConnections:
                 raise
             raise leaf from None
 
-    async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
-        target: Any
+    def _target(self, server: McpServerConfig) -> Any:
         if server.transport is McpTransport.MEMORY:
             if server.server is None:
                 raise ConfigurationError(
                     f"MCP server {server.server_id!r}: transport memory needs an in-process server object"
                 )
-            target = server.server
-        elif server.transport is McpTransport.STDIO:
+            return server.server
+        if server.transport is McpTransport.STDIO:
             assert server.command  # Invariant: McpServerConfig requires it for stdio.
-            target = StdioServerParameters(
+            return StdioServerParameters(
                 command=server.command[0], args=server.command[1:], env=server.env, cwd=server.cwd
             )
-        else:
-            target = server.url
+        return server.url
+
+    async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
+        target = self._target(server)
+        await group.start(self._keep, server, target)
+
+    async def _keep(self, server: McpServerConfig, target: Any, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # One task owns every client of one server for the instance's lifetime: an SDK client must be
+        # closed by the task that opened it. A lost client is closed here and a new one opened (stdio:
+        # a new process) each time a session asks for a reconnect attempt (``reconnect``).
+        # A server may notify before the link exists (while it is still being probed): such notices
+        # wait here and are recorded, once each, as soon as it does.
+        keeper = Keeper()
         link_box: list[Link] = []
+        early: list[types.ToolListChangedNotification] = []
 
         async def on_message(message: IncomingMessage) -> None:
+            # Invariant: every tools/list_changed on the wire reaches this handler exactly once, in both eras
+            # (2026-07-28's listen events are teed here too), so this is the one place that records a notice.
             if isinstance(message, types.ToolListChangedNotification):
-                await self.notified(link_box[0])
+                if link_box:
+                    await self.notified(link_box[0])
+                else:
+                    early.append(message)
 
         options: dict[str, Any] = {
             "mode": server.protocol,
@@ -157,30 +216,60 @@ class McpConnections:
             "input_required_max_rounds": INPUT_REQUIRED_MAX_ROUNDS,
             "read_timeout_seconds": server.call_timeout_s,
         }
-        client = Client(target, **(options | self.client_options(server)))
-        try:
-            await stack.enter_async_context(client)
-        except Exception as exc:
-            raise ConfigurationError(f"MCP server {server.server_id!r} cannot be reached: {exc}") from None
-        link = Link(config=server, client=client, prefix=self.prefix(server, client))
-        # Probed rather than read from capabilities: a 2026-07-28 connection may not have discovered them.
-        link.resources = await _answers(client.list_resources)
-        link.prompts = await _answers(client.list_prompts)
-        link_box.append(link)
-        self.links[server.server_id] = link
-        if server.protocol != "legacy":
-            await group.start(self._listen, link)
+        while True:
+            answered = False  # Whether this attempt's outcome was told to the session that asked for it.
+            try:
+                async with AsyncExitStack() as stack:
+                    client = Client(target, **(options | self.client_options(server)))
+                    await stack.enter_async_context(client)
+                    # Probed rather than read from capabilities: a 2026-07-28 connection may not have discovered them.
+                    resources = await _answers(client.list_resources)
+                    prompts = await _answers(client.list_prompts)
+                    if link_box:
+                        link = link_box[0]
+                        link.client, link.resources, link.prompts = client, resources, prompts
+                    else:
+                        link = Link(config=server, client=client, prefix=self.prefix(server, client), keeper=keeper)
+                        link.resources, link.prompts = resources, prompts
+                        link_box.append(link)
+                        self.links[server.server_id] = link
+                        for _ in early:
+                            await self.notified(link)
+                        early.clear()
+                    if server.protocol != "legacy":
+                        listening = await stack.enter_async_context(anyio.create_task_group())
+                        stack.callback(listening.cancel_scope.cancel)
+                        await listening.start(self._listen, link)
+                    answered = True
+                    if keeper.attempted is None:
+                        task_status.started()
+                    else:
+                        keeper.failure = None
+                        keeper.attempted.set()
+                    await keeper.closing.wait()
+            except Exception as exc:  # boundary: whatever a server does, it is that server's failure
+                if not link_box:
+                    raise ConfigurationError(f"MCP server {server.server_id!r} cannot be reached: {exc}") from None
+                if not answered and keeper.attempted is not None:
+                    keeper.failure = f"{type(exc).__name__}: {exc}"
+                    keeper.attempted.set()
+                # Otherwise closing a lost client failed, as closing a dead connection may.
+            keeper.closing = anyio.Event()
+            await keeper.wanted.wait()
+            keeper.wanted = anyio.Event()
 
     async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         # 2026-07-28 has no standalone channel: tools/list_changed arrives on a listen subscription.
         # A server that cannot be listened to only loses notices; listings still record every change.
+        # The subscription's events are only drained here: the SDK tees each one to the message handler,
+        # which records it (recording here too would count one notice twice).
         started = False
         try:
             async with link.client.listen(tools_list_changed=True) as subscription:
                 task_status.started()
                 started = True
                 async for _ in subscription:
-                    await self.notified(link)
+                    pass
         except Exception:  # boundary: a broken subscription must not take the instance down
             if not started:
                 task_status.started()
@@ -191,3 +280,46 @@ class McpConnections:
 
     async def notified(self, link: Link) -> None:
         """A server said its tool list changed (the catalog layer records it)."""
+
+    async def connection_changed(self, link: Link, kind: CatalogChangeKind, detail: str = "") -> None:
+        """The link was lost, or an attempt to reconnect it succeeded or failed (the catalog layer records it)."""
+
+    async def lose(self, link: Link) -> None:
+        """The link's connection is lost: its tools answer remote_unavailable until a reconnect succeeds."""
+        if link.lost:
+            return
+        link.lost = True
+        link.attempts = 0
+        link.retry_at = self.clock.now() + RECONNECT_BACKOFF_S
+        if link.keeper is not None:
+            link.keeper.closing.set()
+        await self.connection_changed(link, CatalogChangeKind.DISCONNECTED)
+
+    def backoff(self, attempts: int) -> float:
+        """Instance-clock seconds between a failed reconnect attempt and the next: doubling, capped."""
+        delay: float = RECONNECT_BACKOFF_S * 2.0 ** max(attempts - 1, 0)
+        return min(delay, RECONNECT_BACKOFF_CAP_S)
+
+    async def reconnect(self, link: Link) -> bool:
+        """Whether the link is up; a lost link is reconnected first (stdio: restarted) if its backoff has passed.
+
+        Each attempt is recorded in the catalog history, succeeded or failed.
+        """
+        keeper = link.keeper
+        if not link.lost or keeper is None:
+            return not link.lost
+        async with keeper.lock:
+            if not link.lost or self.clock.now() < link.retry_at:
+                return not link.lost
+            attempted = keeper.attempted = anyio.Event()
+            keeper.wanted.set()
+            await attempted.wait()  # Bounded: the client's read timeout bounds initialize.
+            link.attempts += 1
+            if keeper.failure is None:
+                link.lost = False
+                link.known = False  # Listed afresh: what changed while it was away is recorded then.
+                await self.connection_changed(link, CatalogChangeKind.RECONNECTED)
+                return True
+            link.retry_at = self.clock.now() + self.backoff(link.attempts)
+            await self.connection_changed(link, CatalogChangeKind.RECONNECT_FAILED, keeper.failure)
+            return False

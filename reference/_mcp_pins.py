@@ -7,14 +7,12 @@ changed since answers unavailable at call time.
 
 from __future__ import annotations
 
-import anyio
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
 
 from toolproof.spec import SKILL_SEGMENT, AdvertisedTool, Advertisement, ReasonCode, Skill, ToolSpec, TrustLabel
 
 from ._mcp_classify import McpClassifier, McpTool
-from ._mcp_connection import Link
+from ._mcp_connection import Link, connection_lost
 from ._tables import SessionPinTable
 
 SESSION_MARKER = "session"
@@ -40,9 +38,12 @@ class McpSessions(McpClassifier):
         rows: list[SessionPinTable] = []
         skills: list[Skill] = []
         for link in self.links.values():
-            await self.refresh(link)
-            await self.prefetch(link)
-            skills.extend(await self.skills(link))
+            if await self.listed(link):
+                try:
+                    await self.prefetch(link)
+                    skills.extend(await self.skills(link))
+                except Exception as exc:  # boundary: a server's failure is that server's, never the session's
+                    await self.failed(link, exc)
         as_of = self.store.last_catalog_seq()
         for link in self.links.values():
             for entry in link.catalog.values():
@@ -83,6 +84,26 @@ class McpSessions(McpClassifier):
         )
         self.store.pin([marker, *rows])  # A concurrent pin of the same run wins; both read it back.
         return self.store.pins(run_id)
+
+    async def listed(self, link: Link) -> bool:
+        """Whether the server's catalog was listed just now (reconnecting a lost server first, when due).
+
+        A server that cannot be listed keeps the catalog last recorded: a new session pins it, and its
+        tools answer remote_unavailable until the server is back.
+        """
+        if not await self.reconnect(link):
+            return False
+        try:
+            await self.refresh(link)
+        except Exception as exc:  # boundary: a server's failure is that server's, never the session's
+            await self.failed(link, exc)
+            return False
+        return True
+
+    async def failed(self, link: Link, exc: Exception) -> None:
+        """A request to the server failed: a lost connection makes the link lost (to be reconnected)."""
+        if connection_lost(exc):
+            await self.lose(link)
 
     async def skills(self, link: Link) -> list[Skill]:
         """Decision 8: the server's prompts as read-only, untrusted, never-cacheable skills.
@@ -150,11 +171,9 @@ class McpSessions(McpClassifier):
         if found is None:
             return ReasonCode.UNKNOWN_TOOL
         spec, tool = found
-        link = tool._link
-        try:
-            await self.refresh(link)
-        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+        if not await self.listed(tool.link):
             return ReasonCode.REMOTE_UNAVAILABLE
+        link = tool.link
         current = link.catalog.get(name)
         if current is None:
             return ReasonCode.TOOL_WITHDRAWN

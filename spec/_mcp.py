@@ -186,6 +186,12 @@ class CatalogChangeKind(StrEnum):
     """A remote name was not registered: it normalizes like another (decision 5)."""
     NOTIFIED = "notified"
     """The server sent tools/list_changed (advertised or not)."""
+    DISCONNECTED = "disconnected"
+    """The connection to the server was found lost; its tools answer remote_unavailable until it is back."""
+    RECONNECTED = "reconnected"
+    """An attempt to reconnect (stdio: to restart the server) succeeded."""
+    RECONNECT_FAILED = "reconnect_failed"
+    """An attempt to reconnect (stdio: to restart the server) failed; another follows after a backoff."""
 
 
 class CatalogChange(BaseModel):

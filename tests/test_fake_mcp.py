@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -539,3 +540,56 @@ async def test_environment_reports_the_key_and_cwd_it_was_started_with(tmp_path:
         async with Client(parameters, mode="legacy") as client:
             reported = _texts(await client.call_tool("environment", {}))
     assert reported.splitlines() == [f"{fakes.ENV_KEY}=k-1", f"cwd={tmp_path}"]
+
+
+async def test_early_notice_arrives_before_the_first_answer_in_the_handshake_era() -> None:
+    notices = Notices()
+    seen: list[int] = []
+    async with Client(fakes.EarlyNoticeServer(), mode="legacy", message_handler=notices) as client:
+        await client.list_resources()
+        seen.append(notices.tools_changed)  # The notice came ahead of the answer, so it is in already.
+        await client.list_prompts()
+        await client.list_tools()
+    assert seen == [1]
+    assert notices.tools_changed == 1
+
+
+async def test_early_notice_leads_every_listen_stream_in_2026() -> None:
+    async with Client(fakes.EarlyNoticeServer(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        for _ in range(2):
+            async with client.listen(tools_list_changed=True) as subscription:
+                with anyio.fail_after(5):
+                    event = await subscription.__anext__()
+            assert event == ToolsListChanged()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_between_calls_refuses_to_exit_in_process(mode: str) -> None:
+    async with Client(fakes.ExitsBetweenCallsServer(), mode=mode) as client:
+        assert (await client.call_tool("exit", {})).is_error
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_between_calls_ends_its_process_at_the_next_request(mode: str) -> None:
+    command, *args = fakes.stdio_command("ExitsBetweenCallsServer")
+    lost: list[str] = []
+    with anyio.fail_after(30), contextlib.suppress(BaseExceptionGroup):  # Closing a dead process's client may fail.
+        async with Client(StdioServerParameters(command=command, args=args), mode=mode) as client:
+            await client.list_tools()  # The client knows the tools' output schemas: call_tool asks no more.
+            assert _texts(await client.call_tool("exit", {})) == "exiting before the next request"
+            try:
+                await client.list_tools()
+            except MCPError as exc:
+                lost.append(str(exc))
+                raise
+    assert lost == ["Connection closed"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_exits_mid_call_refuses_to_exit_in_process(mode: str) -> None:
+    async with Client(fakes.ExitsMidCallServer(), mode=mode) as client:
+        assert (await client.call_tool("write", {})).is_error
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"

@@ -30,6 +30,7 @@ from ._drift import (
     SilentDriftServer,
 )
 from ._launch import http_server, stdio_command
+from ._lifecycle import EXIT, WRITE, EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -81,6 +82,7 @@ __all__ = [
     "COLLIDING_NAMES",
     "ELICITATION_MESSAGE",
     "ENV_KEY",
+    "EXIT",
     "FLOOD_COUNT",
     "HANG_RESOURCE",
     "HUGE_BYTES",
@@ -100,13 +102,17 @@ __all__ = [
     "TWIN_PROMPT_NAMES",
     "TWIN_RESOURCE_URI",
     "UNICODE_TRICK_NAMES",
+    "WRITE",
     "ClaimsTrustServer",
     "CollidingNamesServer",
     "DripServer",
     "DuplicateNamesServer",
+    "EarlyNoticeServer",
     "EmptyResourcesServer",
     "EndlessInputServer",
     "EnvironmentServer",
+    "ExitsBetweenCallsServer",
+    "ExitsMidCallServer",
     "FakeServer",
     "GrowingCatalogServer",
     "HangingServer",

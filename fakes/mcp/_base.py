@@ -91,6 +91,7 @@ class FakeServer:
         tools: Tool name -> behaviour; a name not in the table answers ``isError`` "unknown tool".
         page_size: When set, ``tools/list`` answers pages of this many tools, each page but the last with a
             ``nextCursor`` (the offset of the next page); None: the whole catalog in one page.
+        bus: The ``subscriptions/listen`` bus; None: a plain in-memory one.
         **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts).
 
     Attributes:
@@ -110,13 +111,16 @@ class FakeServer:
         tools: Mapping[str, ToolCall],
         *,
         page_size: int | None = None,
+        bus: InMemorySubscriptionBus | None = None,
         **handlers: Any,
     ) -> None:
         self.list_tools = list_tools
         self.page_size = page_size
         self.tools = dict(tools)
         self.log: list[str] = []
-        self.bus = InMemorySubscriptionBus()
+        self.bus = bus if bus is not None else InMemorySubscriptionBus()
+        self.served = False
+        """Whether it runs as a subprocess serving stdio or HTTP (then it may end its process)."""
         logged: dict[str, Any] = {
             key: self._logged(handler, _LOGGED_HANDLERS[key]) if key in _LOGGED_HANDLERS else handler
             for key, handler in handlers.items()

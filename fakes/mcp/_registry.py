@@ -12,6 +12,7 @@ from ._drift import (
     RugPullServer,
     SilentDriftServer,
 )
+from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -58,6 +59,9 @@ SERVERS: dict[str, ServerFake] = {
         TemplateResourcesServer,
         TwinNamesServer,
         EnvironmentServer,
+        EarlyNoticeServer,
+        ExitsBetweenCallsServer,
+        ExitsMidCallServer,
     )
 }
 """Every fake server by name."""

@@ -26,7 +26,9 @@ def _lookup(name: str) -> None:
 async def serve_stdio(name: str) -> None:
     """Serve the fake ``name`` on this process's stdin/stdout until stdin closes."""
     _lookup(name)
-    server = SERVERS[name]()
+    fake = SERVERS[name].build()
+    fake.served = True
+    server = fake.server
     # tools_changed=True: the handshake-era catalog advertises listChanged, as real servers do.
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
     async with stdio_server() as (read_stream, write_stream):
@@ -36,7 +38,9 @@ async def serve_stdio(name: str) -> None:
 async def serve_http(name: str, port: int) -> None:
     """Serve the fake ``name`` at ``http://127.0.0.1:{port}/mcp`` until cancelled."""
     _lookup(name)
-    app = SERVERS[name]().streamable_http_app(host=LOOPBACK)
+    fake = SERVERS[name].build()
+    fake.served = True
+    app = fake.server.streamable_http_app(host=LOOPBACK)
     config = uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
 

@@ -22,6 +22,7 @@ from . import (
     _gaps_paths,
     _gaps_trust_keys,
     _i17_catalog,
+    _lifecycle_mcp,
     _mut_mutgaps1,
     _mut_mutgaps2,
     _r2_keys_bridge,
@@ -64,6 +65,7 @@ _MODULES = (
     _r4_gb,
     _r4_gc,
     _i17_catalog,
+    _lifecycle_mcp,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]

@@ -1,0 +1,119 @@
+"""The connection's lifecycle: a server that speaks before the client is ready.
+
+Each fake attacks the moments around a connection rather than one call: what it sends
+while the client is still setting the connection up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
+
+from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, error, is_modern, text
+
+
+class _NoticeOnListen(InMemorySubscriptionBus):
+    """A bus whose every new listener first receives one tools/list_changed: the notice leads each listen stream."""
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        listener(ToolsListChanged())
+        return unsubscribe
+
+
+def _early_notice() -> FakeServer:
+    # Handshake-era connections already sent their notice, by their initialize params: ``ctx.session`` is
+    # built per request, the params object is the connection's own.
+    noticed: list[object] = []
+
+    async def notice_first(ctx: Context, call_next: Callable[[Context], Awaitable[Any]]) -> Any:
+        # The notice rides on the answer to the first request after initialize, ahead of it: on every
+        # transport (streamable HTTP included, which has no standalone stream yet) it reaches the client
+        # while the client is still setting the connection up.
+        connection = ctx.session.client_params
+        first = ctx.request_id is not None and ctx.method != "initialize" and all(c is not connection for c in noticed)
+        if first and not is_modern(ctx):
+            noticed.append(connection)
+            fake.log.append(f"tools/list_changed before answering {ctx.method}")
+            await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
+        return await call_next(ctx)
+
+    async def list_resources(ctx: Context, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[])
+
+    fake = FakeServer(
+        "EarlyNoticeServer",
+        lambda: [ECHO],
+        {"echo": echo},
+        on_list_resources=list_resources,
+        on_list_prompts=list_prompts,
+        bus=_NoticeOnListen(),
+    )
+    fake.server.middleware.append(notice_first)
+    return fake
+
+
+EarlyNoticeServer = ServerFake(
+    "EarlyNoticeServer",
+    "sends one tools/list_changed as a connection starts (handshake era: ahead of its answer to the first request "
+    "after initialize; 2026-07-28: as the first event of every listen stream)",
+    _early_notice,
+)
+
+
+def _exits_between_calls() -> FakeServer:
+    state = {"exiting": False}
+
+    async def leave(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not fake.served:
+            return error("`exit` only exits a server running as a subprocess (stdio or HTTP)")
+        state["exiting"] = True
+        return text("exiting before the next request")
+
+    async def exit_first(ctx: Context, call_next: Callable[[Context], Awaitable[Any]]) -> Any:
+        # The process ends as the next request arrives, before answering it: "between calls", never mid-answer.
+        if state["exiting"] and ctx.request_id is not None:
+            os._exit(0)
+        return await call_next(ctx)
+
+    fake = FakeServer("ExitsBetweenCallsServer", lambda: [ECHO, EXIT], {"echo": echo, "exit": leave})
+    fake.server.middleware.insert(0, exit_first)
+    return fake
+
+
+EXIT = types.Tool(name="exit", description="Ends the server process.", input_schema=TEXT_SCHEMA)
+"""ExitsBetweenCallsServer's tool that ends the process before the next request is answered."""
+
+ExitsBetweenCallsServer = ServerFake(
+    "ExitsBetweenCallsServer",
+    "after an `exit` call, its process exits as the next request arrives (stdio and HTTP only; a restart is a "
+    "fresh server)",
+    _exits_between_calls,
+)
+
+
+def _exits_mid_call() -> FakeServer:
+    async def write(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not fake.served:
+            return error("`write` only exits a server running as a subprocess (stdio or HTTP)")
+        os._exit(0)  # Mid-call: the request arrived, no answer ever leaves.
+
+    fake = FakeServer("ExitsMidCallServer", lambda: [ECHO, WRITE], {"echo": echo, "write": write})
+    return fake
+
+
+WRITE = types.Tool(name="write", description="Writes a record.", input_schema=TEXT_SCHEMA)
+"""ExitsMidCallServer's tool whose call ends the process before it answers."""
+
+ExitsMidCallServer = ServerFake(
+    "ExitsMidCallServer",
+    "a `write` call ends its process after the request arrived and before any answer (stdio and HTTP only)",
+    _exits_mid_call,
+)

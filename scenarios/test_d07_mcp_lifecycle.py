@@ -1,0 +1,166 @@
+"""A server's failure is that server's (D7.5), a lost server is reconnected (D7.6), and a connection lost after a
+marked call leaves the outcome to the watermark (D4.2)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import anyio
+import pytest
+
+from toolproof.fakes import EchoTool
+from toolproof.fakes.mcp import http_server, stdio_command
+from toolproof.spec import (
+    CatalogChangeKind,
+    Disposition,
+    IdempotencyClass,
+    InvocationStatus,
+    McpClassification,
+    McpServerConfig,
+    McpTransport,
+    ReasonCode,
+    Risk,
+    SideEffect,
+    Success,
+)
+
+from ._harness import Harness, Session, describe
+from ._mcp import BOUND_S, ERAS, READ, of_kind
+
+RECONNECT_WAIT_S = 61.0
+"""Instance-clock seconds a scenario lets pass before it expects a reconnect attempt (D7.6: at most 60 s apart)."""
+
+_ATTEMPTS = (CatalogChangeKind.RECONNECTED, CatalogChangeKind.RECONNECT_FAILED)
+
+
+def _unavailable_or_success(d: Disposition) -> bool:
+    # Whether the adapter already restarted the server is its own business: either answer is contained.
+    return isinstance(d, Success) or (d.status, getattr(d, "reason_code", None)) == (
+        InvocationStatus.UNAVAILABLE,
+        ReasonCode.REMOTE_UNAVAILABLE,
+    )
+
+
+async def _submitted(harness: Harness, session: Session, rule: str, name: str, run: str) -> Disposition:
+    try:
+        return await session.call(name, {"text": run}, run_id=run)
+    except Exception as exc:  # The finding: the implementation let the server's failure out of submit.
+        harness.fail(rule, f"submit of {name} in {run}, after the server exited, raised {type(exc).__name__}: {exc}")
+
+
+async def _contained(harness: Harness, session: Session, run: str, rule: str) -> None:
+    """A new run after the server died: builtins run, the server's tool answers UNAVAILABLE (or works again)."""
+    harness.success(rule, await _submitted(harness, session, rule, "files.echo", run), f"files.echo in {run}")
+    d = await _submitted(harness, session, rule, "mcp.dying.echo", run)
+    harness.expect(
+        rule,
+        _unavailable_or_success(d),
+        f"mcp.dying.echo in {run}, after the server exited, was answered {describe(d)} "
+        "(expected UNAVAILABLE remote_unavailable, or success once it is back)",
+    )
+
+
+async def _dead_server(harness: Harness, config: McpServerConfig, comes_back: bool) -> None:
+    async with harness.open(EchoTool(harness.world), mcp_servers=[config]) as session:
+        harness.success("D7.5", await session.call("mcp.dying.echo", {"text": "before"}), "mcp.dying.echo")
+        harness.success("D7.5", await session.call("mcp.dying.exit", {"text": "now"}), "mcp.dying.exit")
+        d = await _submitted(harness, session, "D7.5", "mcp.dying.echo", session.run_id)
+        harness.expect(
+            "D7.5",
+            _unavailable_or_success(d),
+            f"mcp.dying.echo in the pinned run, after the server exited, was answered {describe(d)}",
+        )
+        for run in ("run-2", "run-3"):
+            await _contained(harness, session, run, "D7.5")
+        harness.log.append(f"advance the instance clock {RECONNECT_WAIT_S} s")
+        harness.clock.advance(RECONNECT_WAIT_S)
+        runs = iter(range(4, 10_000))
+
+        async def back() -> bool:
+            run = f"run-{next(runs)}"
+            await _contained(harness, session, run, "D7.5")
+            history = await session.catalog_history()
+            if not comes_back:
+                return any(of_kind(history, kind, "dying") for kind in _ATTEMPTS)
+            return isinstance(await _submitted(harness, session, "D7.6", "mcp.dying.echo", run), Success)
+
+        recovered = False
+        with anyio.move_on_after(BOUND_S):  # A bound on waiting, never a claim about how long it took.
+            for _ in itertools.count():  # Polled: the implementation is behind the port and signals nothing.
+                if recovered := await back():
+                    break
+                await anyio.sleep(0.05)
+        history = await session.catalog_history()
+    attempts = [c.kind.value for c in history if c.server_id == "dying" and c.kind in _ATTEMPTS]
+    if comes_back:
+        harness.expect("D7.6", recovered, "the restarted server was never used again by a new run")
+    harness.expect(
+        "D7.6",
+        bool(attempts),
+        f"no reconnect attempt was recorded in the catalog history (its entries for the server: "
+        f"{[c.kind.value for c in history if c.server_id == 'dying']})",
+    )
+
+
+@pytest.mark.rules("D7.5", "D7.6")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_dead_stdio_server_is_contained_and_restarted(harness: Harness, protocol: str) -> None:
+    command = stdio_command("ExitsBetweenCallsServer")
+    harness.log.append(f"mcp server dying: ExitsBetweenCallsServer over stdio, {protocol}")
+    config = McpServerConfig(
+        server_id="dying", transport=McpTransport.STDIO, command=command, classification=READ, protocol=protocol
+    )
+    await _dead_server(harness, config, comes_back=True)
+
+
+@pytest.mark.rules("D7.5", "D7.6")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_dead_http_server_is_contained_and_retried(harness: Harness, protocol: str) -> None:
+    async with http_server("ExitsBetweenCallsServer") as url:
+        harness.log.append(f"mcp server dying: ExitsBetweenCallsServer over HTTP at {url}, {protocol}")
+        config = McpServerConfig(
+            server_id="dying", transport=McpTransport.HTTP, url=url, classification=READ, protocol=protocol
+        )
+        await _dead_server(harness, config, comes_back=False)
+
+
+@pytest.mark.rules("D4.2")
+@pytest.mark.profiles("mcp")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_connection_lost_after_a_marked_call_is_judged_by_the_watermark(
+    harness: Harness, transport: str, protocol: str
+) -> None:
+    # The adapter marks a consequential call before sending it; the server received it and died before answering.
+    # The effect may have happened: a NON_IDEMPOTENT call is UNCERTAIN, never a retryable remote_unavailable.
+    write = McpClassification(
+        side_effect=SideEffect.EXTERNAL_WRITE, risk=Risk.LOW, idempotency=IdempotencyClass.NON_IDEMPOTENT
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "stdio":
+            fields: dict[str, object] = {
+                "transport": McpTransport.STDIO,
+                "command": stdio_command("ExitsMidCallServer"),
+            }
+        else:
+            fields = {
+                "transport": McpTransport.HTTP,
+                "url": await stack.enter_async_context(http_server("ExitsMidCallServer")),
+            }
+        harness.log.append(
+            f"mcp server midcall: ExitsMidCallServer over {transport}, {protocol}, NON_IDEMPOTENT writes"
+        )
+        config = McpServerConfig(server_id="midcall", classification=write, protocol=protocol, **fields)
+        async with harness.open(mcp_servers=[config]) as session:
+            d = await _submitted(harness, session, "D4.2", "mcp.midcall.write", session.run_id)
+    got = describe(d)
+    harness.expect(
+        "D4.2",
+        (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
+        f"a NON_IDEMPOTENT MCP call whose server exited after receiving it ({transport}, {protocol}) was answered "
+        f"{got}; it was marked and sent, so UNCERTAIN effect_unknown",
+    )
