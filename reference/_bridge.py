@@ -11,7 +11,6 @@ re-executes it from the start against what was recorded.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
 import json
 import sys
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
+from pydantic import ValidationError
 
 from toolproof.spec import (
     ConfigurationError,
@@ -32,6 +32,7 @@ from toolproof.spec import (
     Suspended,
     load_object,
 )
+from toolproof.spec import script_hash as spec_script_hash
 
 from ._state import DISPOSITION
 from ._tables import dump_json
@@ -70,7 +71,8 @@ sys.stdout.flush()
 
 
 def script_hash(ref: str) -> str:
-    """Digest of the script's reference and source: the same script hashes the same in any worker.
+    """Decision 17's script hash (``spec.script_hash``) of the script's reference and source: the same script hashes
+    the same in any worker.
 
     Raises:
         ConfigurationError: ``ref`` does not load as a callable (``spec.LoadError``), or its source
@@ -81,7 +83,7 @@ def script_hash(ref: str) -> str:
         source = inspect.getsource(cast(Callable[..., object], function))
     except (OSError, TypeError) as exc:
         raise ConfigurationError(f"script {ref!r}: its source cannot be read ({type(exc).__name__}: {exc})") from exc
-    return hashlib.sha256(f"{ref}\n{source}".encode()).hexdigest()
+    return spec_script_hash(ref, source)
 
 
 def bridge_call_id(digest: str, ordinal: int) -> str:
@@ -116,12 +118,17 @@ class Bridge:
                     text = f"the script raised at ordinal {len(call_ids) + 1}: {message['error']}"
                     return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
                 ordinal = len(call_ids) + 1
-                call = ProposedCall(
-                    call_id=self.call_id(request, digest, ordinal),
-                    tool_name=message["call"]["tool_name"],
-                    arguments=message["call"]["arguments"],
-                    provenance=message["call"]["provenance"] or {name: [] for name in message["call"]["arguments"]},
-                )
+                try:
+                    call = ProposedCall(
+                        call_id=self.call_id(request, digest, ordinal),
+                        tool_name=message["call"]["tool_name"],
+                        arguments=message["call"]["arguments"],
+                        provenance=message["call"]["provenance"] or {name: [] for name in message["call"]["arguments"]},
+                    )
+                except ValidationError as exc:  # Arguments no call can carry (no RFC 8785 form, say): it fails here.
+                    problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                    text = f"the script proposed a call no pipeline can take at ordinal {ordinal}: {problem}"
+                    return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
                 call_ids.append(call.call_id)
                 diverged = self.divergence(request, call, ordinal)
                 if diverged:

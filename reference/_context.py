@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -96,18 +97,33 @@ class ScopedCredentials:
 
 
 class CancellationSignal:
-    """Set by the pipeline when the invocation is cancelled (e.g. at its deadline)."""
+    """Set by the pipeline when the invocation is cancelled (e.g. at its deadline).
+
+    The pipeline runs the tool in a cancel scope with the call's deadline and has the signal ``follow`` it:
+    the signal reads set from the moment that deadline fires, before the tool sees the cancellation (no
+    watchdog task is needed to set it first).
+    """
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        # What the signal keeps of the deadline scope: whether it fired (a callable, so the scope itself, and the
+        # event loop behind its timer, stay out of the tool's reach) and when it fires.
+        self._fired: Callable[[], bool] = lambda: False
+        self._deadline = math.inf
+
+    def follow(self, scope: anyio.CancelScope) -> None:
+        """Read set once ``scope`` (the call's deadline scope) is cancelled (pipeline only)."""
+        self._fired = lambda: scope.cancel_called
+        self._deadline = scope.deadline
 
     def is_set(self) -> bool:
         """Whether cancellation was requested."""
-        return self._event.is_set()
+        return self._event.is_set() or self._fired()
 
     async def wait(self) -> None:
-        """Return once cancellation is requested."""
-        await self._event.wait()
+        """Return once cancellation is requested (also inside a shielded scope: the deadline still ends it)."""
+        with anyio.CancelScope(deadline=self._deadline):
+            await self._event.wait()
 
     def set(self) -> None:
         """Request cancellation (pipeline only)."""

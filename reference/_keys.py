@@ -1,15 +1,11 @@
-"""The idempotency key of decision 10."""
+"""The idempotency key of decision 10, as the pipeline derives it (the derivation itself: ``spec.idempotency_key``)."""
 
 from __future__ import annotations
 
-import hashlib
+from toolproof.spec import KEY_VERSION, JsonObject
+from toolproof.spec import idempotency_key as spec_idempotency_key
 
-from toolproof.spec import JsonObject
-
-from ._tables import dump_json
-
-KEY_VERSION = "toolproof-key/1"
-"""Version tag; changing the derivation changes this."""
+__all__ = ["KEY_VERSION", "idempotency_key"]
 
 
 def idempotency_key(
@@ -22,6 +18,13 @@ def idempotency_key(
     tool_version: str | None,
     arguments: JsonObject,
 ) -> str:
-    """Hex digest over the version tag and the seven inputs; attempt_number never enters."""
-    material = dump_json([KEY_VERSION, tenant, run_id, step_number, call_id, tool_name, tool_version or "", arguments])
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    """Hex digest over the version tag and the seven inputs (RFC 8785 canonical JSON); attempt_number never enters."""
+    return spec_idempotency_key(
+        tenant=tenant,
+        run_id=run_id,
+        step_number=step_number,
+        call_id=call_id,
+        tool_name=tool_name,
+        tool_version=tool_version,
+        arguments=arguments,
+    )

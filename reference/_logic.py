@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from toolproof.spec import ContextItem, ProposedCall, ReasonCode, Tool, ToolSpec, TrustLabel, domain_of, lowest_trust
+from toolproof.spec import (
+    ContextItem,
+    ProposedCall,
+    ReasonCode,
+    Tool,
+    ToolSpec,
+    TrustLabel,
+    call_hash,
+    domain_of,
+    lowest_trust,
+)
 
 from ._keys import idempotency_key
 from ._policy import Decision
@@ -95,11 +104,6 @@ def conforms(instance: Any, schema: Mapping[str, Any]) -> bool:
     """Whether ``instance`` is valid under ``schema``; keyed by the schema's canonical JSON, so a changed schema
     is compiled anew."""
     return bool(_compiled(dump_json(schema)).is_valid(instance))
-
-
-def call_hash(tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """Digest of the tool name and the canonical arguments."""
-    return hashlib.sha256(dump_json([tool_name, arguments]).encode()).hexdigest()
 
 
 def origin_trust(context: Sequence[ContextItem]) -> TrustLabel:

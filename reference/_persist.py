@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Suspended
 
@@ -15,26 +15,42 @@ if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
 
-def invocation_row(p: Pipeline, s: CallState, status: InvocationStatus) -> InvocationTable:
-    """The row ``s`` is recorded as, with ``status`` (step 6 inserts it; step 13 when step 6 never did)."""
+def invocation_values(p: Pipeline, s: CallState, status: InvocationStatus) -> dict[str, Any]:
+    """The column values ``s`` is recorded with, with ``status``: every column but ``seq`` (step 6 inserts them)."""
     spec = s.resolved.spec if s.resolved else None
-    return InvocationTable(
-        invocation_id=s.invocation_id,
-        tenant=s.request.tenant,
-        run_id=s.request.run_id,
-        step_number=s.request.step_number,
-        call_id=s.call.call_id,
-        tool_name=spec.name if spec else s.call.tool_name,
-        tool_version=spec.version if spec else None,
-        idempotency_key=s.key,
-        call_hash=s.call_hash,
-        arguments_json=dump_json(s.call.arguments),
-        status=status.value,
-        decision=s.decision.value,
-        origin_trust=s.origin_trust,
-        argument_trust=s.argument_trust,
-        created_at=p.clock.now(),
-    )
+    return {
+        "invocation_id": s.invocation_id,
+        "tenant": s.request.tenant,
+        "run_id": s.request.run_id,
+        "step_number": s.request.step_number,
+        "call_id": s.call.call_id,
+        "tool_name": spec.name if spec else s.call.tool_name,
+        "tool_version": spec.version if spec else None,
+        "attempt": 0,
+        "idempotency_key": s.key,
+        "call_hash": s.call_hash,
+        "arguments_json": dump_json(s.call.arguments),
+        "status": status.value,
+        "reason_code": None,
+        "decision": s.decision.value,
+        "origin_trust": s.origin_trust,
+        "argument_trust": s.argument_trust,
+        "effect_sent_at": None,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "suspended_at": None,
+        "hold_expires_at": None,
+        "control_answer": None,
+        "created_at": p.clock.now(),
+        "started_at": None,
+        "finished_at": None,
+        "disposition_json": None,
+    }
+
+
+def invocation_row(p: Pipeline, s: CallState, status: InvocationStatus) -> InvocationTable:
+    """The row ``s`` is recorded as, with ``status`` (step 13 inserts it when step 6 never did)."""
+    return InvocationTable(**invocation_values(p, s, status))
 
 
 def adopt(s: CallState, row: InvocationTable) -> None:
@@ -52,7 +68,7 @@ async def record(p: Pipeline, s: CallState) -> None:
         adopt(s, s.existing)
         return
     try:
-        p.store.insert(invocation_row(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
+        p.store.insert(invocation_values(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
         s.recorded = True
     except DuplicateKey:  # Another submission of the same call won the insert.
         existing = p.store.find_by_key(s.key)
@@ -95,28 +111,28 @@ async def hold(p: Pipeline, s: CallState) -> None:
 @resolved_step
 async def claim(p: Pipeline, s: CallState, r: Resolved) -> None:
     """8. Dedupe against a terminal row, else take the lease and go RUNNING."""
-    row = p.store.get(s.invocation_id)
-    status = InvocationStatus(row.status)
+    row = p.store.columns(s.invocation_id)  # Its column values: no row object is built for the common path.
+    status = InvocationStatus(row["status"])
     if status.is_terminal:
-        assert row.disposition_json is not None  # Invariant: step 13 writes both in one transaction.
-        s.disposition, s.leave_row = DISPOSITION.validate_json(row.disposition_json), True
+        assert row["disposition_json"] is not None  # Invariant: step 13 writes both in one transaction.
+        s.disposition, s.leave_row = DISPOSITION.validate_json(row["disposition_json"]), True
         return
     now = p.clock.now()
-    if status is InvocationStatus.RUNNING and (row.lease_expires_at or 0) > now:
+    if status is InvocationStatus.RUNNING and (row["lease_expires_at"] or 0) > now:
         # Running under a live lease, this worker's own included (a concurrent second submission): not ours to run.
         s.finish(ReasonCode.IN_PROGRESS)
         s.leave_row = True
         return
-    if status is InvocationStatus.RUNNING and p.escaped(row, r.spec):
+    if status is InvocationStatus.RUNNING and p.escaped(InvocationTable(**row), r.spec):
         # A dead worker's call that may have left its mark: never retried, whoever finds it.
         s.marked = True
         s.finish(ReasonCode.EFFECT_UNKNOWN)
         return
-    attempt = row.attempt + 1
+    attempt = row["attempt"] + 1
     claimed = p.store.claim(
         s.invocation_id,
         expect_status=status,
-        expect_owner=row.lease_owner,
+        expect_owner=row["lease_owner"],
         changes={
             "status": InvocationStatus.RUNNING.value,
             "attempt": attempt,

@@ -39,6 +39,7 @@ from toolproof.spec import (
     ToolExecutionContext,
     ToolKind,
     ToolResult,
+    ToolSource,
     ToolSpec,
     crash_now,
     domain_of,
@@ -47,6 +48,7 @@ from toolproof.spec import (
 from ._bridge import Bridge
 from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from ._execute import parse_result, wall_clock
+from ._logic import conforms
 from ._mcp import McpAdapter
 from ._policy import Decision, breaker
 from ._registry import Registry
@@ -54,6 +56,14 @@ from ._state import CallState, Resolved, StepFunction
 from ._steps import FINISHING, STEP_TABLE, step_table
 from ._store import Store
 from ._tables import InvocationTable, reason_or_none
+
+
+def structure_accepted(spec: ToolSpec, result: ToolResult) -> bool:
+    """Whether a successful result's structure (or its absence) may be delivered: the reference's step 11 rule
+    (D1.4 for every tool; D8.11, D8.12 for MCP tools), for ``toolproof check-server`` too."""
+    if result.structured is None:
+        return spec.output_schema is None or spec.source is not ToolSource.MCP
+    return spec.output_schema is not None and conforms(result.structured, spec.output_schema)
 
 
 class Pipeline:
@@ -197,6 +207,15 @@ class Pipeline:
         """Steps 10 and 11: what the tool returned, as a ToolResult; None when it is not one."""
         return parse_result(raw)
 
+    def accepts_structure(self, spec: ToolSpec, result: ToolResult) -> bool:
+        """Step 11: whether a successful result's structure (or its absence) may be delivered.
+
+        Structure validates against the pinned output schema, and a tool without one may return none (D1.4);
+        an MCP tool whose pinned definition declares one owes structure (D8.11, D8.12). The MCP adapter hands
+        a server's structure over unjudged, so this is the one place it is judged.
+        """
+        return structure_accepted(spec, result)
+
     def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
         """Step 13: the counters incremented with the terminal status (so they commit with it)."""
         metrics = [Metric.INVOCATIONS.value]
@@ -223,8 +242,8 @@ class Pipeline:
 
     async def run_step(self, step: StepRequest) -> list[Disposition]:
         """Decision 15: the whole batch in parallel when every member qualifies, else one by one in proposal order."""
-        if self.mcp is not None and self.mcp.links:
-            await self.mcp.advertise(step.run_id)  # Submitting a step starts the run's session.
+        if self.mcp is not None:
+            await self.mcp.start(step.run_id)  # Submitting a step starts the run's session.
         if not self.qualifies(step):
             return [await self.run_call(step, call) for call in step.calls]
         results: list[Disposition | None] = [None] * len(step.calls)

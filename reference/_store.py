@@ -6,8 +6,9 @@ method is one committed transaction (a persist step or a read).
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from toolproof.spec import EventKind, InvocationStatus
 
+from ._store_hot import HotPath
 from ._store_mcp import McpRecords
 from ._tables import EventTable, InvocationTable, MetricTable, column_values
 
@@ -73,6 +75,12 @@ def _upsert_metric(dialect: str) -> Any:
     return statement.on_conflict_do_update(index_elements=[_METRICS.c.name], set_={"value": _METRICS.c.value + 1})
 
 
+# What an event copies from the row it is about, returned by the write itself.
+_RETURNS = {"update": _UPDATE_BY_ID, "update_if_status": _UPDATE_IF_STATUS, "claim": _CLAIM_UNOWNED}
+_RETURNS = {name: row.returning(*_EVENT_SOURCE) for name, row in (_RETURNS | {"claim_owned": _CLAIM_OWNED}).items()}
+_PLAIN = {"by_id": _BY_ID, "by_key": _BY_KEY, "identical": _IDENTICAL, "insert": _INSERT_INVOCATION, "mark": _MARK}
+
+
 def _invocation(mapping: RowMapping) -> InvocationTable:
     return InvocationTable(**mapping)
 
@@ -87,14 +95,12 @@ class Store(McpRecords):
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         SQLModel.metadata.create_all(self.engine)
+        # SQLite: the hot path's methods run on one driver connection (``_store_hot``); PostgreSQL keeps Core.
+        hot = _PLAIN | _RETURNS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
+        self._hot = HotPath(self.engine, hot) if self.engine.dialect.name == "sqlite" else None
         dialect = self.engine.dialect
         self._returning = bool(dialect.update_returning)
         self._upsert = _upsert_metric(dialect.name)
-        # What an event copies from the row it is about, returned by the write itself.
-        self._update_returning = _UPDATE_BY_ID.returning(*_EVENT_SOURCE)
-        self._update_if_status_returning = _UPDATE_IF_STATUS.returning(*_EVENT_SOURCE)
-        self._claim_returning = _CLAIM_UNOWNED.returning(*_EVENT_SOURCE)
-        self._claim_owned_returning = _CLAIM_OWNED.returning(*_EVENT_SOURCE)
 
     @classmethod
     def in_directory(cls, directory: Path) -> Store:
@@ -104,7 +110,14 @@ class Store(McpRecords):
 
     def close(self) -> None:
         """Release connections."""
+        if self._hot is not None:
+            self._hot.close()
         self.engine.dispose()
+
+    @property
+    def hot_commits(self) -> int:
+        """Transactions the SQLite hot path committed, past the engine's events (``toolproof bench`` counts them)."""
+        return self._hot.connection.commits if self._hot is not None else 0
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -118,6 +131,9 @@ class Store(McpRecords):
 
     def find_by_key(self, key: str) -> InvocationTable | None:
         """The invocation with ``key``, if any."""
+        if self._hot is not None:
+            row = self._hot.one("by_key", {"b_key": key})
+            return None if row is None else InvocationTable(**row)
         with self.engine.connect() as connection:
             found = connection.execute(_BY_KEY, {"b_key": key}).mappings().first()
         return None if found is None else _invocation(found)
@@ -136,11 +152,25 @@ class Store(McpRecords):
         """Table names in the store."""
         return sorted(inspect(self.engine).get_table_names())
 
-    def get_or_none(self, invocation_id: str) -> InvocationTable | None:
-        """The invocation ``invocation_id``, if it exists."""
+    def _columns_or_none(self, invocation_id: str) -> dict[str, Any] | None:
+        if self._hot is not None:
+            return self._hot.one("by_id", {"b_id": invocation_id})
         with self.engine.connect() as connection:
             found = self._one_by_id(connection, invocation_id)
-        return None if found is None else _invocation(found)
+        return None if found is None else dict(found)
+
+    def get_or_none(self, invocation_id: str) -> InvocationTable | None:
+        """The invocation ``invocation_id``, if it exists."""
+        found = self._columns_or_none(invocation_id)
+        return None if found is None else InvocationTable(**found)
+
+    def columns(self, invocation_id: str) -> dict[str, Any]:
+        """The column values of invocation ``invocation_id`` (step 8 reads them without a row object);
+        NoResultFound when there is none."""
+        found = self._columns_or_none(invocation_id)
+        if found is None:
+            raise NoResultFound(f"no invocation {invocation_id!r}")
+        return found
 
     def get(self, invocation_id: str) -> InvocationTable:
         """The invocation ``invocation_id``."""
@@ -149,16 +179,32 @@ class Store(McpRecords):
             raise NoResultFound(f"no invocation {invocation_id!r}")
         return found
 
-    def insert(self, row: InvocationTable, events: Sequence[EventKind], metrics: Sequence[str] = ()) -> None:
-        """Insert ``row`` with its events in one transaction; DuplicateKey when the key exists."""
-        values = column_values(row, _INVOCATIONS)
+    def insert(
+        self, row: InvocationTable | Mapping[str, Any], events: Sequence[EventKind], metrics: Sequence[str] = ()
+    ) -> None:
+        """Insert ``row`` (a table row, or its column values) with its events in one transaction; DuplicateKey
+        when the key exists."""
+        values = column_values(row, _INVOCATIONS) if isinstance(row, InvocationTable) else dict(row)
+        if self._hot is not None:
+            try:
+                self._hot.insert(values, events, metrics)
+            except sqlite3.IntegrityError:
+                raise DuplicateKey(values["idempotency_key"]) from None
+            return
         try:
             with self.engine.begin() as connection:
                 connection.execute(_INSERT_INVOCATION, values)
-                self._emit(connection, values["run_id"], row.invocation_id, row.status, row.reason_code, events)
+                self._emit(
+                    connection,
+                    values["run_id"],
+                    values["invocation_id"],
+                    values["status"],
+                    values.get("reason_code"),
+                    events,
+                )
                 self._bump(connection, metrics)
         except IntegrityError:
-            raise DuplicateKey(row.idempotency_key) from None
+            raise DuplicateKey(values["idempotency_key"]) from None
 
     def update(
         self,
@@ -170,6 +216,16 @@ class Store(McpRecords):
         expect_status: InvocationStatus | None = None,
     ) -> bool:
         """Apply ``changes`` (and events, metrics) in one transaction; False when ``expect_status`` no longer holds."""
+        if self._hot is not None and changes:
+            params = changes | {"b_id": invocation_id}
+            name = "update"
+            if expect_status is not None:
+                name, params["b_status"] = "update_if_status", expect_status.value
+            if self._hot.update(name, params, events, metrics):
+                return True
+            if self.get_or_none(invocation_id) is None:
+                raise NoResultFound(f"no invocation {invocation_id!r}")
+            return False  # The row exists, so only the status condition can have failed.
         with self.engine.begin() as connection:
             found = self._apply(connection, invocation_id, changes, expect_status)
             if found is None:
@@ -186,9 +242,9 @@ class Store(McpRecords):
         if changes and self._returning:
             params = changes | {"b_id": invocation_id}
             if expect is None:
-                statement = self._update_returning
+                statement = _RETURNS["update"]
             else:
-                statement, params["b_status"] = self._update_if_status_returning, expect.value
+                statement, params["b_status"] = _RETURNS["update_if_status"], expect.value
             found = connection.execute(statement, params).mappings().first()
             if found is None and self._one_by_id(connection, invocation_id) is None:
                 raise NoResultFound(f"no invocation {invocation_id!r}")
@@ -213,9 +269,12 @@ class Store(McpRecords):
         params = changes | {"b_id": invocation_id, "b_status": expect_status}
         if expect_owner is not None:
             params["b_owner"] = expect_owner
+        if self._hot is not None:
+            name = "claim" if expect_owner is None else "claim_owned"
+            return self._hot.update(name, params, [EventKind.STARTED], ())
         with self.engine.begin() as connection:
             if self._returning:
-                returning = self._claim_returning if expect_owner is None else self._claim_owned_returning
+                returning = _RETURNS["claim"] if expect_owner is None else _RETURNS["claim_owned"]
                 claimed = connection.execute(returning, params).mappings().first()
             else:
                 plain = _CLAIM_UNOWNED if expect_owner is None else _CLAIM_OWNED
@@ -242,6 +301,10 @@ class Store(McpRecords):
 
     def mark_effect_sent(self, invocation_id: str, now: float) -> None:
         """Commit the watermark; returns after the commit."""
+        if self._hot is not None:
+            if not self._hot.mark(invocation_id, now) and self.get_or_none(invocation_id) is None:
+                raise NoResultFound(f"no invocation {invocation_id!r}")
+            return
         with self.engine.begin() as connection:
             # No row changed: marked before (the first mark stands), or there is no such row.
             marked = connection.execute(_MARK, {"b_id": invocation_id, "effect_sent_at": now}).rowcount == 1
@@ -250,6 +313,9 @@ class Store(McpRecords):
 
     def identical(self, run_id: str, call_hash: str) -> list[InvocationTable]:
         """Earlier calls of ``run_id`` with the same tool and canonical arguments."""
+        if self._hot is not None:
+            found_rows = self._hot.all("identical", {"b_run": run_id, "b_hash": call_hash})
+            return [InvocationTable(**row) for row in found_rows]
         with self.engine.connect() as connection:
             found = connection.execute(_IDENTICAL, {"b_run": run_id, "b_hash": call_hash}).mappings().all()
         return [_invocation(row) for row in found]

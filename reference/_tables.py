@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Enum, Index, Table, UniqueConstraint
@@ -114,8 +115,42 @@ class SessionPinTable(SQLModel, table=True):
     as_of_seq: int
 
 
-def column_values(row: SQLModel, table: Table) -> dict[str, Any]:
-    """The column values of ``row`` for a Core insert; an unset ``seq`` is left to the database."""
+@dataclass(frozen=True, slots=True)
+class CatalogRow:
+    """One ``mcp_catalog_history`` row without the ORM: what the adapter records and reads back in bulk.
+
+    A catalog of thousands of tools makes thousands of rows at once; an ORM object costs ~100 µs to build.
+    """
+
+    server_id: str
+    kind: str
+    observed_at: float
+    remote_name: str | None = None
+    registered_name: str | None = None
+    definition_sha256: str | None = None
+    seq: int | None = None
+    """None until stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class PinRow:
+    """One ``mcp_session_pins`` row without the ORM: what a session pin writes and reads back in bulk."""
+
+    run_id: str
+    kind: str
+    name: str
+    server_id: str
+    definition_sha256: str
+    body_json: str
+    as_of_seq: int
+    remote_name: str | None = None
+    seq: int | None = None
+    """None until stored."""
+
+
+def column_values(row: object, table: Table) -> dict[str, Any]:
+    """The column values of ``row`` (a table object or its row dataclass) for a Core insert; an unset ``seq`` is left
+    to the database."""
     values = {column.name: getattr(row, column.name) for column in table.columns}
     if values.get("seq", 0) is None:
         del values["seq"]

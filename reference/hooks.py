@@ -6,12 +6,13 @@
   that needs what step 1 resolved.
 - ``Pipeline``: its public methods are the hooks the steps call (``prior_identical``, ``trip``,
   ``escaped``, ``context_parts``, ``artifact_writer``, ``context_for``, ``mark_effect``,
-  ``parse_result``, ``metrics_for``, ``unmarked``) and the entries around them (``run_call``,
+  ``parse_result``, ``accepts_structure``, ``metrics_for``, ``unmarked``) and the entries around them (``run_call``,
   ``run_step``, ``qualifies``, ``resume``, ``orphans``, ``recover``...); ``registry_class``,
   ``mcp_class`` and ``bridge_class`` name the parts it is built with.
 - ``CallState`` and its records ``Resolved`` (step 1) and ``Prepared`` (step 9); ``ContextParts``,
   the public fields a context is built from.
-- The MCP adapter (``McpAdapter`` and what its hooks take), the bridge, the registry, the store
+- The MCP adapter (``McpAdapter`` and what its hooks take; ``connection_lost``, its test of an exception for a
+  lost connection), the bridge, the registry, the store
   (``Store``) and its tables, and decision 12's excerpter (``excerpt_parts``).
 """
 
@@ -25,15 +26,15 @@ from ._keys import idempotency_key
 from ._mcp import McpAdapter
 from ._mcp_catalog import wire
 from ._mcp_classify import McpTool
-from ._mcp_connection import Link, RemoteTool
+from ._mcp_connection import Link, Opening, RemoteTool, connection_lost
 from ._persist import invocation_row
-from ._pipeline import Pipeline
+from ._pipeline import Pipeline, structure_accepted
 from ._policy import Decision
 from ._registry import Registry
 from ._state import DISPOSITION, CallState, Prepared, Resolved, StepFunction, resolved_step
 from ._steps import FINISHING, STEP_TABLE, step_table
 from ._store import Store
-from ._tables import CatalogHistoryTable, EventTable, InvocationTable, dump_json
+from ._tables import CatalogHistoryTable, CatalogRow, EventTable, InvocationTable, PinRow, SessionPinTable, dump_json
 
 __all__ = [
     "DISPOSITION",
@@ -43,6 +44,7 @@ __all__ = [
     "CallState",
     "CancellationSignal",
     "CatalogHistoryTable",
+    "CatalogRow",
     "ContextParts",
     "Decision",
     "EventTable",
@@ -52,6 +54,8 @@ __all__ = [
     "Link",
     "McpAdapter",
     "McpTool",
+    "Opening",
+    "PinRow",
     "Pipeline",
     "Prepared",
     "ReferenceImplementation",
@@ -59,15 +63,18 @@ __all__ = [
     "RemoteTool",
     "Resolved",
     "ScopedCredentials",
+    "SessionPinTable",
     "StepFunction",
     "Store",
     "bridge_call_id",
+    "connection_lost",
     "dump_json",
     "excerpt_parts",
     "idempotency_key",
     "invocation_row",
     "resolved_step",
     "step_table",
+    "structure_accepted",
     "wire",
 ]
 

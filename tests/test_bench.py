@@ -17,6 +17,7 @@ from toolproof.bench import (
     TARGETS,
     Figure,
     definitions,
+    measure_calls,
     measure_catalog,
     ratios,
     render,
@@ -36,6 +37,8 @@ TINY = replace(
     batch_wait_s=0.01,
     catalog_tools=40,
     catalog_repetitions=1,
+    call_large_tools=40,
+    mcp_calls=4,
     excerpt_bytes=256 * 1024,
     excerpt_in_subprocess=False,
     suite_repetitions=0,
@@ -72,23 +75,49 @@ def test_every_figure_has_median_min_max_and_its_repetitions(tiny: tuple[dict[st
         assert set(figures["toolproof"][workload]) == {"calls_per_s", "ms_per_call", "commits_per_call", "efficiency"}
         for node in figures["toolproof"][workload].values():
             _figure(node, TINY.repetitions)
+        assert set(figures["floor"][workload]) == {"calls_per_s", "ms_per_call", "commits_per_call"}
+        for node in figures["floor"][workload].values():
+            _figure(node, TINY.repetitions)
     for key in ("parallel_ms", "sequential_ms", "ratio"):
         _figure(figures["batch"][key], TINY.batch_repetitions)
     for key in ("sdk_list_s", "register_s", "advertise_s", "pin_check_s"):
         _figure(figures["catalog"][key], TINY.catalog_repetitions)
+    for key in ("register", "advertise", "pin_check"):
+        _figure(figures["catalog"][f"{key}_ratio"], TINY.catalog_repetitions)
+        assert figures["catalog"][f"{key}_ratio"]["samples"] == [
+            mine / sdk
+            for mine, sdk in zip(
+                figures["catalog"][f"{key}_s"]["samples"], figures["catalog"]["sdk_list_s"]["samples"], strict=True
+            )
+        ]
+    for key in ("small_ms", "large_ms", "ratio"):
+        _figure(figures["mcp_calls"][key], TINY.repetitions)
+    assert figures["mcp_calls"]["tools"] == [TINY.call_small_tools, TINY.call_large_tools]
     for key in ("peak_rss_mib", "rss_growth_mib", "seconds"):
         _figure(figures["excerpt"][key], TINY.excerpt_repetitions)
     assert "suite" not in figures  # suite_repetitions=0 skips it
-    for section in ("commit_limit", "toolproof", "dbos", "batch", "catalog", "excerpt"):
+    for section in ("commit_limit", "floor", "toolproof", "dbos", "batch", "catalog", "mcp_calls", "excerpt"):
         assert len(figures[section]["load"]) == 3
 
 
 def test_the_watermark_costs_exactly_one_counted_commit_per_call(tiny: tuple[dict[str, Any], Path]) -> None:
-    ours = tiny[0]["figures"]["toolproof"]
-    read = set(ours["read"]["commits_per_call"]["samples"])
-    write = set(ours["write"]["commits_per_call"]["samples"])
-    assert len(read) == len(write) == 1
-    assert write.pop() - read.pop() == 1
+    figures = tiny[0]["figures"]
+    for system in ("toolproof", "floor"):
+        read = set(figures[system]["read"]["commits_per_call"]["samples"])
+        write = set(figures[system]["write"]["commits_per_call"]["samples"])
+        assert len(read) == len(write) == 1
+        assert write.pop() - read.pop() == 1
+
+
+def test_efficiency_pairs_each_repetition_of_the_floor_with_the_same_repetition_of_the_reference(
+    tiny: tuple[dict[str, Any], Path],
+) -> None:
+    figures = tiny[0]["figures"]
+    for workload in ("read", "write"):
+        floor = figures["floor"][workload]["ms_per_call"]["samples"]
+        ours = figures["toolproof"][workload]["ms_per_call"]["samples"]
+        expected = [f / r for f, r in zip(floor, ours, strict=True)]
+        assert figures["toolproof"][workload]["efficiency"]["samples"] == pytest.approx(expected)
 
 
 def test_every_system_reads_back_wal_and_full(tiny: tuple[dict[str, Any], Path]) -> None:
@@ -97,7 +126,7 @@ def test_every_system_reads_back_wal_and_full(tiny: tuple[dict[str, Any], Path])
     assert "SIGKILL" in settings["promise"]
     assert "power loss" in settings["promise"].lower()
     measured = {name: values for name, values in settings["read_back"].items() if values is not None}
-    assert {"commit_limit_probe", "toolproof"} <= set(measured)
+    assert {"commit_limit_probe", "floor", "toolproof"} <= set(measured)
     assert all(values == {"journal_mode": "WAL", "synchronous": "FULL"} for values in measured.values())
 
 
@@ -134,7 +163,7 @@ def test_a_disabled_peer_is_reported_unavailable_not_estimated(tmp_path: Path) -
         "name": latency["name"],
         "figure": "latency_ratio.read",
         "comparison": "<=",
-        "bound": 1.0,
+        "bound": 0.5,
         "verdict": "n/a",
         "reason": "disabled for this run",
     }
@@ -156,8 +185,15 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
     for expected in (
         "commit limit",
         "commits per call (counted)",
+        "efficiency = floor ms ÷ toolproof ms",
+        "floor IDEMPOTENT read: latency",
+        "floor: the reference's design on plain sqlite3",
         "batch parallel ÷ sequential",
         "catalog listed, normalized and registered by the MCP adapter",
+        "catalog registered ÷ SDK listing (same repetition)",
+        "MCP read latency, 40 ÷ 10 tools",
+        "MCP call latency, 10,000 ÷ 10 tools",
+        "MCP calls: one IDEMPOTENT READ_ONLY MCP tool",
         "peak RSS",
         "must-show targets",
         "journal_mode=WAL + synchronous=FULL",
@@ -174,6 +210,22 @@ def test_the_adapter_registers_every_tool_and_records_the_list_changed_without_m
     assert sample.registered == 400
     assert sample.history == {"added": 2, "changed": 4, "withdrawn": 2}
     assert (sample.change.added, sample.change.withdrawn, sample.change.changed) == (2, 2, 4)
+
+
+def test_the_per_call_workload_pairs_each_repetition_of_both_servers(tmp_path: Path) -> None:
+    samples = measure_calls(tmp_path, (8, 30), calls=3, warmup=1, repetitions=2)
+    assert len(samples) == 2
+    for sample in samples:
+        assert sample.small_ms > 0
+        assert sample.large_ms > 0
+        assert sample.ratio == sample.large_ms / sample.small_ms
+
+
+def test_the_per_call_workload_refuses_a_server_without_the_called_tool(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"^sizes=\(7, 30\): both servers must list 'tool_00007'; give each more than 7 tools$"
+    ):
+        measure_calls(tmp_path, (7, 30), calls=1, warmup=1, repetitions=1)
 
 
 def test_a_figure_needs_samples_and_ratios_need_equal_series() -> None:

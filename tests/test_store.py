@@ -1,20 +1,28 @@
-"""The reference store's writes, with UPDATE ... RETURNING and without it (the path a dialect lacking it takes)."""
+"""The reference store's writes: SQLite's hot path, the Core path with UPDATE ... RETURNING, and without it (the path a
+dialect lacking it takes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import NoResultFound
 
+from toolproof.fakes import FakeClock
 from toolproof.reference._store import DuplicateKey, InvocationTable, Store
-from toolproof.spec import EventKind, InvocationStatus, TrustLabel
+from toolproof.reference.hooks import McpAdapter, SessionPinTable
+from toolproof.spec import EventKind, InstanceConfig, InvocationStatus, TrustLabel
 
 
-@pytest.fixture(params=["returning", "read-back"])
+@pytest.fixture(params=["hot", "returning", "read-back"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     opened = Store.in_directory(tmp_path)
+    if request.param != "hot":
+        # The Core path PostgreSQL takes (SQLite's hot path on its driver connection switched off).
+        assert opened._hot is not None
+        opened._hot.close()
+        opened._hot = None
     if request.param == "read-back":
         # What the store decided for a dialect without RETURNING or ON CONFLICT.
         opened._returning, opened._upsert = False, None
@@ -106,3 +114,45 @@ def test_trust_labels_are_stored_as_their_value_and_load_as_the_enum(store: Stor
     with store.engine.connect() as connection:
         stored = connection.exec_driver_sql("SELECT origin_trust, argument_trust FROM tool_invocations").one()
     assert tuple(stored) == ("USER", "USER")  # Plain text in the database: readable by anything.
+
+
+def _pin_row(kind: str, name: str, run_id: str = "run-1") -> SessionPinTable:
+    return SessionPinTable(
+        run_id=run_id, kind=kind, name=name, server_id="s", definition_sha256="", body_json="{}", as_of_seq=0
+    )
+
+
+def _adapter(store: Store, tmp_path: Path) -> McpAdapter:
+    return McpAdapter(InstanceConfig(store_dir=tmp_path, workspace=tmp_path), store, FakeClock())
+
+
+def test_a_pin_drops_every_name_that_clashes_and_keeps_the_rest(store: Store, tmp_path: Path) -> None:
+    adapter = _adapter(store, tmp_path)
+    rows = [
+        _pin_row("session", ""),
+        _pin_row("tool", "mcp.s.echo"),
+        _pin_row("skill", "mcp.s.prompt.get_item"),
+        _pin_row("skill", "mcp.s.prompt.get_item"),
+        _pin_row("skill", "mcp.s.prompt.other"),
+    ]
+    pinned = adapter.write_pin("run-1", rows)
+    assert sorted((r.kind, r.name) for r in pinned) == [
+        ("session", ""),
+        ("skill", "mcp.s.prompt.other"),
+        ("tool", "mcp.s.echo"),
+    ]
+    # A concurrent pin of the same run: the first stands, and the second reads it back.
+    assert adapter.write_pin("run-1", [_pin_row("session", ""), _pin_row("tool", "mcp.s.other")]) == pinned
+
+
+def test_a_pin_write_that_fails_with_no_pin_in_the_store_raises(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = _adapter(store, tmp_path)
+
+    def refused(rows: Sequence[SessionPinTable]) -> bool:
+        return False  # What the store answers when the write failed on the pin's unique key.
+
+    monkeypatch.setattr(store, "pin", refused)
+    with pytest.raises(RuntimeError, match="could not be written"):
+        adapter.write_pin("run-1", [_pin_row("session", "")])

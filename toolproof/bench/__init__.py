@@ -6,7 +6,7 @@ It reaches the reference only through its public surface (``toolproof.reference`
 
 from toolproof.spec import publish_exports as _publish_exports
 
-from ._catalog import definitions, measure_catalog
+from ._catalog import CallSample, definitions, measure_calls, measure_catalog
 from ._dbos import unavailable_reason
 from ._pipeline import ReferenceRig, Sample, Workload
 from ._render import TARGETS, render
@@ -19,6 +19,7 @@ __all__ = [
     "QUICK",
     "TARGETS",
     "BenchSizes",
+    "CallSample",
     "Figure",
     "ReferenceRig",
     "Sample",
@@ -26,6 +27,7 @@ __all__ = [
     "bench_command",
     "definitions",
     "main",
+    "measure_calls",
     "measure_catalog",
     "ratios",
     "render",

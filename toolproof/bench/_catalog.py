@@ -4,7 +4,8 @@ An in-process low-level MCP server (the SDK's ``Server``, configured as an opera
 the memory transport) lists the catalog; the reference ``McpAdapter`` lists it, normalizes every
 remote name (decision 5), hashes every definition and records the catalog history in its store
 (decision 9). A session then pins the catalog, the server changes it (a list_changed of the same
-size), and the adapter lists it again, records the differences and the pin is checked against it.
+size), and the adapter lists it again, records the differences and the pin is checked against it. Beside it,
+``measure_calls`` times one tool called through a reference instance on a 10-tool and a 10,000-tool server.
 """
 
 from __future__ import annotations
@@ -20,18 +21,24 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from toolproof.fakes import FakeClock
+from toolproof.reference import ReferenceImplementation, ReferenceInstance
 from toolproof.reference.hooks import McpAdapter, Store
 from toolproof.spec import (
     Advertisement,
     CatalogChangeKind,
+    ContextItem,
     HarnessError,
     IdempotencyClass,
     InstanceConfig,
     McpClassification,
     McpServerConfig,
     McpTransport,
+    ProposedCall,
     Risk,
     SideEffect,
+    StepRequest,
+    Success,
+    TrustLabel,
 )
 
 METHOD = (
@@ -88,12 +95,21 @@ class CatalogServer:
     def __init__(self, size: int) -> None:
         self.revision = 0
         self._catalogs = [[types.Tool.model_validate(d) for d in definitions(size, r)] for r in (0, 1)]
-        self.server: Server[Any] = Server("CatalogServer", version="1.0.0", on_list_tools=self._list_tools)
+        self.server: Server[Any] = Server(
+            "CatalogServer", version="1.0.0", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._catalogs[self.revision])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        # Every tool reads one record: the answer is the same work whatever the catalog's size.
+        record = (params.arguments or {}).get("id")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name}: record {record}")])
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +206,110 @@ def measure_catalog(directory: Path, size: int) -> CatalogSample:
     """One repetition of section 5 in a fresh store under ``directory``, in its own event loop."""
     directory.mkdir(parents=True, exist_ok=True)
     return anyio.run(_measure, directory, size)
+
+
+CALL_TOOL = "tool_00007"
+"""The remote tool the per-call workload calls: listed by the 10-tool and the 10,000-tool server alike."""
+
+CALL_METHOD = (
+    "one IDEMPOTENT READ_ONLY MCP tool called through the fourteen steps of a reference instance, one call per step, "
+    "on an in-process server (memory transport) of 10 tools and of 10,000, in alternating turns of 10 calls in one "
+    "event loop; "
+    "each instance's session is pinned in untimed warm-up calls; the instance clock does not move, so every read "
+    "reuses the server's listing (D9.4), as reads within listing_max_age_s do"
+)
+"""How the per-call figure is labelled."""
+
+_USER = ContextItem(id="user-1", trust=TrustLabel.USER, text="look it up")
+
+
+@dataclass(frozen=True, slots=True)
+class CallSample:
+    """One interleaved repetition of the per-call workload."""
+
+    small_ms: float
+    """Per-call time on the 10-tool server."""
+    large_ms: float
+    """Per-call time on the large server."""
+
+    @property
+    def ratio(self) -> float:
+        """Large ÷ small."""
+        return self.large_ms / self.small_ms
+
+
+class _CallRig:
+    """A reference instance whose one MCP server is a ``CatalogServer`` of ``size`` tools."""
+
+    def __init__(self, directory: Path, size: int) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.catalog = CatalogServer(size)
+        server = McpServerConfig(
+            server_id=SERVER_ID, transport=McpTransport.MEMORY, server=self.catalog.server, classification=_READ
+        )
+        workspace = directory / "workspace"
+        workspace.mkdir(exist_ok=True)
+        self.config = InstanceConfig(store_dir=directory / "store", workspace=workspace, mcp_servers=[server])
+        self.size = size
+        self.step = 0
+
+    async def calls(self, instance: ReferenceInstance, count: int) -> float:
+        """Seconds for ``count`` one-call steps, one after another; every call must succeed."""
+        requests = []
+        for _ in range(count):
+            self.step += 1
+            call = ProposedCall(
+                call_id="c", tool_name=f"mcp.{SERVER_ID}.{CALL_TOOL}", arguments={"id": f"record-{self.step}"}
+            )
+            requests.append(StepRequest(run_id="bench-calls", step_number=self.step, context=[_USER], calls=[call]))
+        started = time.perf_counter()
+        dispositions = [d for request in requests for d in await instance.submit(request)]
+        seconds = time.perf_counter() - started
+        for disposition in dispositions:
+            if not isinstance(disposition, Success):
+                raise HarnessError(
+                    f"bench MCP calls ({self.size} tools): a call ended {disposition.status!r}; the figure would lie"
+                )
+        return seconds
+
+
+CALL_CHUNK = 10
+"""Calls per turn: a repetition alternates turns of the two servers, so a burst of load falls on both alike."""
+
+
+async def _measure_calls(
+    directory: Path, sizes: tuple[int, int], calls: int, warmup: int, repetitions: int
+) -> list[CallSample]:
+    small, large = (_CallRig(directory / f"calls-{size}", size) for size in sizes)
+    samples: list[CallSample] = []
+    async with (
+        ReferenceImplementation().open(small.config, [], FakeClock()) as small_instance,
+        ReferenceImplementation().open(large.config, [], FakeClock()) as large_instance,
+    ):
+        rigs = ((small, small_instance), (large, large_instance))
+        for rig, instance in rigs:
+            await rig.calls(instance, warmup)  # The first step pins the session.
+        for _ in range(repetitions):
+            seconds = [0.0, 0.0]
+            for done in range(0, calls, CALL_CHUNK):
+                for index, (rig, instance) in enumerate(rigs):
+                    seconds[index] += await rig.calls(instance, min(CALL_CHUNK, calls - done))
+            samples.append(CallSample(small_ms=1000 * seconds[0] / calls, large_ms=1000 * seconds[1] / calls))
+    return samples
+
+
+def measure_calls(
+    directory: Path, sizes: tuple[int, int], calls: int, warmup: int, repetitions: int
+) -> list[CallSample]:
+    """Per-call time of one MCP tool on a server of ``sizes[0]`` tools and of ``sizes[1]``, interleaved.
+
+    Args:
+        directory: Fresh folder for both instances' stores.
+        sizes: Tools of the small and of the large server (each lists ``CALL_TOOL``).
+        calls: Timed calls per repetition and server.
+        warmup: Untimed calls per server first (the first pins the session).
+        repetitions: Repetitions; each alternates turns of ``CALL_CHUNK`` calls on the small and the large server.
+    """
+    if min(sizes) <= int(CALL_TOOL.rsplit("_", 1)[1]):
+        raise ValueError(f"sizes={sizes!r}: both servers must list {CALL_TOOL!r}; give each more than 7 tools")
+    return anyio.run(_measure_calls, directory, sizes, calls, max(warmup, 1), repetitions)

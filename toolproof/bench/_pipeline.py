@@ -111,7 +111,8 @@ class ReferenceRig:
     def attach(self, instance: ReferenceInstance) -> None:
         """Measure ``instance`` (opened by ``open``) and count its commits until the rig closes."""
         self._instance = instance
-        self._counter = CommitCounter(instance.store.engine)
+        store = instance.store
+        self._counter = CommitCounter(store.engine, lambda: store.hot_commits)
         self._stack.callback(self._counter.detach)
 
     def __exit__(
@@ -154,9 +155,12 @@ class ReferenceRig:
 
     def run_calls(self, workload: Workload, calls: int, tag: str) -> Sample:
         """``calls`` single-call steps of ``workload``, one after another; requests are built before the clock starts."""
+        return self.run(self.requests(workload, tag, calls), f"{workload} {tag}")
+
+    def run(self, requests: list[StepRequest], what: str) -> Sample:
+        """Submit ``requests`` one after another in the rig's event loop, timed (``what`` names them in errors)."""
         assert self._portal is not None
-        requests = self.requests(workload, tag, calls)
-        return self._portal.call(self.timed, requests, f"{workload} {tag}")
+        return self._portal.call(self.timed, requests, what)
 
     async def timed(self, requests: list[StepRequest], what: str) -> Sample:
         """Submit ``requests`` one after another in the instance's event loop, timed; every call must succeed."""

@@ -1,9 +1,10 @@
 """``toolproof bench``: what the reference pipeline costs, against the commit limit and a durable-execution peer.
 
 One run measures, on SQLite files with the reference's durability settings: the commit limit,
-the pipeline's throughput for an IDEMPOTENT read and a NON_IDEMPOTENT watermarked write (with
-committed transactions counted), DBOS running the same workloads interleaved with ours, batch
-parallelism, a 10,000-tool catalog, excerpt memory and the quick conformance run. It prints a
+the pipeline's per-call time for an IDEMPOTENT read and a NON_IDEMPOTENT watermarked write (with
+committed transactions counted) against the floor (the same design on plain sqlite3) and DBOS
+running the same workloads, all three interleaved, batch
+parallelism, a 10,000-tool catalog and an MCP call on it, excerpt memory and the quick conformance run. It prints a
 table and writes ``bench.json``; run it as ``python -m toolproof.bench [--out DIR] [--quick]``.
 """
 
@@ -26,16 +27,16 @@ from rich.console import Console
 
 from toolproof import __version__
 
-from ._catalog import METHOD, measure_catalog
+from ._catalog import CALL_METHOD, METHOD, measure_calls, measure_catalog
 from ._dbos import PEER_NOTE, DbosRig, unavailable_reason
 from ._excerpt import excerpt_memory, excerpt_memory_in_subprocess
+from ._floor import FLOOR_NOTE, FloorRig
 from ._pipeline import ReferenceRig, Sample, Workload
 from ._render import evaluate_targets, render
 from ._sqlite import (
     DURABILITY_PRAGMAS,
     DURABILITY_PROMISE,
-    commit_limit,
-    probe_settings,
+    CommitProbe,
     sigkill_survival,
 )
 from ._stats import Figure, load_average, machine_info, ratios
@@ -64,6 +65,12 @@ class BenchSizes:
     batch_wait_s: float = 0.05
     catalog_tools: int = 10_000
     catalog_repetitions: int = 3
+    call_small_tools: int = 10
+    """Tools of the small server of the per-call MCP workload."""
+    call_large_tools: int = 10_000
+    """Tools of the large server of the per-call MCP workload."""
+    mcp_calls: int = 100
+    """Timed MCP calls per repetition and server (the per-call workload runs ``repetitions`` repetitions)."""
     excerpt_bytes: int = 200 * 1024 * 1024
     excerpt_repetitions: int = 1
     excerpt_in_subprocess: bool = True
@@ -90,13 +97,16 @@ FULL = BenchSizes(
 )
 
 
-def _throughput_figures(samples: list[Sample], limits: list[float]) -> dict[str, Any]:
-    efficiency = [s.calls_per_s * s.commits_per_call / limit for s, limit in zip(samples, limits, strict=True)]
+def efficiency(floor: Sample, reference: Sample) -> float:
+    """Floor per-call time ÷ reference per-call time: 1.0 means the reference costs no more than the floor."""
+    return floor.ms_per_call / reference.ms_per_call
+
+
+def _throughput_figures(samples: list[Sample]) -> dict[str, Any]:
     return {
         "calls_per_s": Figure.of("calls/s", [s.calls_per_s for s in samples]).to_json(),
         "ms_per_call": Figure.of("ms", [s.ms_per_call for s in samples]).to_json(),
         "commits_per_call": Figure.of("commits", [s.commits_per_call for s in samples]).to_json(),
-        "efficiency": Figure.of("ratio", efficiency).to_json(),
     }
 
 
@@ -111,29 +121,37 @@ def _open_peer(stack: ExitStack, directory: Path, sizes: BenchSizes) -> tuple[Db
 
 
 def _pipelines(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
-    """Sections 1-4: commit limit, throughput, the peer and batches, interleaved in one run."""
+    """Sections 1-4: commit limit, the floor and the reference, the peer and batches, interleaved in one run."""
     limits: list[float] = []
     ours: dict[Workload, list[Sample]] = {w: [] for w in WORKLOADS}
+    floors: dict[Workload, list[Sample]] = {w: [] for w in WORKLOADS}
     theirs: dict[Workload, list[Sample]] = {w: [] for w in WORKLOADS}
     load = load_average()
     with ExitStack() as stack:
         rig = stack.enter_context(ReferenceRig(directory / "toolproof", sizes.batch_wait_s))
+        floor = stack.enter_context(FloorRig(directory / "floor", rig.tools))
+        probe = CommitProbe(directory / "probe.sqlite3")
+        stack.callback(probe.close)
         peer, reason = _open_peer(stack, directory, sizes)
         for workload in WORKLOADS:
+            floor.run(rig.requests(workload, "warmup", sizes.warmup))
             rig.run_calls(workload, sizes.warmup, "warmup")
             if peer is not None:
                 peer.run_calls(workload, sizes.warmup, "warmup")
         for rep in range(sizes.repetitions):
             progress(f"throughput {rep + 1}/{sizes.repetitions} (load {load_average()[0]})")
-            limits.append(commit_limit(directory / f"probe-{rep}.sqlite3", sizes.probe_commits))
+            limits.append(probe.measure(sizes.probe_commits))
             for workload in WORKLOADS:
                 tag = f"r{rep}"
-                # Alternate who goes first, so neither system always runs on the other's warm cache.
-                if peer is not None and rep % 2:
-                    theirs[workload].append(peer.run_calls(workload, sizes.calls, tag))
-                ours[workload].append(rig.run_calls(workload, sizes.calls, tag))
-                if peer is not None and not rep % 2:
-                    theirs[workload].append(peer.run_calls(workload, sizes.calls, tag))
+                # Alternate who goes first, so no system always runs on another's warm cache.
+                order = ("floor", "reference", "peer") if rep % 2 else ("peer", "reference", "floor")
+                for system in order:
+                    if system == "floor":
+                        floors[workload].append(floor.run(rig.requests(workload, tag, sizes.calls)))
+                    elif system == "reference":
+                        ours[workload].append(rig.run_calls(workload, sizes.calls, tag))
+                    elif peer is not None:
+                        theirs[workload].append(peer.run_calls(workload, sizes.calls, tag))
         batch_load = load_average()
         parallel: list[Sample] = []
         sequential: list[Sample] = []
@@ -142,14 +160,25 @@ def _pipelines(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[s
             parallel.append(rig.run_batch(sizes.batch_size, parallel=True, tag=f"p{rep}"))
             sequential.append(rig.run_batch(sizes.batch_size, parallel=False, tag=f"s{rep}"))
         settings = {
-            "commit_limit_probe": probe_settings(directory / "probe-settings.sqlite3"),
+            "commit_limit_probe": probe.settings(),
+            "floor": floor.settings(),
             "toolproof": rig.settings(),
             "dbos": peer.settings() if peer is not None else None,
         }
     report: dict[str, Any] = {
         "settings_read_back": settings,
         "commit_limit": {"load": load, "commits_per_s": Figure.of("commits/s", limits).to_json()},
-        "toolproof": {"load": load} | {w: _throughput_figures(ours[w], limits) for w in WORKLOADS},
+        "floor": {"load": load, "note": FLOOR_NOTE} | {w: _throughput_figures(floors[w]) for w in WORKLOADS},
+        "toolproof": {"load": load}
+        | {
+            w: _throughput_figures(ours[w])
+            | {
+                "efficiency": Figure.of(
+                    "ratio", [efficiency(f, r) for f, r in zip(floors[w], ours[w], strict=True)]
+                ).to_json()
+            }
+            for w in WORKLOADS
+        },
         "dbos": {"available": peer is not None, "reason": reason, "note": PEER_NOTE, "load": load},
         "batch": {
             "load": batch_load,
@@ -163,9 +192,7 @@ def _pipelines(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[s
         },
     }
     if peer is not None:
-        report["dbos"] |= {"version": DbosRig.version()} | {
-            w: _throughput_figures(theirs[w], limits) for w in WORKLOADS
-        }
+        report["dbos"] |= {"version": DbosRig.version()} | {w: _throughput_figures(theirs[w]) for w in WORKLOADS}
         report["latency_ratio"] = {
             w: Figure.of(
                 "ratio", ratios([s.ms_per_call for s in ours[w]], [s.ms_per_call for s in theirs[w]])
@@ -194,6 +221,27 @@ def _catalog(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[str
         "register_s": Figure.of("s", [s.register_s for s in samples]).to_json(),
         "advertise_s": Figure.of("s", [s.advertise_s for s in samples]).to_json(),
         "pin_check_s": Figure.of("s", [s.pin_check_s for s in samples]).to_json(),
+        # Each against the SDK's own listing of the same repetition.
+        "register_ratio": Figure.of("ratio", [s.register_s / s.list_s for s in samples]).to_json(),
+        "advertise_ratio": Figure.of("ratio", [s.advertise_s / s.list_s for s in samples]).to_json(),
+        "pin_check_ratio": Figure.of("ratio", [s.pin_check_s / s.list_s for s in samples]).to_json(),
+    }
+
+
+def _mcp_calls(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
+    """Section 5b: per-call time of one MCP tool on a 10-tool and a 10,000-tool server, interleaved."""
+    load = load_average()
+    tools = (sizes.call_small_tools, sizes.call_large_tools)
+    progress(f"MCP calls on {tools[0]:,} and {tools[1]:,} tools")
+    samples = measure_calls(directory / "mcp-calls", tools, sizes.mcp_calls, sizes.warmup, sizes.repetitions)
+    return {
+        "load": load,
+        "method": CALL_METHOD,
+        "tools": list(tools),
+        "calls": sizes.mcp_calls,
+        "small_ms": Figure.of("ms", [s.small_ms for s in samples]).to_json(),
+        "large_ms": Figure.of("ms", [s.large_ms for s in samples]).to_json(),
+        "ratio": Figure.of("ratio", [s.ratio for s in samples]).to_json(),
     }
 
 
@@ -271,13 +319,14 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
         )
         pipelines = _pipelines(directory, sizes, note)
         catalog = _catalog(directory, sizes, note)
+        mcp_calls = _mcp_calls(directory, sizes, note)
     report["settings"] = {
         "durability_pragmas": dict(DURABILITY_PRAGMAS),
         "promise": DURABILITY_PROMISE,
         "read_back": pipelines.pop("settings_read_back"),
         "sigkill_check": sigkill,
     }
-    report["figures"] = pipelines | {"catalog": catalog, "excerpt": _excerpt(sizes, note)}
+    report["figures"] = pipelines | {"catalog": catalog, "mcp_calls": mcp_calls, "excerpt": _excerpt(sizes, note)}
     if sizes.suite_repetitions:
         report["figures"]["suite"] = _suite(sizes, note)
     report["machine"]["load_after"] = load_average()
