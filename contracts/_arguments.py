@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 from hypothesis import strategies as st
 
-from toolproof.spec import JsonObject
+from toolproof.spec import SAFE_INTEGER, JsonObject
 
 _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "format", "$comment", "$schema", "$id", "deprecated"}
@@ -96,9 +96,11 @@ def _typed(kind: str, schema: dict[str, Any], where: str, notes: list[str]) -> s
     low, high = _bounds(schema)
     if kind == "integer":
         exclusive_low, exclusive_high = "exclusiveMinimum" in schema, "exclusiveMaximum" in schema
+        # Unbounded sides stop at I-JSON's safe integers: beyond them a number has no canonical form
+        # (spec.canonical_json), so no key could be derived for the call.
         return st.integers(
-            min_value=None if low is None else math.floor(low) + 1 if exclusive_low else math.ceil(low),
-            max_value=None if high is None else math.ceil(high) - 1 if exclusive_high else math.floor(high),
+            min_value=-SAFE_INTEGER if low is None else math.floor(low) + 1 if exclusive_low else math.ceil(low),
+            max_value=SAFE_INTEGER if high is None else math.ceil(high) - 1 if exclusive_high else math.floor(high),
         )
     if kind == "number":
         return st.floats(

@@ -9,8 +9,6 @@ attempt is plain data that can cross a process boundary.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from toolproof.spec import Identity, JsonObject, Tool, ToolSpec
+from toolproof.spec import Identity, JsonObject, Tool, ToolSpec, canonical_sha256
 
 from ._context import ContractContext, request_cancellation
 from ._result import describe_error, describe_result, judge_result, narrated, reports_ok
@@ -94,9 +92,12 @@ class AttemptHost(Protocol):
 
 
 def idempotency_key(spec: ToolSpec, arguments: JsonObject) -> str:
-    """The key the contract hands the tool: stable for a tool, version and arguments, never the attempt."""
-    canonical = json.dumps([spec.name, spec.version, arguments], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """The key the contract hands the tool: stable for a tool, version and arguments, never the attempt.
+
+    The contract's own key, not decision 10's (a tool only hands it on): sha256 of the RFC 8785 canonical JSON of
+    ``[name, version, arguments]``.
+    """
+    return canonical_sha256([spec.name, spec.version, arguments])
 
 
 def identity(spec: ToolSpec, arguments: JsonObject, attempt: int) -> Identity:

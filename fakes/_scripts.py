@@ -25,7 +25,7 @@ def order_mail_order(bridge: Any) -> None:
 
 def drifting(bridge: Any) -> None:
     """Orders an item named after the clock: a replay asks for something else at ordinal 1."""
-    bridge.call("orders.place", {"item": time.time_ns()}, {"item": ["user-1"]})
+    bridge.call("orders.place", {"item": f"item-{time.time_ns()}"}, {"item": ["user-1"]})
 
 
 def follows_its_plan(bridge: Any) -> None:
@@ -57,3 +57,8 @@ def mails_with_empty_provenance(bridge: Any) -> None:
 def reads_without_provenance(bridge: Any) -> None:
     """One read-only call whose argument the script gives no provenance for."""
     bridge.call("files.echo", {"text": "report"})
+
+
+def unrepresentable(bridge: Any) -> None:
+    """Proposes an argument no call can carry: an integer no IEEE 754 double equals (no RFC 8785 form)."""
+    bridge.call("orders.place", {"item": 2**63 + 1}, {"item": ["user-1"]})

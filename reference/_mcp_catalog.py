@@ -7,7 +7,9 @@ session already pinned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import mcp_types as types
@@ -15,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof.spec import (
     READ_RESOURCE,
+    CanonicalJsonError,
     CatalogChange,
     CatalogChangeKind,
     Clock,
@@ -27,7 +30,7 @@ from toolproof.spec import (
 
 from ._mcp_connection import Link, McpConnections, RemoteTool
 from ._store import Store
-from ._tables import CatalogHistoryTable
+from ._tables import CatalogRow
 
 READ_RESOURCE_SCHEMA: JsonObject = {
     "type": "object",
@@ -36,6 +39,38 @@ READ_RESOURCE_SCHEMA: JsonObject = {
     "additionalProperties": False,
 }
 """Input schema of the synthetic per-server read tool (decision 8)."""
+
+
+_paused = 0
+"""How many listings are running with the cyclic collector paused (it is turned back on when the last ends)."""
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the block (nested and concurrent blocks count).
+
+    A listing of thousands of tools allocates hundreds of thousands of tracked objects, none of them cyclic
+    garbage, and the collector would walk them hundreds of times; reference counting still frees everything.
+    """
+    global _paused
+    if _paused == 0 and not gc.isenabled():
+        yield  # Someone else turned it off: leave it as it is.
+        return
+    _paused += 1
+    gc.disable()
+    try:
+        yield
+    finally:
+        _paused -= 1
+        if _paused == 0:
+            gc.enable()
+
+
+@asynccontextmanager
+async def collector_paused_async() -> AsyncIterator[None]:
+    """``collector_paused`` for a block that awaits."""
+    with collector_paused():
+        yield
 
 
 def wire(tool: types.Tool) -> dict[str, Any]:
@@ -77,8 +112,31 @@ class McpCatalog(McpConnections):
         return False
 
     async def notified(self, link: Link) -> None:
-        """Decision 9: a tools/list_changed is recorded, and changes nothing a session sees."""
+        """Decision 9: a tools/list_changed is recorded, and changes nothing a session sees.
+
+        It makes the last listing stale first (D9.4), so once a notice is in the history no call reuses a listing
+        from before it.
+        """
+        self.invalidate(link)
         self.record([self._change(link, CatalogChangeKind.NOTIFIED)])
+
+    def invalidate(self, link: Link) -> None:
+        """D9.4: no call may reuse the link's last listing, nor one in flight now; the next call lists again."""
+        link.listed_at = None
+        link.generation += 1
+
+    def fresh_for(self, link: Link, pages: Sequence[types.ListToolsResult]) -> float:
+        """D9.4: seconds a listing made of ``pages`` stays fresh for an idempotent read.
+
+        The operator's ``listing_max_age_s``, shortened by the server's own ``ttlMs`` where its era sends one (the
+        shortest of its pages); a server can shorten the age, never lengthen it. ``cacheScope`` changes nothing:
+        a listing is only ever reused by this link, over the connection and credentials that listed it.
+        """
+        age = link.config.listing_max_age_s
+        for page in pages:
+            if "ttl_ms" in page.model_fields_set:
+                age = min(age, page.ttl_ms / 1000.0)
+        return age
 
     async def connection_changed(self, link: Link, kind: CatalogChangeKind, detail: str = "") -> None:
         """A lost connection and every attempt to reconnect it are recorded in the catalog history."""
@@ -89,7 +147,8 @@ class McpCatalog(McpConnections):
         return normalize_remote_name(remote)
 
     def register(self, link: Link, tools: Sequence[types.Tool]) -> tuple[dict[str, RemoteTool], set[str]]:
-        """Registered entries by name, and the remote names dropped because they normalize alike."""
+        """Registered entries by name, and the remote names dropped: they normalize alike, or their definition has no
+        RFC 8785 form to hash."""
         groups: dict[str, list[types.Tool]] = {}
         for tool in tools:
             groups.setdefault(link.prefix + self.normalize(tool.name), []).append(tool)
@@ -105,12 +164,20 @@ class McpCatalog(McpConnections):
                     continue
             chosen = group[0]
             remote = None if chosen.name == synthetic else chosen.name
-            registered[name] = RemoteTool(name, remote, self.definition_hash(chosen), wire(chosen))
+            definition = wire(chosen)  # Dumped once: stored in the entry and hashed.
+            try:
+                sha = self.definition_hash(chosen, definition)
+            except CanonicalJsonError:
+                # No RFC 8785 form (an integer bound no double holds, say): no hash to pin, so not registered,
+                # recorded dropped like a name that normalizes alike; the server's other tools stay usable.
+                dropped.add(chosen.name)
+                continue
+            registered[name] = RemoteTool(name, remote, sha, definition)
         return registered, dropped
 
-    def definition_hash(self, tool: types.Tool) -> str:
-        """Decision 9's hash of the tool's full definition."""
-        return definition_sha256(wire(tool))
+    def definition_hash(self, tool: types.Tool, definition: Mapping[str, Any] | None = None) -> str:
+        """Decision 9's hash of the tool's full definition (``definition``: its wire form, when already dumped)."""
+        return definition_sha256(wire(tool) if definition is None else definition)
 
     @staticmethod
     def _read_resource_definition(name: str) -> types.Tool:
@@ -120,11 +187,16 @@ class McpCatalog(McpConnections):
 
     async def refresh(self, link: Link) -> None:
         """List the server's catalog now and record every difference from the last one recorded."""
-        async with link.lock:
+        # The collector is paused for the whole refresh: the listing and the entries built from it are hundreds of
+        # thousands of objects, none of them cyclic garbage (see collector_paused).
+        async with link.lock, collector_paused_async():
+            generation, began = link.generation, self.clock.now()
+            pages: list[types.ListToolsResult] = []
             tools: list[types.Tool] = []
             cursor: str | None = None
             while True:
                 page = await link.client.list_tools(cursor=cursor)
+                pages.append(page)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
@@ -137,7 +209,7 @@ class McpCatalog(McpConnections):
             listed = await self.lists_resources(link)
             self._lists_resources[link.config.server_id] = listed
             registered, dropped = self.register(link, tools)
-            changes: list[CatalogHistoryTable] = []
+            changes: list[CatalogRow] = []
             for remote in sorted(dropped - link.dropped):
                 changes.append(
                     self._change(link, CatalogChangeKind.DROPPED, remote, link.prefix + self.normalize(remote))
@@ -152,6 +224,8 @@ class McpCatalog(McpConnections):
                     changes.append(self._change(link, CatalogChangeKind.WITHDRAWN, before.remote_name, name))
             self.record(changes)
             link.catalog, link.dropped = registered, dropped
+            if link.generation == generation:  # Invariant: no notice (nor loss) arrived while it listed.
+                link.listed_at, link.fresh_for = began, self.fresh_for(link, pages)
 
     def _change(
         self,
@@ -160,8 +234,8 @@ class McpCatalog(McpConnections):
         remote: str | None = None,
         name: str | None = None,
         sha: str | None = None,
-    ) -> CatalogHistoryTable:
-        return CatalogHistoryTable(
+    ) -> CatalogRow:
+        return CatalogRow(
             server_id=link.config.server_id,
             kind=kind.value,
             observed_at=self.clock.now(),
@@ -170,12 +244,12 @@ class McpCatalog(McpConnections):
             definition_sha256=sha,
         )
 
-    def record(self, changes: list[CatalogHistoryTable]) -> None:
+    def record(self, changes: list[CatalogRow]) -> None:
         """Append ``changes`` to the catalog history."""
         self.store.record_catalog(changes)
 
     @staticmethod
-    def _public(row: CatalogHistoryTable) -> CatalogChange:
+    def _public(row: CatalogRow) -> CatalogChange:
         return CatalogChange(
             seq=row.seq or 0,
             server_id=row.server_id,

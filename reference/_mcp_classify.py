@@ -1,7 +1,7 @@
 """The MCP adapter's classification layer (decision 6): what a remote tool is, and what its result becomes.
 
 The operator classifies a server, never the server itself; output is always EXTERNAL_UNTRUSTED;
-a result is text only, bounded in size, with structure only under a pinned output schema.
+a result is text only, bounded in size, with structure only under a pinned output schema (judged at step 11).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from toolproof.spec import (
     ContentPart,
@@ -66,6 +67,14 @@ class McpClassifier(McpCatalog):
             deadline_s=link.config.call_timeout_s,
         )
 
+    def malformed(self, link: Link, exc: ValidationError) -> ToolResult:
+        """D7.9: an answer that is no result of the era the server speaks (a required field missing).
+
+        The server answered, so the call is no crash and not retried: what is returned is deliberately no valid
+        ToolResult (``ok`` false without a failure), which step 11 judges ``invalid_tool_result``.
+        """
+        return ToolResult.model_construct(ok=False, failure=None)
+
     def from_result(self, link: Link, spec: ToolSpec, result: types.CallToolResult) -> ToolResult:
         """A remote result as a ToolResult: text only, no claimed label, structure only under a pinned schema."""
         parts = [self._text(block) for block in result.content]
@@ -75,6 +84,8 @@ class McpClassifier(McpCatalog):
         cap = self.output_cap(link)
         if size > cap:
             return self.over_cap()
+        # Under a pinned output schema, the structure (or its absence) is handed on for step 11 to judge (D8.11,
+        # D8.12); without one, a server's structure has nothing to be judged against and is not delivered.
         structured = result.structured_content if spec.output_schema is not None else None
         if result.is_error:
             return ToolResult(ok=False, failure=ToolFailure(kind="ERROR", detail="\n".join(parts)))
@@ -156,7 +167,9 @@ class McpTool:
                 return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_UNAVAILABLE", detail=str(exc)))
             if isinstance(exc, MCPError):
                 return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=exc.error.message))
-            if isinstance(exc, RuntimeError):  # The SDK's own checks: input-required rounds, output-schema mismatch.
+            if isinstance(exc, RuntimeError):  # The SDK's own checks: input-required rounds (structure: see opened).
                 return ToolResult(ok=False, failure=ToolFailure(kind="REMOTE_REJECTED", detail=str(exc)))
+            if isinstance(exc, ValidationError):
+                return self._adapter.malformed(self._link, exc)
             raise
         return self._adapter.from_result(self._link, self._spec, result)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Self
+from pathlib import Path
+from typing import Any, Self, TextIO
 from urllib.parse import urlsplit
 
 import anyio
@@ -18,13 +19,16 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from toolproof.spec import (
     CatalogChangeKind,
     Clock,
     ConfigurationError,
     InstanceConfig,
+    McpOpenError,
     McpOrigin,
     McpServerConfig,
     McpTransport,
@@ -35,6 +39,11 @@ from ._store import Store
 
 INPUT_REQUIRED_MAX_ROUNDS = 3
 """How many input-required rounds a call may take before it fails (every request in them is declined)."""
+
+STDERR_TAIL_LINES = 5
+"""How many of a stdio server's last stderr lines an open error quotes."""
+STDERR_MARK = "--- toolproof: starting "
+"""The line the adapter appends to a stdio server's stderr log before each start of its process."""
 
 RECONNECT_BACKOFF_S = 1.0
 """Instance-clock seconds from losing a connection to the first reconnect attempt; doubles per failed attempt."""
@@ -79,6 +88,12 @@ class Link:
     """Instance-clock time from which the next reconnect attempt is due."""
     keeper: Keeper | None = field(default=None, repr=False)
     """What the task that owns the server's clients is told, and answers."""
+    listed_at: float | None = None
+    """Instance-clock time the last complete listing began; None: no listing a call may reuse (D9.4)."""
+    fresh_for: float = 0.0
+    """Seconds from ``listed_at`` during which an idempotent read may reuse that listing (D9.4)."""
+    generation: int = 0
+    """Bumped by every invalidation: a listing that began before one is never fresh."""
 
 
 @dataclass
@@ -106,6 +121,10 @@ def connection_lost(exc: BaseException) -> bool:
     )
 
 
+async def _unjudged(name: str, result: types.CallToolResult) -> None:
+    """Stands in for the SDK's ``validate_tool_result``: the result's structure is judged at step 11."""
+
+
 async def _answers(method: Callable[[], Awaitable[Any]]) -> bool:
     # A lost connection is no answer: it raises (a 2026-07-28 client connects without a request, so a
     # probe may be the first request the server gets).
@@ -116,6 +135,81 @@ async def _answers(method: Callable[[], Awaitable[Any]]) -> bool:
             raise
         return False
     return True
+
+
+def stderr_log(config: InstanceConfig, server: McpServerConfig) -> Path:
+    """Where a stdio server's stderr goes: one file per server in the store directory, appended across restarts."""
+    return config.store_dir / f"mcp-{server.server_id}.stderr.log"
+
+
+def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> list[str]:
+    """The last ``lines`` non-empty lines the server's latest start wrote to its stderr log."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    latest = text.rsplit(STDERR_MARK, 1)[-1].splitlines()[1:] if STDERR_MARK in text else text.splitlines()
+    return [line for line in latest if line.strip()][-lines:]
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # The first leaf of (nested) groups: the SDK's task groups wrap what went wrong.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass
+class Opening:
+    """What one attempt to open a server's connection saw, for the open error."""
+
+    server: McpServerConfig
+    log: Path | None = None
+    """The stdio server's stderr log; None for other transports."""
+    garbage: list[str] = field(default_factory=list)
+    """What the server wrote that is not JSON-RPC, first lines first."""
+    answer: str | None = None
+    """What the server said to the era's opening, when the adapter judged it (era mismatch)."""
+
+    def error(self, exc: BaseException) -> McpOpenError:
+        """One typed error naming the server, the era asked, what the server said, and the cause."""
+        server = self.server
+        leaf = _leaf(exc)
+        cause = _one_line(f"{type(leaf).__name__}: {leaf}")
+        code = leaf.error.code if isinstance(leaf, MCPError) else None
+        if self.answer is not None:
+            answer = self.answer
+        elif self.garbage:
+            answer = f"wrote non-JSON to stdout ({self.garbage[0]!r}) and never answered"
+        elif code == types.REQUEST_TIMEOUT or isinstance(leaf, TimeoutError):
+            answer = f"gave no answer within {server.call_timeout_s:g} s"
+        elif server.transport is McpTransport.STDIO and connection_lost(leaf):
+            answer = "exited before answering"
+        elif isinstance(leaf, MCPError):
+            answer = f"answered error {leaf.error.code}: {_one_line(leaf.error.message)}"
+        elif isinstance(leaf, ValidationError):
+            answer = "answered something that is no result of its era"
+        else:
+            answer = "could not be reached"
+        if self.log is not None and (tail := stderr_tail(self.log)):
+            answer += f" (its stderr ends: {_one_line(' | '.join(tail), 400)!r}; whole log: {self.log})"
+        return McpOpenError(server.server_id, server.protocol, answer, cause)
+
+    async def seen(self, message: IncomingMessage) -> None:
+        """Keep what the transport could not parse (the SDK hands it to the message handler)."""
+        if isinstance(message, Exception) and len(self.garbage) < 3:
+            inputs = [e.get("input") for e in message.errors()] if isinstance(message, ValidationError) else []
+            text = next((i for i in inputs if isinstance(i, str)), str(message))
+            self.garbage.append(_one_line(text, 80))
+
+
+class EraMismatch(Exception):
+    """The server answered the era's opening, and not as a server of that era does."""
 
 
 class McpConnections:
@@ -172,7 +266,8 @@ class McpConnections:
                 raise
             raise leaf from None
 
-    def _target(self, server: McpServerConfig) -> Any:
+    def _target(self, server: McpServerConfig, stack: AsyncExitStack, opening: Opening) -> Any:
+        # Built per attempt: a stdio transport starts one process, with stderr appended to the server's log.
         if server.transport is McpTransport.MEMORY:
             if server.server is None:
                 raise ConfigurationError(
@@ -181,16 +276,66 @@ class McpConnections:
             return server.server
         if server.transport is McpTransport.STDIO:
             assert server.command  # Invariant: McpServerConfig requires it for stdio.
-            return StdioServerParameters(
-                command=server.command[0], args=server.command[1:], env=server.env, cwd=server.cwd
-            )
+            parameters = self.stdio_parameters(server)
+            opening.log = stderr_log(self.config, server)
+            opening.log.parent.mkdir(parents=True, exist_ok=True)
+            errlog: TextIO = stack.enter_context(opening.log.open("a", encoding="utf-8"))
+            errlog.write(f"{STDERR_MARK}{server.command[0]} (server {server.server_id})\n")
+            errlog.flush()
+            return stdio_client(parameters, errlog=errlog)
         return server.url
 
-    async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
-        target = self._target(server)
-        await group.start(self._keep, server, target)
+    def stdio_parameters(self, server: McpServerConfig) -> StdioServerParameters:
+        """D7.4: how one start of a stdio server runs it, the first and every restart alike: the configured
+        command, env (over the SDK's safe defaults, which the SDK adds) and cwd."""
+        assert server.command  # Invariant: McpServerConfig requires it for stdio.
+        return StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env, cwd=server.cwd)
 
-    async def _keep(self, server: McpServerConfig, target: Any, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        """D7.7: the one typed error an attempt to open a server ends with (a reconnect attempt records its text)."""
+        return opening.error(exc)
+
+    async def verify(self, server: McpServerConfig, client: Client, opening: Opening) -> None:
+        """D7.8: make sure a 2026-07-28 server speaks that era before open returns (a handshake already did).
+
+        The SDK adopts a 2026-07-28 connection without a request, so a ``server/discover`` probe, bounded by the
+        server's call timeout, must list the era. No fallback: a server that speaks only the other era is refused.
+        """
+        if server.protocol == "legacy":
+            return
+        era = server.protocol
+        answered = False
+        try:
+            with anyio.move_on_after(server.call_timeout_s):
+                raw = await client.session.send_discover(era)
+                answered = True
+            if not answered:
+                raise TimeoutError(f"server/discover had no answer within {server.call_timeout_s:g} s")
+        except MCPError as exc:
+            error = f"{exc.error.code} {_one_line(exc.error.message)}"
+            if exc.error.code == types.METHOD_NOT_FOUND:
+                opening.answer = (
+                    f"answered server/discover with {error}: it speaks only the initialize handshake; "
+                    'configure protocol = "legacy" (the adapter does not fall back to another era)'
+                )
+                raise EraMismatch(f"server/discover did not confirm {era}") from None
+            raise
+        try:
+            result = types.DiscoverResult.model_validate(raw)
+        except ValidationError as exc:
+            opening.answer = "answered server/discover with something that is no DiscoverResult"
+            raise EraMismatch(f"server/discover did not confirm {era}") from exc
+        if era not in result.supported_versions:
+            opening.answer = (
+                f"answered server/discover supporting {', '.join(result.supported_versions) or 'no version'}, "
+                f"not {era}; configure an era it speaks (the adapter does not fall back to another era)"
+            )
+            raise EraMismatch(f"server/discover did not confirm {era}")
+
+    async def _connect(self, stack: AsyncExitStack, group: anyio.abc.TaskGroup, server: McpServerConfig) -> None:
+        await group.start(self._keep, server)
+
+    async def _keep(self, server: McpServerConfig, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         # One task owns every client of one server for the instance's lifetime: an SDK client must be
         # closed by the task that opened it. A lost client is closed here and a new one opened (stdio:
         # a new process) each time a session asks for a reconnect attempt (``reconnect``).
@@ -199,8 +344,10 @@ class McpConnections:
         keeper = Keeper()
         link_box: list[Link] = []
         early: list[types.ToolListChangedNotification] = []
+        opening = Opening(server)
 
         async def on_message(message: IncomingMessage) -> None:
+            await opening.seen(message)
             # Invariant: every tools/list_changed on the wire reaches this handler exactly once, in both eras
             # (2026-07-28's listen events are teed here too), so this is the one place that records a notice.
             if isinstance(message, types.ToolListChangedNotification):
@@ -218,10 +365,13 @@ class McpConnections:
         }
         while True:
             answered = False  # Whether this attempt's outcome was told to the session that asked for it.
+            opening = Opening(server)
             try:
                 async with AsyncExitStack() as stack:
-                    client = Client(target, **(options | self.client_options(server)))
+                    client = Client(self._target(server, stack, opening), **(options | self.client_options(server)))
                     await stack.enter_async_context(client)
+                    self.opened(client)
+                    await self.verify(server, client, opening)
                     # Probed rather than read from capabilities: a 2026-07-28 connection may not have discovered them.
                     resources = await _answers(client.list_resources)
                     prompts = await _answers(client.list_prompts)
@@ -248,10 +398,13 @@ class McpConnections:
                         keeper.attempted.set()
                     await keeper.closing.wait()
             except Exception as exc:  # boundary: whatever a server does, it is that server's failure
+                if isinstance(exc, ConfigurationError):
+                    raise  # The configuration itself is refused (a memory server without its object).
+                failure = self.open_error(opening, exc)
                 if not link_box:
-                    raise ConfigurationError(f"MCP server {server.server_id!r} cannot be reached: {exc}") from None
+                    raise failure from None
                 if not answered and keeper.attempted is not None:
-                    keeper.failure = f"{type(exc).__name__}: {exc}"
+                    keeper.failure = str(failure)
                     keeper.attempted.set()
                 # Otherwise closing a lost client failed, as closing a dead connection may.
             keeper.closing = anyio.Event()
@@ -274,6 +427,14 @@ class McpConnections:
             if not started:
                 task_status.started()
 
+    def opened(self, client: Client) -> None:
+        """A client just connected: the pipeline, not the SDK, judges a result's structure (D8.11, D8.12).
+
+        The SDK checks structuredContent against the tool's latest listing, not the session's pin, and raises
+        a RuntimeError in its own words, quoting the remote's structure; step 11 judges it against the pin.
+        """
+        client.session.validate_tool_result = _unjudged  # type: ignore[method-assign]
+
     def prefix(self, server: McpServerConfig, client: Client) -> str:
         """Decision 5: the name prefix comes from the operator's server_id, never from serverInfo."""
         return f"mcp.{server.server_id}."
@@ -289,6 +450,8 @@ class McpConnections:
         if link.lost:
             return
         link.lost = True
+        link.listed_at = None  # A lost link's listing is never reused: its catalog is listed afresh on reconnect.
+        link.generation += 1
         link.attempts = 0
         link.retry_at = self.clock.now() + RECONNECT_BACKOFF_S
         if link.keeper is not None:

@@ -7,13 +7,27 @@ changed since answers unavailable at call time.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+
 import mcp_types as types
 
-from toolproof.spec import SKILL_SEGMENT, AdvertisedTool, Advertisement, ReasonCode, Skill, ToolSpec, TrustLabel
+from toolproof.spec import (
+    SKILL_SEGMENT,
+    AdvertisedTool,
+    Advertisement,
+    IdempotencyClass,
+    ReasonCode,
+    SideEffect,
+    Skill,
+    ToolSpec,
+    TrustLabel,
+)
 
+from ._mcp_catalog import collector_paused_async
 from ._mcp_classify import McpClassifier, McpTool
 from ._mcp_connection import Link, connection_lost
-from ._tables import SessionPinTable
+from ._tables import PinRow, SessionPinTable
 
 SESSION_MARKER = "session"
 """Pin row kind that records that a session started (so an empty advertisement is still a pin)."""
@@ -29,13 +43,22 @@ class McpSessions(McpClassifier):
         """The session's pin; pinned now from the current catalogs if the session has not started."""
         if not self.links:
             return Advertisement(run_id=run_id, as_of_seq=0, tools=[], skills=[])  # No server: nothing to pin.
-        rows = self.store.pins(run_id)
-        if not rows:
-            rows = await self._pin(run_id)
-        return self._advertisement(run_id, rows)
+        async with collector_paused_async():  # A pin of thousands of tools is that many rows and specs at once.
+            rows = self.store.pins(run_id)
+            if not rows:
+                rows = await self._pin(run_id)
+            return self._advertisement(run_id, rows)
 
-    async def _pin(self, run_id: str) -> list[SessionPinTable]:
-        rows: list[SessionPinTable] = []
+    async def start(self, run_id: str) -> None:
+        """The session of ``run_id`` starts (pins, from the current catalogs) unless it already has.
+
+        Asks the store whether a pin exists without reading it: a call must not cost the whole catalog's pin.
+        """
+        if self.links and not self.store.pinned_once(run_id):
+            await self.advertise(run_id)
+
+    async def _pin(self, run_id: str) -> list[PinRow]:
+        rows: list[PinRow] = []
         skills: list[Skill] = []
         for link in self.links.values():
             if await self.listed(link):
@@ -49,7 +72,7 @@ class McpSessions(McpClassifier):
             for entry in link.catalog.values():
                 spec = self.spec_for(link, entry)
                 rows.append(
-                    SessionPinTable(
+                    PinRow(
                         run_id=run_id,
                         kind="tool",
                         name=entry.name,
@@ -62,7 +85,7 @@ class McpSessions(McpClassifier):
                 )
         for skill in skills:
             rows.append(
-                SessionPinTable(
+                PinRow(
                     run_id=run_id,
                     kind="skill",
                     name=skill.name,
@@ -73,7 +96,7 @@ class McpSessions(McpClassifier):
                     as_of_seq=as_of,
                 )
             )
-        marker = SessionPinTable(
+        marker = PinRow(
             run_id=run_id,
             kind=SESSION_MARKER,
             name="",
@@ -82,8 +105,22 @@ class McpSessions(McpClassifier):
             body_json="{}",
             as_of_seq=as_of,
         )
-        self.store.pin([marker, *rows])  # A concurrent pin of the same run wins; both read it back.
-        return self.store.pins(run_id)
+        return self.write_pin(run_id, [marker, *rows])
+
+    def write_pin(self, run_id: str, rows: Sequence[PinRow | SessionPinTable]) -> list[PinRow]:
+        """Write the session's pin and read it back; a concurrent pin of the same run wins, and both read it back.
+
+        D5: rows of one kind that share a name are all dropped (a skills hook that named two prompts alike), so one
+        name never stands for two surfaces and the clash costs those names only, never the whole pin. A write that
+        fails with no pin of the run in the store was no concurrent pin: it raises rather than pin nothing.
+        """
+        counts = Counter((row.kind, row.name) for row in rows)
+        kept = [row for row in rows if counts[(row.kind, row.name)] == 1]
+        written = self.store.pin(kept)
+        pinned = self.store.pins(run_id)
+        if not written and not pinned:
+            raise RuntimeError(f"the session pin of run {run_id!r} could not be written, and no other worker pinned it")
+        return pinned
 
     async def listed(self, link: Link) -> bool:
         """Whether the server's catalog was listed just now (reconnecting a lost server first, when due).
@@ -99,6 +136,19 @@ class McpSessions(McpClassifier):
             await self.failed(link, exc)
             return False
         return True
+
+    def reusable(self, link: Link, spec: ToolSpec) -> bool:
+        """D9.4: whether a call of ``spec`` may run on the link's last listing instead of listing the catalog again.
+
+        Only an IDEMPOTENT READ_ONLY call may, and only while the listing is fresh: younger than its age bound
+        (``fresh_for``: the operator's ``listing_max_age_s``, or the server's shorter ``ttlMs``), with no
+        tools/list_changed and no lost connection since it began. Any other call is consequential and lists first.
+        """
+        if spec.side_effect is not SideEffect.READ_ONLY or spec.idempotency is not IdempotencyClass.IDEMPOTENT:
+            return False
+        if link.lost or link.listed_at is None:
+            return False
+        return self.clock.now() - link.listed_at < link.fresh_for
 
     async def failed(self, link: Link, exc: Exception) -> None:
         """A request to the server failed: a lost connection makes the link lost (to be reconnected)."""
@@ -130,7 +180,7 @@ class McpSessions(McpClassifier):
             if not others
         ]
 
-    def _advertisement(self, run_id: str, rows: list[SessionPinTable]) -> Advertisement:
+    def _advertisement(self, run_id: str, rows: list[PinRow]) -> Advertisement:
         tools: list[AdvertisedTool] = []
         skills: list[Skill] = []
         as_of = 0
@@ -158,22 +208,22 @@ class McpSessions(McpClassifier):
 
     def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
         """The pinned spec and tool of ``name`` in the session of ``run_id``, without asking the server."""
-        for row in self.store.pins(run_id):
-            if row.kind == "tool" and row.name == name and row.server_id in self.links:
-                spec = ToolSpec.model_validate_json(row.body_json)
-                return spec, McpTool(self, self.links[row.server_id], row.remote_name, spec)
-        return None
+        row = self.store.pin_of(run_id, "tool", name)
+        if row is None or row.server_id not in self.links:
+            return None
+        spec = ToolSpec.model_validate_json(row.body_json)
+        return spec, McpTool(self, self.links[row.server_id], row.remote_name, spec)
 
     async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
         """Step 1 for an ``mcp.*`` name: the pinned tool, unless its server withdrew or changed it since."""
-        await self.advertise(run_id)
+        await self.start(run_id)
         found = self.pinned(run_id, name)
         if found is None:
             return ReasonCode.UNKNOWN_TOOL
         spec, tool = found
-        if not await self.listed(tool.link):
-            return ReasonCode.REMOTE_UNAVAILABLE
         link = tool.link
+        if not self.reusable(link, spec) and not await self.listed(link):
+            return ReasonCode.REMOTE_UNAVAILABLE
         current = link.catalog.get(name)
         if current is None:
             return ReasonCode.TOOL_WITHDRAWN

@@ -1,23 +1,27 @@
 """The MCP half of the reference store: decision 9's catalog history and the session pins.
 
-Every public method is one committed transaction; ``Store`` mixes these in over its engine.
+Every public method is one committed transaction; ``Store`` mixes these in over its engine. Rows go in and come out
+as ``CatalogRow``/``PinRow`` through Core statements: a catalog of thousands of tools is thousands of rows at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, SQLModel, col, func, select
+from sqlmodel import SQLModel
 
-from ._tables import CatalogHistoryTable, SessionPinTable, column_values
+from ._tables import CatalogHistoryTable, CatalogRow, PinRow, SessionPinTable, column_values
 
 _CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
 _PINS: Table = SQLModel.metadata.tables[SessionPinTable.__tablename__]
 _INSERT_CATALOG = insert(_CATALOG)
 _INSERT_PINS = insert(_PINS)
+_CATALOG_COLUMNS = [_CATALOG.c[f.name] for f in fields(CatalogRow)]
+_PIN_COLUMNS = [_PINS.c[f.name] for f in fields(PinRow)]
 
 
 class McpRecords:
@@ -25,32 +29,45 @@ class McpRecords:
 
     engine: Engine
 
-    def record_catalog(self, changes: Sequence[CatalogHistoryTable]) -> None:
+    def record_catalog(self, changes: Sequence[CatalogRow | CatalogHistoryTable]) -> None:
         """Append catalog-history entries in one transaction."""
         if changes:
             with self.engine.begin() as connection:
                 connection.execute(_INSERT_CATALOG, [column_values(change, _CATALOG) for change in changes])
 
-    def catalog_history(self, server_id: str | None = None) -> list[CatalogHistoryTable]:
+    def catalog_history(self, server_id: str | None = None) -> list[CatalogRow]:
         """Catalog-history entries (of one server, or all) in recording order."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(CatalogHistoryTable)
-            if server_id is not None:
-                stmt = stmt.where(CatalogHistoryTable.server_id == server_id)
-            return list(session.exec(stmt.order_by(col(CatalogHistoryTable.seq))).all())
+        stmt = select(*_CATALOG_COLUMNS)
+        if server_id is not None:
+            stmt = stmt.where(_CATALOG.c.server_id == server_id)
+        with self.engine.connect() as connection:
+            return [CatalogRow(*row) for row in connection.execute(stmt.order_by(_CATALOG.c.seq))]
 
     def last_catalog_seq(self) -> int:
         """The last catalog-history seq (0 when empty)."""
-        with Session(self.engine) as session:
-            return session.exec(select(func.max(CatalogHistoryTable.seq))).one() or 0
+        with self.engine.connect() as connection:
+            last: int | None = connection.execute(select(func.max(_CATALOG.c.seq))).scalar()
+            return last or 0
 
-    def pins(self, run_id: str) -> list[SessionPinTable]:
+    def pins(self, run_id: str) -> list[PinRow]:
         """The session pin of ``run_id`` (empty: the session has not started)."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(SessionPinTable).where(SessionPinTable.run_id == run_id)
-            return list(session.exec(stmt.order_by(col(SessionPinTable.seq))).all())
+        stmt = select(*_PIN_COLUMNS).where(_PINS.c.run_id == run_id).order_by(_PINS.c.seq)
+        with self.engine.connect() as connection:
+            return [PinRow(*row) for row in connection.execute(stmt)]
 
-    def pin(self, rows: Sequence[SessionPinTable]) -> bool:
+    def pinned_once(self, run_id: str) -> bool:
+        """Whether the session of ``run_id`` has a pin (it started), without reading the pin."""
+        with self.engine.connect() as connection:
+            return connection.execute(select(_PINS.c.seq).where(_PINS.c.run_id == run_id).limit(1)).first() is not None
+
+    def pin_of(self, run_id: str, kind: str, name: str) -> PinRow | None:
+        """The one pin row of ``kind`` named ``name`` in the session of ``run_id`` (the unique index finds it)."""
+        stmt = select(*_PIN_COLUMNS).where(_PINS.c.run_id == run_id, _PINS.c.kind == kind, _PINS.c.name == name)
+        with self.engine.connect() as connection:
+            row = connection.execute(stmt).first()
+        return None if row is None else PinRow(*row)
+
+    def pin(self, rows: Sequence[PinRow | SessionPinTable]) -> bool:
         """Write a session's pin in one transaction; False when another worker pinned it first."""
         try:
             with self.engine.begin() as connection:
@@ -61,7 +78,5 @@ class McpRecords:
 
     def unpin(self, run_id: str) -> None:
         """Forget the session pin of ``run_id`` (a witness applies catalog changes mid-session with it)."""
-        with Session(self.engine) as session:
-            for row in session.exec(select(SessionPinTable).where(SessionPinTable.run_id == run_id)).all():
-                session.delete(row)
-            session.commit()
+        with self.engine.begin() as connection:
+            connection.execute(delete(_PINS).where(_PINS.c.run_id == run_id))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from toolproof.fakes.mcp import SERVERS, FakeServer, http_server, stdio_command
 from toolproof.spec import (
@@ -36,8 +39,41 @@ WRITE = McpClassification(
 )
 """An operator classification that says a server's tools write, without an idempotency guarantee."""
 
+DEFAULT_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""Names on the MCP SDK's default list, which a stdio server inherits from the worker unless its env names them."""
+
+
+def configured_defaults(directory: Path) -> dict[str, str]:
+    """An operator's own value for every name of ``DEFAULT_NAMES`` (each unlike any worker's)."""
+    home = str((directory / "server-home").resolve())
+    return {
+        "HOME": home,
+        "LOGNAME": "toolproof-operator",
+        "PATH": os.pathsep.join([home, os.environ.get("PATH", os.defpath)]),
+        "SHELL": "/bin/toolproof-shell",
+        "TERM": "toolproof-term",
+        "USER": "toolproof-operator",
+    }
+
+
+CAP_S = 60.0
+"""D7.6's limit: reconnect attempts at most this many instance-clock seconds apart; a need exactly this long after the
+last attempt (or the loss) is due one (inclusive)."""
+
+DOWN_SCHEDULE = (*([61.0] * 8), 59.5, 0.5, 60.0, 60.0, 30.0, 30.0, 60.0)
+"""Instance-clock seconds between the needs while the server stays down: eight 61 s apart (past the point where a
+doubling backoff passes 60 s, and where 10% on top of a 60 s cap would), then both sides of the boundary: 59.5 s
+(not due yet: an attempt is allowed, not required), then exactly 60.0 s after the last attempt (due), and needs
+exactly 60 s apart."""
+
+
 BOUND_S = 60.0
 """How long a scenario waits for something before judging it missing (a bound, never a timing claim)."""
+
+ATTEMPT_BOUND_S = 20.0
+"""How long a due need waits for its reconnect attempt to be recorded: one process start that fails at once, with
+room for a loaded machine (a bound, never a timing claim; shorter than ``BOUND_S`` because a pipeline that makes no
+attempt waits it out at every due need of the outage)."""
 
 
 def memory(
@@ -47,10 +83,15 @@ def memory(
     *,
     classification: McpClassification | None = READ,
     protocol: str = "legacy",
+    built: FakeServer | None = None,
     **fields: Any,
 ) -> tuple[McpServerConfig, FakeServer]:
-    """An operator server reaching the hostile fake ``fake`` in-process, and the fake (to read its log)."""
-    built = SERVERS[fake].build()
+    """An operator server reaching the hostile fake ``fake`` in-process, and the fake (to read its log).
+
+    ``built``: a fake of that name already built with options of its own (``ttl_drift_server(5000)``, say); None:
+    a fresh one from the registry.
+    """
+    built = SERVERS[fake].build() if built is None else built
     config = McpServerConfig(
         server_id=server_id,
         transport=McpTransport.MEMORY,
@@ -68,6 +109,11 @@ def memory(
 
 TRANSPORTS = ("memory", "stdio", "http")
 """Every way the adapter reaches a server; the subprocess ones are marked slow where a scenario sweeps them."""
+
+
+def transport_params() -> list[object]:
+    """``TRANSPORTS`` for ``parametrize``: in-memory as is, the subprocess transports marked slow."""
+    return [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
 
 
 @contextlib.asynccontextmanager

@@ -127,6 +127,43 @@ async def test_dead_http_server_is_contained_and_retried(harness: Harness, proto
         await _dead_server(harness, config, comes_back=False)
 
 
+async def _midcall_fields(stack: contextlib.AsyncExitStack, transport: str) -> dict[str, object]:
+    """How to reach ExitsMidCallServer over ``transport`` (its HTTP server lives as long as ``stack``)."""
+    if transport == "stdio":
+        return {"transport": McpTransport.STDIO, "command": stdio_command("ExitsMidCallServer")}
+    return {
+        "transport": McpTransport.HTTP,
+        "url": await stack.enter_async_context(http_server("ExitsMidCallServer")),
+    }
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_connection_lost_during_an_unmarked_call_is_remote_unavailable(
+    harness: Harness, transport: str, protocol: str
+) -> None:
+    # READ_ONLY: the adapter marks nothing before sending, so no effect can be pending; the server received the call
+    # and exited before answering. A lost connection is D7.5's (remote_unavailable, retryable), not a raise of the
+    # tool's (D4.20's tool_crashed): the tool is the remote one, and it did not fail, its connection did.
+    async with contextlib.AsyncExitStack() as stack:
+        fields = await _midcall_fields(stack, transport)
+        harness.log.append(f"mcp server midcall: ExitsMidCallServer over {transport}, {protocol}, READ_ONLY")
+        config = McpServerConfig(server_id="midcall", classification=READ, protocol=protocol, **fields)
+        async with harness.open(EchoTool(harness.world), mcp_servers=[config]) as session:
+            d = await _submitted(harness, session, "D7.5", "mcp.midcall.write", session.run_id)
+            harness.expect(
+                "D7.5",
+                (d.status, getattr(d, "reason_code", None))
+                == (InvocationStatus.UNAVAILABLE, ReasonCode.REMOTE_UNAVAILABLE),
+                f"a READ_ONLY MCP call whose server exited mid-call ({transport}, {protocol}) was answered "
+                f"{describe(d)}; its connection was lost, so UNAVAILABLE remote_unavailable",
+            )
+            other = await _submitted(harness, session, "D7.5", "files.echo", session.run_id)
+            harness.success("D7.5", other, "files.echo after the server exited mid-call")
+
+
 @pytest.mark.rules("D4.2")
 @pytest.mark.profiles("mcp")
 @pytest.mark.slow
@@ -141,16 +178,7 @@ async def test_connection_lost_after_a_marked_call_is_judged_by_the_watermark(
         side_effect=SideEffect.EXTERNAL_WRITE, risk=Risk.LOW, idempotency=IdempotencyClass.NON_IDEMPOTENT
     )
     async with contextlib.AsyncExitStack() as stack:
-        if transport == "stdio":
-            fields: dict[str, object] = {
-                "transport": McpTransport.STDIO,
-                "command": stdio_command("ExitsMidCallServer"),
-            }
-        else:
-            fields = {
-                "transport": McpTransport.HTTP,
-                "url": await stack.enter_async_context(http_server("ExitsMidCallServer")),
-            }
+        fields = await _midcall_fields(stack, transport)
         harness.log.append(
             f"mcp server midcall: ExitsMidCallServer over {transport}, {protocol}, NON_IDEMPOTENT writes"
         )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import ENV_KEY, http_server, stdio_command
+from toolproof.fakes.mcp import ENV_KEY, SAFE_ENV_NAMES, http_server, stdio_command
 from toolproof.spec import ConfigurationError, McpOrigin, McpServerConfig, McpTransport, Success
 
 from ._harness import Harness, describe
-from ._mcp import ERAS, READ, memory
+from ._mcp import DEFAULT_NAMES, ERAS, READ, configured_defaults, memory
 
 
 async def _refusal(harness: Harness, *servers: McpServerConfig, **config: object) -> ConfigurationError | None:
@@ -150,18 +150,20 @@ async def test_stdio_server_gets_the_configured_env_and_cwd(
     monkeypatch.setenv(ENV_KEY, "the-workers-own-key")
     cwd = harness.directory / "server-cwd"
     cwd.mkdir(parents=True, exist_ok=True)
+    # With env, the operator also names every variable of the SDK's default list: the configured value wins.
+    defaults = configured_defaults(harness.directory)
     config = McpServerConfig(
         server_id="keyed",
         transport=McpTransport.STDIO,
         command=stdio_command("EnvironmentServer"),
         classification=READ,
         protocol=protocol,
-        env={ENV_KEY: KEY} if with_env else None,
+        env={ENV_KEY: KEY} | defaults if with_env else None,
         cwd=str(cwd.resolve()) if with_cwd else None,
     )
     harness.log.append(f"mcp server keyed: EnvironmentServer over stdio, {protocol}, given {given}")
     async with harness.open(mcp_servers=[config]) as session:
-        d = await session.call("mcp.keyed.environment", {})
+        d = await session.call("mcp.keyed.environment", {"names": list(DEFAULT_NAMES)})
     seen = "".join(e.text for e in d.content) if isinstance(d, Success) else describe(d)
     lines = seen.splitlines()
     expected_key = f"{ENV_KEY}={KEY if with_env else '<unset>'}"
@@ -173,3 +175,22 @@ async def test_stdio_server_gets_the_configured_env_and_cwd(
     )
     if with_cwd:
         harness.expect("D7.4", f"cwd={cwd.resolve()}" in lines, f"the server, given cwd={cwd.resolve()}, saw {seen!r}")
+    # The worker's own key is planted in this process; behind a driver in another process the worker is that
+    # process, so what the server must not see is judged by name: nothing beyond the safe list and the configured.
+    names = next((line.removeprefix("names=") for line in lines if line.startswith("names=")), None)
+    extra = sorted(set((names or "").split(",")) - {""} - SAFE_ENV_NAMES - ({ENV_KEY} if with_env else set()))
+    harness.expect(
+        "D7.4",
+        names is not None and not extra,
+        f"the server, given {given}, saw environment variables beyond the SDK's safe list and its configured env: "
+        f"{f'{len(extra)}, first {extra[:8]}' if names is not None else 'no names reported'} (the worker's "
+        "environment leaked)",
+    )
+    if with_env:
+        for name in DEFAULT_NAMES:
+            harness.expect(
+                "D7.4",
+                f"{name}={defaults[name]}" in lines,
+                f"the server, given env {name}={defaults[name]!r} (a name of the SDK's default list), saw {seen!r}: "
+                "env goes over the default environment",
+            )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import TEMPLATE, TWIN_RESOURCE_URI
+from toolproof.fakes.mcp import PUBLISHED_URI, TEMPLATE, TWIN_RESOURCE_URI
 from toolproof.spec import READ_RESOURCE, Outcome, ReasonCode, Success
 
-from ._harness import Harness, describe
+from ._harness import Harness, Session, describe
 from ._mcp import ERAS, reached
 
 HAS_RESOURCES = {
@@ -73,3 +73,66 @@ async def test_read_resource_follows_resources_over_real_transports(
     harness: Harness, fake: str, transport: str
 ) -> None:
     await _judge(harness, fake, transport, "legacy")
+
+
+CHANGES = ("resource", "retract", "template", "retract")
+"""ChangingResourcesServer's surface changed between sessions, each time by the session before: a resource appears,
+all go, a template appears, all go (both directions, resources and templates)."""
+
+
+async def _judge_session(harness: Harness, session: Session, offered: str, where: str) -> None:
+    expected = offered in ("resource", "template")
+    synthetic = f"mcp.res.{READ_RESOURCE}"
+    names = [t.name for t in (await session.advertise()).tools if t.remote_name is None]
+    harness.expect(
+        "D8.9",
+        names == ([synthetic] if expected else []),
+        f"{where}: the server {'lists' if expected else 'no longer lists'} a resource or template, and the new "
+        f"session {session.run_id} advertised {names} as its synthetic read tool(s) (judged at each listing)",
+    )
+    uri = PUBLISHED_URI if offered == "resource" else TEMPLATE.replace("{name}", "guide")
+    d = await session.call(synthetic, {"uri": uri})
+    if expected:
+        harness.expect(
+            "D8.9",
+            isinstance(d, Success) and any(uri in e.text for e in d.content),
+            f"{where}: {synthetic} of session {session.run_id} did not read {uri}: {describe(d)}",
+        )
+    else:
+        harness.expect(
+            "D8.9",
+            isinstance(d, Outcome) and d.reason_code is ReasonCode.UNKNOWN_TOOL,
+            f"{where}: {synthetic}, which session {session.run_id} should not have, answered {describe(d)}; "
+            "expected unknown_tool",
+        )
+
+
+async def _changing(harness: Harness, transport: str, protocol: str) -> None:
+    async with (
+        reached(harness, "res", "ChangingResourcesServer", transport, protocol=protocol) as config,
+        harness.open(mcp_servers=[config]) as first,
+    ):
+        where = f"ChangingResourcesServer ({transport}, {protocol}) before anything was published"
+        await _judge_session(harness, first, "nothing", where)
+        session = first
+        for n, change in enumerate(CHANGES, start=2):
+            tool = "mcp.res.retract" if change == "retract" else "mcp.res.publish"
+            harness.success("D8.9", await session.call(tool, {"text": change}), f"{tool} ({change})")
+            where = f"ChangingResourcesServer ({transport}, {protocol}) after {tool} ({change})"
+            session = Session(harness, first.instance, run_id=f"run-{n}")
+            await _judge_session(harness, session, change, where)
+
+
+@pytest.mark.rules("D8.9")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_read_resource_follows_resources_that_come_and_go(harness: Harness, protocol: str) -> None:
+    await _changing(harness, "memory", protocol)
+
+
+@pytest.mark.rules("D8.9")
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_read_resource_follows_resources_that_come_and_go_over_real_transports(
+    harness: Harness, transport: str
+) -> None:
+    await _changing(harness, transport, "2026-07-28")

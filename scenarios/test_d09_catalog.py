@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
-from toolproof.fakes.mcp import PAGE_SIZE, http_server, stdio_command
+from toolproof.fakes.mcp import FLOOD_COUNT, PAGE_SIZE, SERVERS, http_server, stdio_command
 from toolproof.spec import (
     Advertisement,
+    CanonicalJsonError,
     CatalogChange,
     CatalogChangeKind,
     Disposition,
+    IdempotencyClass,
     InvocationStatus,
+    McpClassification,
     McpServerConfig,
     McpTransport,
     ReasonCode,
+    Risk,
+    SideEffect,
     Success,
+    definition_sha256,
     mcp_tool_name,
     replay_history,
 )
 
 from ._harness import Harness, describe
-from ._mcp import ERAS, READ, memory, notified, of_kind, wire_hashes
+from ._mcp import ERAS, READ, eventually, memory, notified, of_kind, reached, wire_hashes
 
 
 def _pinned(ad: Advertisement) -> dict[str, str]:
@@ -48,6 +56,33 @@ async def test_session_pins_names_and_full_definition_hashes(harness: Harness) -
         "D9.1",
         pinned == expected,
         f"pinned {pinned}; the servers' full definitions hash to {expected}",
+    )
+
+
+@pytest.mark.rules("D9.1")
+@pytest.mark.parametrize("transport", ["memory", *(pytest.param(t, marks=pytest.mark.slow) for t in ("stdio", "http"))])
+async def test_definition_hashes_are_rfc_8785_on_canonical_edges(harness: Harness, transport: str) -> None:
+    # Each tool holds one edge where Python's sort_keys JSON and RFC 8785 write a definition apart: a float bound
+    # (10.0, 1e-7, -0.0), 1e21, non-BMP property names beside U+FB33, 2**53, control characters and U+2028; one
+    # (no_canonical_form) has a bound no double holds, so no hash: it cannot be pinned.
+    fake = "CanonicalEdgeServer"
+    async with (
+        reached(harness, "edge", fake, transport) as config,
+        harness.open(mcp_servers=[config]) as session,
+    ):
+        pinned = _pinned(await session.advertise())
+    expected: dict[str, str] = {}
+    for tool in SERVERS[fake].build().list_tools():
+        with contextlib.suppress(CanonicalJsonError):
+            definition = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+            expected[mcp_tool_name("edge", tool.name)] = definition_sha256(definition)
+    differing = sorted(name for name in expected.keys() | pinned.keys() if pinned.get(name) != expected.get(name))
+    harness.expect(
+        "D9.1",
+        not differing,
+        f"{fake} over {transport}: the pinned hashes of {differing} are not definition_sha256 (sha256 of the "
+        f"RFC 8785 canonical JSON of the definition; none for a definition without that form, which is not "
+        f"advertised): pinned {[pinned.get(n) for n in differing]}, expected {[expected.get(n) for n in differing]}",
     )
 
 
@@ -81,9 +116,62 @@ async def test_list_changed_is_recorded_and_not_applied(harness: Harness, protoc
     )
 
 
+BURSTS = {
+    "flood": ("ListChangedFloodServer", "mcp.flood.flood", 1, FLOOD_COUNT),
+    "grow": ("GrowingCatalogServer", "mcp.grow.grow", 2, 2),
+}
+"""server id -> (fake, tool, calls, notices the calls send): one call sending a burst, or two calls one notice each."""
+
+
+async def _burst(harness: Harness, server_id: str, transport: str, protocol: str) -> None:
+    # The instance clock never moves here: every notice of the burst arrives at one clock reading, as it does on a
+    # coarse clock, and each is still one entry (D9.2: none lost, none counted twice).
+    fake, tool, calls, sent = BURSTS[server_id]
+    async with (
+        reached(harness, server_id, fake, transport, protocol=protocol) as config,
+        harness.open(mcp_servers=[config]) as session,
+    ):
+        for n in range(calls):
+            harness.success("D9.2", await session.call(tool, {"text": f"burst {n}"}), f"{tool} #{n + 1}")
+
+        async def count() -> int:
+            return len(of_kind(await session.instance.catalog_history(), CatalogChangeKind.NOTIFIED, server_id))
+
+        async def all_in() -> bool:
+            return await count() >= sent
+
+        await eventually(all_in)
+        # A round trip through the pipeline and the server: a notice counted twice would be in by now.
+        harness.success("D9.2", await session.call(f"mcp.{server_id}.echo", {"text": "after"}), "echo")
+        recorded = await count()
+    harness.expect(
+        "D9.2",
+        recorded == sent,
+        f"{fake} ({transport}, {protocol}), the instance clock frozen: {calls} {tool} call(s) sent {sent} "
+        f"tools/list_changed; the catalog history recorded {recorded} notified entries (one per notice, none lost, "
+        "none counted twice)",
+    )
+
+
+@pytest.mark.rules("D9.2")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("server_id", list(BURSTS))
+async def test_every_notice_of_a_burst_is_recorded(harness: Harness, server_id: str, protocol: str) -> None:
+    await _burst(harness, server_id, "memory", protocol)
+
+
+@pytest.mark.rules("D9.2")
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_every_notice_of_a_burst_is_recorded_over_real_transports(harness: Harness, transport: str) -> None:
+    await _burst(harness, "flood", transport, "2026-07-28")
+
+
 async def _withdrawn(harness: Harness, config: McpServerConfig) -> None:
     async with harness.open(mcp_servers=[config]) as session:
         harness.success("D9.3", await session.call("mcp.rug.transfer", {"text": "first"}), "the first transfer")
+        # A read may run on a fresh listing (D9.4) until the server's notice arrives: the second call waits for it.
+        harness.expect("D9.3", await notified(session, "rug"), "RugPullServer's tools/list_changed was never recorded")
         d = await session.call("mcp.rug.transfer", {"text": "second"})
         harness.expect(
             "D9.3",
@@ -121,9 +209,15 @@ async def test_withdrawn_tool_over_real_transports(harness: Harness, transport: 
         )
 
 
+WRITES = McpClassification(
+    side_effect=SideEffect.EXTERNAL_WRITE, risk=Risk.LOW, idempotency=IdempotencyClass.NON_IDEMPOTENT
+)
+"""A consequential classification that runs without approval: every call to such a server lists its catalog first."""
+
+
 @pytest.mark.rules("D9.4")
 async def test_changed_tool_keeps_its_pin_and_answers_unavailable(harness: Harness) -> None:
-    config, fake = memory(harness, "drift", "SilentDriftServer")
+    config, fake = memory(harness, "drift", "SilentDriftServer", classification=WRITES)
     original = wire_hashes(fake)["lookup"]
     async with harness.open(mcp_servers=[config]) as session:
         harness.success("D9.4", await session.call("mcp.drift.lookup", {"text": "k"}), "the first lookup")
@@ -137,6 +231,26 @@ async def test_changed_tool_keeps_its_pin_and_answers_unavailable(harness: Harne
         pinned = _pinned(await session.advertise())
     harness.expect("D9.4", pinned.get("mcp.drift.lookup") == original, f"the pin changed: {pinned}")
     harness.expect("D9.4", fake.log.count("tools/call lookup") == 1, f"the changed tool was called: {fake.log}")
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_list_changed_notice_makes_the_next_read_list_again(harness: Harness, protocol: str) -> None:
+    # An IDEMPOTENT READ_ONLY server and a max age the frozen clock never reaches: only the notice makes the
+    # listing stale, and the read after it must see the withdrawal.
+    config, fake = memory(harness, "rug", "RugPullServer", protocol=protocol, listing_max_age_s=3600.0)
+    async with harness.open(mcp_servers=[config]) as session:
+        harness.success("D9.4", await session.call("mcp.rug.transfer", {"text": "first"}), "the first transfer")
+        harness.expect("D9.4", await notified(session, "rug"), "RugPullServer's tools/list_changed was never recorded")
+        d = await session.call("mcp.rug.transfer", {"text": "second"})
+    harness.expect(
+        "D9.4",
+        (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNAVAILABLE, ReasonCode.TOOL_WITHDRAWN),
+        f"after the server's tools/list_changed was recorded, an idempotent read of the withdrawn mcp.rug.transfer "
+        f"inside listing_max_age_s=3600 ({protocol}) was answered {describe(d)}: the notice must make the listing "
+        "stale at once (expected UNAVAILABLE tool_withdrawn)",
+    )
+    harness.expect("D9.4", fake.log.count("tools/call transfer") == 1, f"the withdrawn tool was called: {fake.log}")
 
 
 @pytest.mark.rules("D9.5")

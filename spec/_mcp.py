@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -13,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ._canonical import canonical_sha256
 from ._enums import IdempotencyClass, Risk, SideEffect, ToolSource, TrustLabel
 
 SERVER_ID_GRAMMAR = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -29,6 +28,9 @@ UNSATISFIABLE_SCOPE = "mcp:unclassified"
 """Decision 6: the scope an unclassified server requires; no credential of any configuration grants it."""
 MCP_PROTOCOLS = ("legacy", "2026-07-28")
 """The protocol eras a server may be configured for: the initialize handshake, and 2026-07-28."""
+LISTING_MAX_AGE_S = 30.0
+"""Default of ``McpServerConfig.listing_max_age_s``: how long an idempotent read may reuse a server's listing (D9.4)."""
+
 DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 """Decision 9: what a tool's definition hash covers, by wire (camelCase) name."""
 
@@ -102,6 +104,13 @@ class McpServerConfig(BaseModel):
     """Deadline of every call to this server (the deadline_s of its tools)."""
     max_output_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     """A result larger than this fails instead of being delivered (excerpting happens below it)."""
+    # Left out of the wire form at its default, so a driver of an earlier revision still accepts the configuration.
+    listing_max_age_s: float = Field(
+        default=LISTING_MAX_AGE_S, ge=0, allow_inf_nan=False, exclude_if=lambda value: value == LISTING_MAX_AGE_S
+    )
+    """D9.4: seconds an IDEMPOTENT READ_ONLY call may reuse the server's last listing instead of listing again
+    (0: list before every call); a server's ``ttlMs`` hint may shorten it, never lengthen it. Any other call, and
+    any call after a tools/list_changed, lists first."""
 
     @field_validator("server_id")
     @classmethod
@@ -143,6 +152,9 @@ class McpServerConfig(BaseModel):
         return self.classification or UNCLASSIFIED
 
 
+_OUTSIDE_SEGMENT = re.compile(r"[^a-z0-9_]+")
+
+
 def normalize_remote_name(remote: str) -> str:
     """Decision 5's pinned normalization of a remote tool or prompt name to one grammar segment.
 
@@ -150,7 +162,7 @@ def normalize_remote_name(remote: str) -> str:
     ``t_`` prefixed when the result does not start with a letter, cut to 64 characters.
     """
     folded = unicodedata.normalize("NFKC", remote).lower()
-    segment = re.sub(r"[^a-z0-9_]+", "_", folded)
+    segment = _OUTSIDE_SEGMENT.sub("_", folded)
     if not segment[:1].isalpha():
         segment = "t_" + segment
     return segment[:MAX_REMOTE_SEGMENT]
@@ -167,10 +179,13 @@ def mcp_skill_name(server_id: str, prompt: str) -> str:
 
 
 def definition_sha256(definition: Mapping[str, Any]) -> str:
-    """Decision 9: sha256 of a tool's full definition (``DEFINITION_FIELDS`` of its wire form), canonical JSON."""
-    picked = {k: definition.get(k) for k in DEFINITION_FIELDS}
-    canonical = json.dumps(picked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """Decision 9: sha256 of a tool's full definition (``DEFINITION_FIELDS`` of its wire form, an absent field
+    as null), over its RFC 8785 canonical JSON.
+
+    Raises:
+        CanonicalJsonError: the definition holds a value I-JSON has no form for (NaN, an integer beyond 2**53).
+    """
+    return canonical_sha256({k: definition.get(k) for k in DEFINITION_FIELDS})
 
 
 class CatalogChangeKind(StrEnum):
@@ -183,7 +198,8 @@ class CatalogChangeKind(StrEnum):
     WITHDRAWN = "withdrawn"
     """A tool recorded before is absent from a listing."""
     DROPPED = "dropped"
-    """A remote name was not registered: it normalizes like another (decision 5)."""
+    """A remote name was not registered: it normalizes like another (decision 5), or its definition has no RFC 8785
+    form to hash (decision 9)."""
     NOTIFIED = "notified"
     """The server sent tools/list_changed (advertised or not)."""
     DISCONNECTED = "disconnected"
@@ -208,6 +224,7 @@ class CatalogChange(BaseModel):
     remote_name: str | None = None
     registered_name: str | None = None
     definition_sha256: str | None = None
+    """``definition_sha256`` of the definition seen (added and changed entries): RFC 8785, lower-case hex."""
 
 
 class AdvertisedTool(BaseModel):
@@ -220,6 +237,7 @@ class AdvertisedTool(BaseModel):
     remote_name: str | None
     """None for the synthetic read_resource tool."""
     definition_sha256: str
+    """``definition_sha256`` of the pinned definition: sha256 of its RFC 8785 canonical JSON, lower-case hex."""
     source: ToolSource
     side_effect: SideEffect
     risk: Risk

@@ -43,6 +43,7 @@ SERVER_KEYS = (
     "protocol",
     "call_timeout_s",
     "max_output_bytes",
+    "listing_max_age_s",
 )
 """The keys a ``[[server]]`` table may have."""
 

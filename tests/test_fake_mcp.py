@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mcp.client.session import IncomingMessage
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
+from pydantic import ValidationError
 
 from toolproof.fakes import mcp as fakes
 
@@ -58,8 +60,18 @@ def _names(result: types.ListToolsResult) -> list[str]:
 # --- every server, both eras: list tools, call the plain tool -------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", list(fakes.SERVERS))
+OPENING_FAULTS = {
+    ("HangsAtInitializeServer", "legacy"),
+    ("HangsAtInitializeServer", "auto"),
+    ("LegacyOnlyServer", "auto"),
+}
+"""(fake, mode) whose fault is the opening itself: no client gets as far as a listing (tested on their own below).
+In-process, ``auto`` adopts 2026-07-28 without a probe, so it never falls back to the handshake."""
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"), [(name, mode) for name in fakes.SERVERS for mode in MODES if (name, mode) not in OPENING_FAULTS]
+)
 async def test_every_fake_lists_tools_and_answers_echo(name: str, mode: str) -> None:
     async with Client(fakes.SERVERS[name](), mode=mode) as client:
         assert "echo" in _names(await client.list_tools())
@@ -232,6 +244,55 @@ async def test_list_changed_flood_sends_every_notification() -> None:
     assert notices.tools_changed == fakes.FLOOD_COUNT
 
 
+async def test_silent_drift_changes_only_summarize_description() -> None:
+    notices = Notices()
+    async with Client(fakes.SilentDriftServer(), mode="legacy", message_handler=notices) as client:
+        (before,) = [t for t in (await client.list_tools()).tools if t.name == "summarize"]
+        await client.call_tool("summarize", {"text": "k"})
+        (after,) = [t for t in (await client.list_tools(cache_mode="refresh")).tools if t.name == "summarize"]
+        await client.call_tool("echo", {"text": "flush"})
+    assert notices.tools_changed == 0
+    assert before.description != after.description
+    assert (before.input_schema, before.annotations) == (after.input_schema, after.annotations)
+
+
+async def test_long_flood_notifies_while_the_call_is_in_flight() -> None:
+    notices = Notices(expected=fakes.FLOOD_COUNT)
+    seen_in_flight: list[int] = []
+    async with Client(fakes.ListChangedFloodServer(), mode="legacy", message_handler=notices) as client:
+
+        async def watch() -> None:
+            await notices.arrived.wait()
+            seen_in_flight.append(notices.tools_changed)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch)
+                result = await client.call_tool("long_flood", {})
+                done = bool(seen_in_flight)
+    assert not result.is_error
+    assert done, "the call ended before its notices all arrived"
+    assert notices.tools_changed == fakes.FLOOD_COUNT
+
+
+async def test_schema_violation_server_answers_structure_unvalidated() -> None:
+    server = fakes.SchemaViolationServer.build()
+    async with Client(server.server, mode="legacy") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert {t.output_schema is not None for n, t in listed.items() if n != "echo"} == {True}
+        valid = await client.call_tool("valid", {})
+        assert valid.structured_content == fakes.VALID_REPORT
+        for name, structure in fakes.SCHEMA_BREAKS.items():
+            with pytest.raises(RuntimeError, match="Invalid structured content"):  # The SDK client's own check.
+                await client.call_tool(name, {})
+            assert f"tools/call {name}" in server.log, structure
+        with pytest.raises(RuntimeError, match="did not return structured content"):
+            await client.call_tool(fakes.NO_STRUCTURE, {})
+        failed = await client.call_tool(fakes.FAILS_UNSTRUCTURED, {})
+    assert failed.is_error
+    assert failed.structured_content is None
+
+
 async def test_growing_catalog_adds_a_callable_tool_per_grow() -> None:
     notices = Notices(expected=2)
     async with Client(fakes.GrowingCatalogServer(), mode="legacy", message_handler=notices) as client:
@@ -244,6 +305,57 @@ async def test_growing_catalog_adds_a_callable_tool_per_grow() -> None:
             await notices.arrived.wait()
     assert grown == [*first, "extra_1", "extra_2"]
     assert _texts(extra) == "new"
+
+
+@pytest.mark.parametrize(("tool", "field"), [("label", "title"), ("report", "output_schema")])
+async def test_silent_drift_changes_one_field_of_label_and_report(tool: str, field: str) -> None:
+    notices = Notices()
+    async with Client(fakes.SilentDriftServer(), mode="legacy", message_handler=notices) as client:
+        (before,) = [t for t in (await client.list_tools()).tools if t.name == tool]
+        result = await client.call_tool(tool, {"text": "k"})
+        (after,) = [t for t in (await client.list_tools(cache_mode="refresh")).tools if t.name == tool]
+        await client.call_tool("echo", {"text": "flush"})
+    assert not result.is_error
+    assert notices.tools_changed == 0
+    fields = ("title", "description", "input_schema", "output_schema", "annotations")
+    assert [f for f in fields if getattr(before, f) != getattr(after, f)] == [field]
+
+
+@pytest.mark.parametrize(("ttls", "pages"), [((), [fakes.TTL_MS]), ((60_000, 5_000), [60_000, 5_000])])
+async def test_ttl_drift_sends_a_ttl_on_every_page_in_2026_only(ttls: tuple[int, ...], pages: list[int]) -> None:
+    for mode, expected in (("2026-07-28", pages), ("legacy", [])):
+        async with Client(fakes.ttl_drift_server(*ttls).server, mode=mode, cache=None) as client:
+            sent: list[int] = []
+            cursor: str | None = None
+            names: list[str] = []
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                names += _names(page)
+                if "ttl_ms" in page.model_fields_set:
+                    sent.append(page.ttl_ms)
+                if not (cursor := page.next_cursor):
+                    break
+        assert sent == expected, mode
+        assert names == ["echo", *fakes.DRIFTING], mode
+
+
+def test_ttl_drift_refuses_more_pages_than_it_can_fill() -> None:
+    with pytest.raises(ValueError, match=r"^ttls_ms=\(1, 2, 3, 4\): give one ttlMs >= 0 per page"):
+        fakes.ttl_drift_server(1, 2, 3, 4)  # Five tools do not split into four pages of one size.
+
+
+async def test_notice_mid_listing_answers_the_old_catalog_after_its_notice() -> None:
+    notices = Notices()
+    async with Client(fakes.NoticeMidListingServer(), mode="legacy", message_handler=notices) as client:
+        (first,) = [t for t in (await client.list_tools()).tools if t.name == "lookup"]
+        await client.call_tool("lookup", {"text": "k"})
+        (during,) = [t for t in (await client.list_tools(cache_mode="refresh")).tools if t.name == "lookup"]
+        noticed_before_the_answer = notices.arrived.is_set()
+        (after,) = [t for t in (await client.list_tools(cache_mode="refresh")).tools if t.name == "lookup"]
+    assert noticed_before_the_answer
+    assert notices.tools_changed == 1
+    assert during == first
+    assert after.description != first.description
 
 
 # --- requests the client never advertised ----------------------------------------------------
@@ -487,8 +599,13 @@ async def test_http_server_answers_a_real_client_and_is_gone_after_exit() -> Non
         await anyio.connect_tcp(fakes.LOOPBACK, port)
 
 
+SUBPROCESS_FAULTS = {"HangsAtInitializeServer", "LegacyOnlyServer", "NonJsonServer", "CrashesAtStartServer"}
+"""Fakes that never serve a plain client in one of these openings (tests/test_mcp_sweep.py takes them over
+stdio and HTTP, through the reference)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(fakes.SERVERS))
+@pytest.mark.parametrize("name", [name for name in fakes.SERVERS if name not in SUBPROCESS_FAULTS])
 async def test_every_fake_starts_over_stdio_and_http_for_a_real_client(name: str) -> None:
     command, *args = fakes.stdio_command(name)
     with anyio.fail_after(60):
@@ -518,6 +635,30 @@ async def test_template_resources_lists_a_template_and_reads_through_it(mode: st
 
 
 @pytest.mark.parametrize("mode", ERAS)
+async def test_changing_resources_come_and_go_with_publish_and_retract(mode: str) -> None:
+    async with Client(fakes.ChangingResourcesServer(), mode=mode) as client:
+
+        async def surface() -> tuple[list[str], list[str]]:
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            return [str(r.uri) for r in resources], [t.uri_template for t in templates]
+
+        assert await surface() == ([], [])
+        await client.call_tool("publish", {"text": "resource"})
+        assert await surface() == ([fakes.PUBLISHED_URI], [])
+        await client.call_tool("publish", {"text": "template"})
+        assert await surface() == ([fakes.PUBLISHED_URI], [fakes.TEMPLATE])
+        read = await client.read_resource(fakes.PUBLISHED_URI)
+        assert [c.text for c in read.contents if isinstance(c, types.TextResourceContents)] == [
+            f"Docs at {fakes.PUBLISHED_URI}."
+        ]
+        await client.call_tool("retract", {"text": "all"})
+        assert await surface() == ([], [])
+        with pytest.raises(MCPError, match="publish takes"):
+            await client.call_tool("publish", {"text": "prompt"})
+
+
+@pytest.mark.parametrize("mode", ERAS)
 async def test_twin_names_ships_a_tool_and_a_prompt_of_one_name(mode: str) -> None:
     server = fakes.TwinNamesServer.build()
     async with Client(server.server, mode=mode) as client:
@@ -539,7 +680,10 @@ async def test_environment_reports_the_key_and_cwd_it_was_started_with(tmp_path:
     with anyio.fail_after(30):
         async with Client(parameters, mode="legacy") as client:
             reported = _texts(await client.call_tool("environment", {}))
-    assert reported.splitlines() == [f"{fakes.ENV_KEY}=k-1", f"cwd={tmp_path}"]
+    key, cwd, names = reported.splitlines()
+    assert (key, cwd) == (f"{fakes.ENV_KEY}=k-1", f"cwd={tmp_path}")
+    assert fakes.ENV_KEY in names.removeprefix("names=").split(",")
+    assert set(names.removeprefix("names=").split(",")) <= fakes.SAFE_ENV_NAMES | {fakes.ENV_KEY}
 
 
 async def test_early_notice_arrives_before_the_first_answer_in_the_handshake_era() -> None:
@@ -589,7 +733,143 @@ async def test_exits_between_calls_ends_its_process_at_the_next_request(mode: st
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_changed_on_restart_refuses_to_exit_in_process(mode: str) -> None:
+    fake = fakes.ChangedOnRestartServer.build()
+    async with Client(fake.server, mode=mode) as client:
+        assert (await client.call_tool("exit", {})).is_error
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+async def _lookup(command: list[str], mode: str, *, exit_after: bool) -> types.Tool:
+    with anyio.fail_after(30), contextlib.suppress(BaseExceptionGroup):  # Closing a dead process's client may fail.
+        async with Client(StdioServerParameters(command=command[0], args=command[1:]), mode=mode) as client:
+            (lookup,) = [t for t in (await client.list_tools()).tools if t.name == "lookup"]
+            if exit_after:
+                await client.call_tool("exit", {})
+    return lookup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_changed_on_restart_lists_lookup_changed_after_an_exit(mode: str, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    command = fakes.stdio_command("ChangedOnRestartServer", state_dir=state)
+    first = await _lookup(command, mode, exit_after=True)
+    assert (state / fakes.EXITED).exists()
+    restarted = await _lookup(command, mode, exit_after=False)
+    assert restarted.description != first.description
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_exits_mid_call_refuses_to_exit_in_process(mode: str) -> None:
     async with Client(fakes.ExitsMidCallServer(), mode=mode) as client:
         assert (await client.call_tool("write", {})).is_error
         assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+# --- the connection's era ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", *ERAS[1:]])
+async def test_hangs_at_initialize_never_answers_the_opening(mode: str) -> None:
+    fake = fakes.HangsAtInitializeServer.build()
+    with anyio.move_on_after(0.5) as scope:
+        async with Client(fake.server, mode=mode) as client:
+            if mode != "legacy":
+                assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"  # Only the opening hangs.
+                await client.session.send_discover(mode)
+    assert scope.cancelled_caught
+    assert fake.log[-1] in ("initialize: never answered", "server/discover: never answered")
+
+
+async def test_legacy_only_server_refuses_the_2026_era_and_serves_the_handshake() -> None:
+    async with Client(fakes.LegacyOnlyServer(), mode="2026-07-28") as client:
+        with pytest.raises(MCPError) as discover:
+            await client.session.send_discover("2026-07-28")
+        assert discover.value.error.code == types.METHOD_NOT_FOUND
+        with pytest.raises(MCPError, match="handshake only"):
+            await client.list_tools()
+    async with Client(fakes.LegacyOnlyServer(), mode="legacy") as client:
+        assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_era_violator_answers_broken_without_content(mode: str) -> None:
+    async with Client(fakes.EraViolatorServer(), mode=mode) as client:
+        assert _names(await client.list_tools()) == ["echo", "broken"]
+        with pytest.raises(ValidationError):
+            await client.call_tool("broken", {"text": "x"})
+        assert _texts(await client.call_tool("echo", {"text": "still"})) == "still"
+
+
+def test_stdio_only_fakes_say_so() -> None:
+    assert fakes.NonJsonServer.transports == fakes.CrashesAtStartServer.transports == ("stdio",)
+
+
+async def test_stdio_only_fakes_are_never_served_over_http() -> None:
+    with pytest.raises(ValueError, match="stdio only"):
+        async with fakes.http_server("NonJsonServer"):
+            pass
+
+
+@pytest.mark.slow
+def test_non_json_server_writes_a_log_line_per_request() -> None:
+    command = fakes.stdio_command("NonJsonServer")
+    done = subprocess.run(command, input='{"jsonrpc": "2.0"}\n', capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout == fakes.NON_JSON_LINE + "\n"
+
+
+@pytest.mark.slow
+def test_crashing_server_exits_with_its_status_and_a_fatal_line() -> None:
+    command = fakes.stdio_command("CrashesAtStartServer")
+    done = subprocess.run(command, input="", capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == fakes.CRASH_STATUS
+    assert fakes.CRASH_MESSAGE in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("listing", fakes.LISTINGS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_listing_error_server_answers_one_listing_with_an_error_and_stays_up(mode: str, listing: str) -> None:
+    listings = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
+    async with Client(fakes.ListingErrorServer(), mode=mode) as client:
+        for method in listings.values():
+            await getattr(client, method)()  # Every listing answers at first.
+        assert not (await client.call_tool("fail_listing", {"text": listing})).is_error
+        with pytest.raises(MCPError) as raised:
+            await getattr(client, listings[listing])()
+        assert raised.value.error.code == types.INTERNAL_ERROR
+        for other, method in listings.items():
+            if other != listing:
+                await getattr(client, method)()
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+        assert (await client.call_tool("fail_listing", {"text": "everything"})).is_error
+
+
+def test_down_while_keeps_a_server_from_starting(tmp_path: Path) -> None:
+    flag = tmp_path / "down"
+    flag.touch()
+    command = fakes.stdio_command("PlainServer", down_while=flag)
+    assert command[-2:] == ["--down-while", str(flag)]
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 3
+    assert b"kept down" in done.stderr
+
+
+@pytest.mark.slow
+async def test_environment_reports_the_names_asked_for(tmp_path: Path) -> None:
+    command, *args = fakes.stdio_command("EnvironmentServer")
+    env = {fakes.ENV_KEY: "k-2", "HOME": str(tmp_path)}
+    parameters = StdioServerParameters(command=command, args=args, env=env, cwd=str(tmp_path))
+    with anyio.fail_after(30):
+        async with Client(parameters, mode="legacy") as client:
+            reported = _texts(await client.call_tool("environment", {"names": ["HOME", "TOOLPROOF_UNSET_NAME"]}))
+    *values, names = reported.splitlines()
+    assert values == [
+        f"{fakes.ENV_KEY}=k-2",
+        f"cwd={tmp_path}",
+        f"HOME={tmp_path}",
+        "TOOLPROOF_UNSET_NAME=<unset>",
+    ]
+    assert names.startswith("names=")
+    assert {fakes.ENV_KEY, "HOME"} <= set(names.removeprefix("names=").split(","))

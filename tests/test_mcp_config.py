@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
+from helpers import free_port, wait_for_driver
+from typer.testing import CliRunner
 
+from toolproof._cli import app
 from toolproof.driver import HttpImplementation, child_command
 from toolproof.fakes import FakeClock
 from toolproof.fakes.mcp import ENV_KEY, stdio_command
@@ -49,12 +50,6 @@ def _toml_list(items: list[str]) -> str:
     return json.dumps(items)  # A JSON array of strings is a TOML array of basic strings.
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_file_reads_into_operator_configurations(tmp_path: Path) -> None:
     path = tmp_path / "servers.toml"
     path.write_text(
@@ -73,12 +68,18 @@ def test_a_file_reads_into_operator_configurations(tmp_path: Path) -> None:
         'origin = "tenant"\n'
         'protocol = "2026-07-28"\n'
         "max_output_bytes = 4096\n"
+        "listing_max_age_s = 2.5\n"
     )
     fetch, search = load_mcp_servers(path)
     assert fetch.transport is McpTransport.STDIO
     assert fetch.command == ["uvx", "mcp-server-fetch", "--ignore-robots-txt"]
     assert fetch.env == {"FETCH_TOKEN": SECRET}
-    assert (fetch.cwd, fetch.call_timeout_s, fetch.protocol) == ("/srv/fetch", 5.0, "legacy")
+    assert (fetch.cwd, fetch.call_timeout_s, fetch.protocol, fetch.listing_max_age_s) == (
+        "/srv/fetch",
+        5.0,
+        "legacy",
+        30.0,
+    )
     assert fetch.effective_classification.required_scopes == frozenset()
     assert search == McpServerConfig.model_validate(
         {
@@ -88,6 +89,7 @@ def test_a_file_reads_into_operator_configurations(tmp_path: Path) -> None:
             "origin": "tenant",
             "protocol": "2026-07-28",
             "max_output_bytes": 4096,
+            "listing_max_age_s": 2.5,
         }
     )
 
@@ -109,12 +111,12 @@ BAD_FILES: dict[str, tuple[str | bytes | None, str]] = {
     "unknown key": (
         SERVER + "timeout = 3\n",
         "{file}: server 1 (id 'fetch'): timeout: unknown key; a server has id, command, args, env, cwd, url, origin,"
-        " classification, protocol, call_timeout_s, max_output_bytes",
+        " classification, protocol, call_timeout_s, max_output_bytes, listing_max_age_s",
     ),
     "transport given": (
         SERVER + 'transport = "stdio"\n',
         "{file}: server 1 (id 'fetch'): transport: unknown key; a server has id, command, args, env, cwd, url, origin,"
-        " classification, protocol, call_timeout_s, max_output_bytes",
+        " classification, protocol, call_timeout_s, max_output_bytes, listing_max_age_s",
     ),
     "missing id": (
         '[[server]]\ncommand = "uvx"\n',
@@ -189,6 +191,19 @@ BAD_FILES: dict[str, tuple[str | bytes | None, str]] = {
         "{file}: server 1 (id 'fetch'): max_output_bytes: Input should be a valid integer, unable to parse string as"
         " an integer",
     ),
+    "negative listing age": (
+        SERVER + "listing_max_age_s = -1\n",
+        "{file}: server 1 (id 'fetch'): listing_max_age_s: Input should be greater than or equal to 0",
+    ),
+    "endless listing age": (
+        SERVER + "listing_max_age_s = inf\n",
+        "{file}: server 1 (id 'fetch'): listing_max_age_s: Input should be a finite number",
+    ),
+    "listing age as text": (
+        SERVER + 'listing_max_age_s = "30s"\n',
+        "{file}: server 1 (id 'fetch'): listing_max_age_s: Input should be a valid number, unable to parse string as a"
+        " number",
+    ),
     "duplicate id": (
         SERVER + '\n[[server]]\nid = "fetch"\nurl = "http://127.0.0.1:9000/mcp"\n',
         "{file}: server 2 (id 'fetch'): id: id 'fetch' is also server 1's; give each server its own id",
@@ -261,21 +276,35 @@ def test_a_bad_file_raises_one_typed_line(tmp_path: Path, case: str) -> None:
     assert SECRET not in message
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_serve_reference_refuses_a_bad_file_in_one_line(tmp_path: Path, case: str) -> None:
+    """Every bad file through the command's own code, in-process (the process boundary: the test below)."""
     path, expected = _bad_file(tmp_path, case)
     root = tmp_path / "root"
     root.mkdir()
     before = sorted(tmp_path.rglob("*"))
-    result = _toolproof("serve-reference", "--mcp-config", str(path), "--port", str(_free_port()), "--root", str(root))
-    assert result.returncode == 2, result.stderr
+    args = ["serve-reference", "--mcp-config", str(path), "--port", str(free_port()), "--root", str(root)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.stderr
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert _matches(lines[0], f"toolproof: error: {expected}"), lines[0]
     assert SECRET not in result.stderr
     assert sorted(tmp_path.rglob("*")) == before  # Nothing written on failure.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["missing", "not utf-8"])
+def test_serve_reference_refuses_a_bad_file_as_a_process(tmp_path: Path, case: str) -> None:
+    """The same refusal as a user's process sees it: exit status 2, one line on stderr, nothing on stdout."""
+    path, expected = _bad_file(tmp_path, case)
+    root = tmp_path / "root"
+    root.mkdir()
+    result = _toolproof("serve-reference", "--mcp-config", str(path), "--port", str(free_port()), "--root", str(root))
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert [_matches(line, f"toolproof: error: {expected}") for line in result.stderr.splitlines()] == [True]
 
 
 @pytest.mark.slow
@@ -304,7 +333,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     root = tmp_path / "root"
     root.mkdir()
-    port = _free_port()
+    port = free_port()
     environment = os.environ | {ENV_KEY: "the-workers-own-key"}
     command = ["serve-reference", "--mcp-config", str(config), "--port", str(port), "--root", str(root)]
     log = tmp_path / "serve-reference.log"  # A file, not a pipe: nobody reads it while the server runs.
@@ -312,12 +341,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         process = subprocess.Popen([sys.executable, "-m", "toolproof", *command], env=environment, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                httpx2.get(f"{url}/v1/info", timeout=1)
-                break
-            except httpx2.TransportError:
-                time.sleep(0.1)
+        wait_for_driver(url, process)
         yield url, root
     finally:
         process.terminate()
@@ -364,7 +388,7 @@ def test_a_driver_child_refuses_a_file_gone_bad_in_one_line(tmp_path: Path) -> N
     path.write_text(SERVER + f'env = {{ TOKEN = "{SECRET}" }}\n')
     root = tmp_path / "root"
     root.mkdir()
-    command = child_command("reference", _free_port(), root, [], supervised=False, mcp_config=path)
+    command = child_command("reference", free_port(), root, [], supervised=False, mcp_config=path)
     assert not any(SECRET in part for part in command)
     path, expected = _bad_file(tmp_path, "env on an http server")
     result = subprocess.run(command, capture_output=True, text=True, check=False)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -91,6 +92,9 @@ class FakeServer:
         tools: Tool name -> behaviour; a name not in the table answers ``isError`` "unknown tool".
         page_size: When set, ``tools/list`` answers pages of this many tools, each page but the last with a
             ``nextCursor`` (the offset of the next page); None: the whole catalog in one page.
+        ttl_ms: The ``ttlMs`` cache hint of each page of ``tools/list``, in page order (a page past the end takes
+            the last); empty: the SDK's default, 0. Only a 2026-07-28 answer carries it (the SDK drops it from a
+            handshake-era one).
         bus: The ``subscriptions/listen`` bus; None: a plain in-memory one.
         **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts).
 
@@ -111,16 +115,20 @@ class FakeServer:
         tools: Mapping[str, ToolCall],
         *,
         page_size: int | None = None,
+        ttl_ms: Sequence[int] = (),
         bus: InMemorySubscriptionBus | None = None,
         **handlers: Any,
     ) -> None:
         self.list_tools = list_tools
         self.page_size = page_size
+        self.ttl_ms = tuple(ttl_ms)
         self.tools = dict(tools)
         self.log: list[str] = []
         self.bus = bus if bus is not None else InMemorySubscriptionBus()
         self.served = False
         """Whether it runs as a subprocess serving stdio or HTTP (then it may end its process)."""
+        self.state_dir: Path | None = None
+        """Where a served fake may keep what must outlive its process (``--state-dir``); None: nowhere."""
         logged: dict[str, Any] = {
             key: self._logged(handler, _LOGGED_HANDLERS[key]) if key in _LOGGED_HANDLERS else handler
             for key, handler in handlers.items()
@@ -143,9 +151,15 @@ class FakeServer:
 
         return logged
 
+    def _hinted(self, result: types.ListToolsResult, page: int) -> types.ListToolsResult:
+        # Left unset, the field goes out as the SDK's default (0) in 2026-07-28.
+        if not self.ttl_ms:
+            return result
+        return result.model_copy(update={"ttl_ms": self.ttl_ms[min(page, len(self.ttl_ms) - 1)]})
+
     async def _on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         if self.page_size is None:
-            return types.ListToolsResult(tools=self.list_tools())
+            return self._hinted(types.ListToolsResult(tools=self.list_tools()), 0)
         cursor = params.cursor if params is not None else None
         self.log.append(f"tools/list {cursor or '-'}")
         if cursor is not None and not cursor.isdigit():
@@ -153,7 +167,8 @@ class FakeServer:
         start = int(cursor or 0)
         catalog = self.list_tools()
         end = start + self.page_size
-        return types.ListToolsResult(tools=catalog[start:end], next_cursor=str(end) if end < len(catalog) else None)
+        page = types.ListToolsResult(tools=catalog[start:end], next_cursor=str(end) if end < len(catalog) else None)
+        return self._hinted(page, start // self.page_size)
 
     async def _on_call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
@@ -196,6 +211,10 @@ class ServerFake:
     """One line: what the server does that a client must survive."""
     factory: ServerFactory = field(repr=False)
     """Builds a fresh fake in its initial state."""
+    transports: tuple[str, ...] = ("memory", "stdio", "http")
+    """How it can be reached: a behaviour that needs a process's own stdout exists over stdio only."""
+    stdio_main: Callable[[], None] | None = field(default=None, repr=False)
+    """What its stdio process runs instead of an SDK server (a behaviour the SDK would not let it have)."""
 
     def build(self) -> FakeServer:
         """Build a fresh fake, request log included."""

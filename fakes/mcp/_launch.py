@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -26,16 +27,26 @@ def _module_command(name: str, *options: str) -> list[str]:
     return [sys.executable, "-m", "toolproof.fakes.mcp", name, *options]
 
 
-def stdio_command(name: str) -> list[str]:
+def stdio_command(
+    name: str,
+    *,
+    down_while: str | os.PathLike[str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> list[str]:
     """The command line that serves the fake ``name`` over stdio.
 
-    ``StdioServerParameters(command=cmd[0], args=cmd[1:])`` connects an ``mcp.Client`` to it.
+    ``StdioServerParameters(command=cmd[0], args=cmd[1:])`` connects an ``mcp.Client`` to it. With ``down_while``,
+    each start while that path exists exits at once (status 3) without serving: a restart that keeps failing until
+    the path is removed. With ``state_dir``, the fake keeps there what must outlive its process, so a restart can
+    serve something else than the first start (ChangedOnRestartServer).
 
     Raises:
         ValueError: Unknown ``name``.
     """
     _lookup(name)
-    return _module_command(name, "--transport", "stdio")
+    down = () if down_while is None else ("--down-while", os.fspath(down_while))
+    state = () if state_dir is None else ("--state-dir", os.fspath(state_dir))
+    return _module_command(name, "--transport", "stdio", *down, *state)
 
 
 def _free_port() -> int:
@@ -88,11 +99,11 @@ async def http_server(name: str) -> AsyncIterator[str]:
         The server's URL, ``http://127.0.0.1:P/mcp``.
 
     Raises:
-        ValueError: Unknown ``name``.
+        ValueError: Unknown ``name``, or a fake served over stdio only.
         RuntimeError: The subprocess exited, or did not listen within ``READY_TIMEOUT_S``;
             the message carries its stderr.
     """
-    _lookup(name)
+    _lookup(name, "http")
     port = _free_port()
     command = _module_command(name, "--transport", "http", "--port", str(port))
     # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.

@@ -12,8 +12,9 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 
-from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, error, is_modern, text
+from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, ToolCall, echo, error, is_modern, text
 
 
 class _NoticeOnListen(InMemorySubscriptionBus):
@@ -68,7 +69,8 @@ EarlyNoticeServer = ServerFake(
 )
 
 
-def _exits_between_calls() -> FakeServer:
+def exits_between_calls(fake: FakeServer) -> ToolCall:
+    """Make ``fake`` end its process at the request after an ``exit`` call; returns ``exit``'s behaviour."""
     state = {"exiting": False}
 
     async def leave(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -83,8 +85,13 @@ def _exits_between_calls() -> FakeServer:
             os._exit(0)
         return await call_next(ctx)
 
-    fake = FakeServer("ExitsBetweenCallsServer", lambda: [ECHO, EXIT], {"echo": echo, "exit": leave})
     fake.server.middleware.insert(0, exit_first)
+    return leave
+
+
+def _exits_between_calls() -> FakeServer:
+    fake = FakeServer("ExitsBetweenCallsServer", lambda: [ECHO, EXIT], {"echo": echo})
+    fake.tools["exit"] = exits_between_calls(fake)
     return fake
 
 
@@ -116,4 +123,58 @@ ExitsMidCallServer = ServerFake(
     "ExitsMidCallServer",
     "a `write` call ends its process after the request arrived and before any answer (stdio and HTTP only)",
     _exits_mid_call,
+)
+
+
+LISTINGS = ("tools", "prompts", "resources")
+"""The listings ListingErrorServer's ``fail_listing`` can make answer an error (``tools/list``, ...)."""
+
+FAIL_LISTING = types.Tool(
+    name="fail_listing",
+    description="From now on, answers the listing `text` names (tools, prompts or resources) with an error.",
+    input_schema=TEXT_SCHEMA,
+)
+"""ListingErrorServer's tool that makes one of its listings answer a JSON-RPC error."""
+
+
+def _listing_error() -> FakeServer:
+    failing: set[str] = set()
+
+    def answer(listing: str) -> None:
+        if listing in failing:
+            raise MCPError(types.INTERNAL_ERROR, f"the {listing} store is offline")
+
+    def list_tools() -> list[types.Tool]:
+        answer("tools")
+        return [ECHO, FAIL_LISTING]
+
+    async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
+        answer("prompts")
+        return types.ListPromptsResult(prompts=[types.Prompt(name="brief", description="A short brief.")])
+
+    async def list_resources(ctx: Context, params: Any) -> types.ListResourcesResult:
+        answer("resources")
+        return types.ListResourcesResult(resources=[])
+
+    async def fail_listing(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        listing = str((params.arguments or {}).get("text", ""))
+        if listing not in LISTINGS:
+            return error(f"`fail_listing` takes one of {', '.join(LISTINGS)}")
+        failing.add(listing)
+        return text(f"{listing}/list answers an error from now on")
+
+    return FakeServer(
+        "ListingErrorServer",
+        list_tools,
+        {"echo": echo, "fail_listing": fail_listing},
+        on_list_prompts=list_prompts,
+        on_list_resources=list_resources,
+    )
+
+
+ListingErrorServer = ServerFake(
+    "ListingErrorServer",
+    "answers its listings at connect; after `fail_listing` (tools, prompts or resources) that listing answers a "
+    "JSON-RPC internal error while the connection and its tools stay up",
+    _listing_error,
 )

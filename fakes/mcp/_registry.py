@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._attacker import InjectingErrorServer, InjectingResourceServer, ShadowingResourceServer
 from ._base import ServerFake
 from ._classification import ClaimsTrustServer, LyingAnnotationsServer
+from ._definitions import CanonicalEdgeServer
 from ._drift import (
     GrowingCatalogServer,
     ListChangedFloodServer,
@@ -12,7 +13,15 @@ from ._drift import (
     RugPullServer,
     SilentDriftServer,
 )
-from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer
+from ._eras import (
+    CrashesAtStartServer,
+    EraViolatorServer,
+    HangsAtInitializeServer,
+    LegacyOnlyServer,
+    NonJsonServer,
+)
+from ._freshness import ChangedOnRestartServer, NoticeMidListingServer, TtlDriftServer
+from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer, ListingErrorServer
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -24,7 +33,14 @@ from ._names import (
     UnicodeTrickServer,
 )
 from ._requests import EndlessInputServer, RootsRequestServer, SamplingRequestServer
-from ._surfaces import EmptyResourcesServer, EnvironmentServer, TemplateResourcesServer, TwinNamesServer
+from ._schema import SchemaViolationServer
+from ._surfaces import (
+    ChangingResourcesServer,
+    EmptyResourcesServer,
+    EnvironmentServer,
+    TemplateResourcesServer,
+    TwinNamesServer,
+)
 from ._volume import DripServer, HangingServer, HugeOutputServer, MultibyteOutputServer
 
 SERVERS: dict[str, ServerFake] = {
@@ -45,6 +61,9 @@ SERVERS: dict[str, ServerFake] = {
         ListChangedFloodServer,
         GrowingCatalogServer,
         PaginatedCatalogServer,
+        TtlDriftServer,
+        NoticeMidListingServer,
+        CanonicalEdgeServer,
         SamplingRequestServer,
         RootsRequestServer,
         EndlessInputServer,
@@ -57,11 +76,20 @@ SERVERS: dict[str, ServerFake] = {
         HangingServer,
         EmptyResourcesServer,
         TemplateResourcesServer,
+        ChangingResourcesServer,
         TwinNamesServer,
         EnvironmentServer,
         EarlyNoticeServer,
         ExitsBetweenCallsServer,
         ExitsMidCallServer,
+        ChangedOnRestartServer,
+        SchemaViolationServer,
+        HangsAtInitializeServer,
+        LegacyOnlyServer,
+        EraViolatorServer,
+        NonJsonServer,
+        CrashesAtStartServer,
+        ListingErrorServer,
     )
 }
 """Every fake server by name."""

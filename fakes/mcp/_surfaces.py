@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 
 import mcp_types as types
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.shared.exceptions import MCPError
 
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, text
+from ._lifecycle import EXIT, exits_between_calls
 
 SHARED_NAME = "fetch"
 """The name TwinNamesServer gives a tool and a prompt alike, as a real fetch server does."""
 
-TWIN_PROMPT_NAMES = (SHARED_NAME, "Echo", "read_resource", "Summarize", "summarize")
+TWIN_PROMPT_NAMES = (SHARED_NAME, "Echo", "read_resource", "Summarize", "summarize", "Review Code")
 """TwinNamesServer's prompts: one named as its tool, one normalizing as its tool ``echo``, one as the synthetic
-read tool, and two normalizing alike (each other's case variant)."""
+read tool, two normalizing alike (each other's case variant), and one no tool of it is named like."""
 
 TWIN_RESOURCE_URI = "file:///docs/fetch.txt"
 """The one resource TwinNamesServer lists (its template is named ``fetch`` too)."""
@@ -109,24 +111,81 @@ def _template_resources() -> FakeServer:
     )
 
 
+SAFE_ENV_NAMES = frozenset({*DEFAULT_INHERITED_ENV_VARS, "LC_CTYPE"})
+"""What a stdio server may see of its parent's environment besides what its operator configured: the MCP SDK's
+safe default list, and ``LC_CTYPE``, which Python itself sets when it coerces the C locale (PEP 538)."""
+PUBLISHED_URI = "file:///docs/published.txt"
+"""The resource ChangingResourcesServer lists once ``publish`` was called with ``resource``."""
+
+
+def _changing_resources() -> FakeServer:
+    # What the server offers now: resources and templates come and go with its `publish` and `retract` tools.
+    offered: dict[str, bool] = {"resource": False, "template": False}
+
+    async def publish(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        surface = str((params.arguments or {}).get("text", "resource"))
+        if surface not in offered:
+            raise MCPError(types.INVALID_PARAMS, f"publish takes 'resource' or 'template', not {surface!r}")
+        offered[surface] = True
+        return text(f"published a {surface}")
+
+    async def retract(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        offered.update(dict.fromkeys(offered, False))
+        return text("retracted every resource and template")
+
+    async def resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        listed = [types.Resource(uri=PUBLISHED_URI, name="published")] if offered["resource"] else []
+        return types.ListResourcesResult(resources=listed)
+
+    async def templates(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+        listed = [types.ResourceTemplate(uri_template=TEMPLATE, name="doc")] if offered["template"] else []
+        return types.ListResourceTemplatesResult(resource_templates=listed)
+
+    catalog = [
+        ECHO,
+        types.Tool(name="publish", description="Offers a resource or a template.", input_schema=TEXT_SCHEMA),
+        types.Tool(name="retract", description="Withdraws every resource and template.", input_schema=TEXT_SCHEMA),
+    ]
+    return FakeServer(
+        "ChangingResourcesServer",
+        lambda: catalog,
+        {"echo": echo, "publish": publish, "retract": retract},
+        on_list_resources=resources,
+        on_list_resource_templates=templates,
+        on_read_resource=_read_docs,
+    )
+
+
 async def _environment(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
-    # The process's own view: what an operator's env and cwd settings reached.
-    return text(f"{ENV_KEY}={os.environ.get(ENV_KEY, '<unset>')}\ncwd={os.getcwd()}")
+    # The process's own view: what an operator's env and cwd settings reached, any variables asked for, and every
+    # variable's name (never a value), so a server that sees the rest of its parent's environment shows it wherever
+    # its parent runs.
+    lines = [f"{ENV_KEY}={os.environ.get(ENV_KEY, '<unset>')}", f"cwd={os.getcwd()}"]
+    asked = (params.arguments or {}).get("names", [])
+    lines.extend(f"{name}={os.environ.get(name, '<unset>')}" for name in asked if isinstance(name, str))
+    lines.append("names=" + ",".join(sorted(os.environ)))
+    return text("\n".join(lines))
 
 
 def _environment_server() -> FakeServer:
     tool = types.Tool(
         name="environment",
-        description="Reports its process's API key and working directory.",
-        input_schema={"type": "object", "additionalProperties": False},
+        description="Reports its process's API key and working directory, and the variables `names` lists.",
+        input_schema={
+            "type": "object",
+            "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+            "additionalProperties": False,
+        },
     )
-    return FakeServer("EnvironmentServer", lambda: [ECHO, tool], {"echo": echo, "environment": _environment})
+    fake = FakeServer("EnvironmentServer", lambda: [ECHO, tool, EXIT], {"echo": echo, "environment": _environment})
+    fake.tools["exit"] = exits_between_calls(fake)
+    return fake
 
 
 TwinNamesServer = ServerFake(
     "TwinNamesServer",
     f"ships a tool and a prompt both named {SHARED_NAME!r} (and prompts named like its other tool, like the "
-    "synthetic read tool, and like each other)",
+    "synthetic read tool, like each other, and like nothing else)",
     _twin_names,
 )
 EmptyResourcesServer = ServerFake(
@@ -139,8 +198,15 @@ TemplateResourcesServer = ServerFake(
     "offers its resources through a resource template only, listing none",
     _template_resources,
 )
+ChangingResourcesServer = ServerFake(
+    "ChangingResourcesServer",
+    "lists no resource until `publish` (text 'resource' or 'template') offers one; `retract` withdraws them all",
+    _changing_resources,
+)
 EnvironmentServer = ServerFake(
     "EnvironmentServer",
-    f"reports the {ENV_KEY} it was started with and its working directory (a server that needs a key)",
+    f"reports the {ENV_KEY} it was started with, its working directory, any variables asked for and the names of "
+    "its environment variables (a server that needs a key); after an `exit` call its process exits as the next "
+    "request arrives, as ExitsBetweenCallsServer's",
     _environment_server,
 )

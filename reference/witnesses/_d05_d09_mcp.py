@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp import Client
 
-from toolproof.reference.hooks import CatalogHistoryTable, Link, McpAdapter, McpTool, Pipeline, RemoteTool, Store, wire
+from toolproof.reference.hooks import CatalogRow, Link, McpAdapter, McpTool, Pipeline, RemoteTool, Store, wire
 from toolproof.spec import (
+    DEFINITION_FIELDS,
     READ_RESOURCE,
     Advertisement,
     CatalogChangeKind,
@@ -256,13 +259,29 @@ witness("no_mcp_output_cap", ("D8.8",), "delivers MCP results of any size")(_mcp
 
 
 class _SchemaOnlyHash(McpAdapter):
-    def definition_hash(self, tool: types.Tool) -> str:
+    def definition_hash(self, tool: types.Tool, definition: Mapping[str, Any] | None = None) -> str:
         return definition_sha256({"inputSchema": wire(tool).get("inputSchema")})
 
 
 witness("schema_only_hash", ("D9.1",), "pins a hash of the input schema alone, not the full definition")(
     _mcp(_SchemaOnlyHash)
 )
+
+
+class _SortKeysHash(McpAdapter):
+    def definition_hash(self, tool: types.Tool, definition: Mapping[str, Any] | None = None) -> str:
+        # The defect: Python's sort_keys JSON, not RFC 8785: keys in code-point order, floats as repr writes them.
+        dumped = wire(tool) if definition is None else definition
+        picked = {field: dumped.get(field) for field in DEFINITION_FIELDS}
+        text = json.dumps(picked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+witness(
+    "sort_keys_definition_hash",
+    ("D9.1",),
+    "hashes tool definitions as Python sort_keys JSON, not RFC 8785 (floats, non-BMP key order differ)",
+)(_mcp(_SortKeysHash))
 
 
 class _AppliesListChanged(McpAdapter):
@@ -310,7 +329,7 @@ witness("changed_tool_called", ("D9.4",), "calls a tool whose definition changed
 
 
 class _ForgetsSilentChanges(McpAdapter):
-    def record(self, changes: list[CatalogHistoryTable]) -> None:
+    def record(self, changes: list[CatalogRow]) -> None:
         super().record([c for c in changes if c.kind != CatalogChangeKind.CHANGED.value])
 
 
@@ -333,7 +352,7 @@ witness("one_pin_per_instance", ("D9.6",), "gives every session the catalog the 
 
 
 class _FirstListingUnrecorded(McpAdapter):
-    def record(self, changes: list[CatalogHistoryTable]) -> None:
+    def record(self, changes: list[CatalogRow]) -> None:
         if getattr(self, "recorded_once", False):
             super().record(changes)
         self.recorded_once = True

@@ -1,0 +1,137 @@
+"""A server's protocol era at open: a broken opening is one typed refusal (D7.7), a 2026-07-28 server is verified
+before open returns and never switched to another era (D7.8), and an answer that breaks the era fails only its own
+call (D7.9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolproof.fakes import EchoTool
+from toolproof.fakes.mcp import CRASH_MESSAGE
+from toolproof.spec import ConfigurationError, InvocationStatus, McpServerConfig, ReasonCode
+
+from ._harness import Harness, describe
+from ._mcp import ERAS, TRANSPORTS, reached
+
+OPENING_TIMEOUT_S = 2.0
+"""The call timeout given to a server that never answers its opening: it bounds how long open may wait for it."""
+
+_SLOW = pytest.mark.slow
+_BY_TRANSPORT = [pytest.param(t, marks=() if t == "memory" else _SLOW) for t in TRANSPORTS]
+
+
+async def _opened(harness: Harness, rule: str, server: McpServerConfig) -> ConfigurationError | None:
+    """The configuration error open raised with ``server``, or None when it opened (and closed) the instance."""
+    try:
+        async with harness.open(EchoTool(harness.world), mcp_servers=[server]):
+            harness.log.append("open accepted the server")
+            return None
+    except ConfigurationError as exc:
+        harness.log.append(f"open refused: {exc}")
+        return exc
+    except Exception as exc:  # The finding: something other than the typed error left open.
+        harness.fail(rule, f"open raised {type(exc).__module__}.{type(exc).__name__}, not a ConfigurationError: {exc}")
+
+
+def _names_server_and_era(harness: Harness, rule: str, error: ConfigurationError, server: McpServerConfig) -> None:
+    text = str(error)
+    harness.expect(rule, server.server_id in text, f"the open error does not name the server {server.server_id!r}")
+    harness.expect(rule, server.protocol in text, f"the open error does not name the era asked ({server.protocol})")
+    harness.expect(
+        rule,
+        "TaskGroup" not in text and "sub-exception" not in text,
+        f"the open error is a task group's wrapper text, not the server's answer: {text}",
+    )
+
+
+async def _refused(harness: Harness, rule: str, server: McpServerConfig, said: tuple[str, ...], what: str) -> None:
+    """Open must refuse ``server`` with one ConfigurationError naming it, the era, and one of ``said`` (any case)."""
+    error = await _opened(harness, rule, server)
+    if error is None:
+        harness.fail(rule, f"open accepted a server that {what} ({server.transport.value}, {server.protocol})")
+    _names_server_and_era(harness, rule, error, server)
+    text = str(error).lower()
+    harness.expect(
+        rule,
+        any(s.lower() in text for s in said),
+        f"the open error does not say what the server did ({what}; expected one of {said}): {error}",
+    )
+
+
+@pytest.mark.rules("D7.7")
+@pytest.mark.parametrize("transport", _BY_TRANSPORT)
+async def test_a_handshake_never_answered_is_one_typed_refusal(harness: Harness, transport: str) -> None:
+    fields: dict[str, Any] = {"call_timeout_s": OPENING_TIMEOUT_S}
+    async with reached(harness, "silent", "HangsAtInitializeServer", transport, **fields) as server:
+        await _refused(harness, "D7.7", server, ("no answer", "not answer", "timed out", "timeout"), "never answered")
+
+
+@pytest.mark.rules("D7.7")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harness: Harness, protocol: str) -> None:
+    async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", protocol=protocol) as server:
+        await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
+
+
+@pytest.mark.rules("D7.7")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_server_writing_non_json_is_refused(harness: Harness, protocol: str) -> None:
+    fields: dict[str, Any] = {"call_timeout_s": OPENING_TIMEOUT_S, "protocol": protocol}
+    async with reached(harness, "chatty", "NonJsonServer", "stdio", **fields) as server:
+        await _refused(harness, "D7.7", server, ("json",), "wrote non-JSON to stdout")
+
+
+@pytest.mark.rules("D7.8")
+@pytest.mark.parametrize("transport", _BY_TRANSPORT)
+async def test_a_handshake_only_server_is_refused_as_2026(harness: Harness, transport: str) -> None:
+    async with reached(harness, "old", "LegacyOnlyServer", transport, protocol="2026-07-28") as server:
+        await _refused(harness, "D7.8", server, ("legacy", "handshake", "initialize"), "speaks only the handshake era")
+    # The same server in its own era works: the refusal is about the era, not the server.
+    async with (
+        reached(harness, "old", "LegacyOnlyServer", transport, protocol="legacy") as server,
+        harness.open(EchoTool(harness.world), mcp_servers=[server]) as session,
+    ):
+        harness.success("D7.8", await session.call("mcp.old.echo", {"text": "hi"}), "mcp.old.echo (legacy)")
+
+
+@pytest.mark.rules("D7.8")
+@pytest.mark.parametrize("transport", _BY_TRANSPORT)
+async def test_a_2026_server_silent_at_discover_is_refused(harness: Harness, transport: str) -> None:
+    fields: dict[str, Any] = {"call_timeout_s": OPENING_TIMEOUT_S, "protocol": "2026-07-28"}
+    async with reached(harness, "silent", "HangsAtInitializeServer", transport, **fields) as server:
+        await _refused(harness, "D7.8", server, ("no answer", "not answer", "timed out", "timeout"), "never answered")
+    # A server that does speak the era opens: verification refuses only what it should.
+    async with (
+        reached(harness, "plain", "PlainServer", transport, protocol="2026-07-28") as server,
+        harness.open(EchoTool(harness.world), mcp_servers=[server]) as session,
+    ):
+        harness.success("D7.8", await session.call("mcp.plain.echo", {"text": "hi"}), "mcp.plain.echo (2026)")
+
+
+@pytest.mark.rules("D7.9")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", _BY_TRANSPORT)
+async def test_an_answer_breaking_its_era_fails_only_that_call(harness: Harness, transport: str, protocol: str) -> None:
+    async with (
+        reached(harness, "lax", "EraViolatorServer", transport, protocol=protocol) as server,
+        harness.open(EchoTool(harness.world), mcp_servers=[server]) as session,
+    ):
+        harness.success("D7.9", await session.call("mcp.lax.echo", {"text": "before"}), "mcp.lax.echo")
+        for run in (session.run_id, "run-2"):
+            try:
+                d = await session.call("mcp.lax.broken", {"text": "x"}, run_id=run)
+            except Exception as exc:  # The finding: the malformed answer escaped submit.
+                harness.fail("D7.9", f"mcp.lax.broken raised {type(exc).__name__} out of submit: {exc}")
+            harness.expect(
+                "D7.9",
+                (d.status, getattr(d, "reason_code", None))
+                == (InvocationStatus.FAILED, ReasonCode.INVALID_TOOL_RESULT),
+                f"mcp.lax.broken, answered without the result's required content, was {describe(d)} "
+                "(expected FAILED invalid_tool_result)",
+            )
+            harness.success("D7.9", await session.call("mcp.lax.echo", {"text": "after"}, run_id=run))
+            harness.success("D7.9", await session.call("files.echo", {"text": "builtin"}, run_id=run))

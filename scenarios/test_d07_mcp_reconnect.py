@@ -1,0 +1,274 @@
+"""A lost server, swept: a server error is no loss and one loss is one server's (D7.5), the reconnect schedule over a
+long outage and the first need after it (D7.6), and a restarted stdio server's environment (D7.4)."""
+
+from __future__ import annotations
+
+import itertools
+
+import anyio
+import pytest
+
+from toolproof.fakes import EchoTool
+from toolproof.fakes.mcp import ENV_KEY, LISTINGS, stdio_command
+from toolproof.spec import (
+    CatalogChangeKind,
+    Disposition,
+    InvocationStatus,
+    McpServerConfig,
+    McpTransport,
+    ReasonCode,
+    Success,
+)
+
+from ._harness import Harness, Session, describe
+from ._mcp import (
+    ATTEMPT_BOUND_S,
+    BOUND_S,
+    CAP_S,
+    DEFAULT_NAMES,
+    DOWN_SCHEDULE,
+    ERAS,
+    READ,
+    TRANSPORTS,
+    configured_defaults,
+    of_kind,
+    reached,
+)
+
+_ATTEMPTS = (CatalogChangeKind.RECONNECTED, CatalogChangeKind.RECONNECT_FAILED)
+
+
+def _unavailable(d: Disposition) -> bool:
+    return (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNAVAILABLE, ReasonCode.REMOTE_UNAVAILABLE)
+
+
+async def _attempts(session: Session, server_id: str) -> list[CatalogChangeKind]:
+    history = await session.catalog_history()
+    return [c.kind for c in history if c.server_id == server_id and c.kind in _ATTEMPTS]
+
+
+async def _lost(harness: Harness, session: Session, rule: str, name: str, server_id: str) -> None:
+    """Call ``name`` (in new runs, the clock frozen) until the implementation records ``server_id`` disconnected."""
+    runs = itertools.count(1)
+    with anyio.move_on_after(BOUND_S):  # A bound on waiting, never a claim about how long it took.
+        while True:
+            d = await session.call(name, {"text": "gone?"}, run_id=f"find-{next(runs)}")
+            harness.expect(
+                rule, not isinstance(d, Success), f"{name} succeeded though its server exited: {describe(d)}"
+            )
+            if of_kind(await session.catalog_history(), CatalogChangeKind.DISCONNECTED, server_id):
+                return
+            await anyio.sleep(0.05)
+    harness.fail(rule, f"the server {server_id} exited and no disconnected entry was ever recorded for it")
+
+
+@pytest.mark.rules("D7.6")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harness: Harness, protocol: str) -> None:
+    # The server's restarts fail while the flag exists: every attempt in the down phase is a reconnect_failed.
+    down = harness.directory / "kept-down"
+    config = McpServerConfig(
+        server_id="down",
+        transport=McpTransport.STDIO,
+        command=stdio_command("ExitsBetweenCallsServer", down_while=down),
+        classification=READ,
+        protocol=protocol,
+    )
+    harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {protocol}, kept down while {down}")
+    async with harness.open(mcp_servers=[config]) as session:
+        harness.success("D7.6", await session.call("mcp.down.echo", {"text": "up"}), "mcp.down.echo")
+        down.touch()
+        harness.success("D7.6", await session.call("mcp.down.exit", {"text": "now"}), "mcp.down.exit")
+        await _lost(harness, session, "D7.6", "mcp.down.echo", "down")
+        last = harness.clock.now()  # The loss; from here a need CAP_S later is due an attempt.
+        for need, advance in enumerate(DOWN_SCHEDULE, start=1):
+            harness.clock.advance(advance)
+            since = harness.clock.now() - last
+            due = since >= CAP_S
+            before = len(await _attempts(session, "down"))
+            harness.log.append(
+                f"need {need}: {since:.1f} s after the last attempt; due={due}, attempts so far {before}"
+            )
+            made = False
+            with anyio.move_on_after(ATTEMPT_BOUND_S if due else 0.0):
+                for poll in itertools.count():  # Each poll is one more need at the same instant.
+                    d = await session.call("mcp.down.echo", {"text": "back?"}, run_id=f"need-{need}-{poll}")
+                    harness.expect(
+                        "D7.6",
+                        _unavailable(d),
+                        f"need {need}, the server kept down, answered {describe(d)} (expected UNAVAILABLE "
+                        "remote_unavailable)",
+                    )
+                    if made := len(await _attempts(session, "down")) > before:
+                        break
+                    await anyio.sleep(0.05)
+            if due:
+                harness.expect(
+                    "D7.6",
+                    made,
+                    f"need {need} came {since:.1f} s after the last reconnect attempt (or the loss) and none was "
+                    f"recorded for it (attempts recorded so far: {before}); D7.6 allows at most {CAP_S:.0f} s between "
+                    "attempts, each recorded",
+                )
+            if made:
+                last = harness.clock.now()
+        kinds = await _attempts(session, "down")
+        harness.expect(
+            "D7.6",
+            all(k is CatalogChangeKind.RECONNECT_FAILED for k in kinds),
+            f"the server was kept down, yet the attempts recorded were {[k.value for k in kinds]}",
+        )
+        # Back: the first need is a call in the session that was running all along, not a new session.
+        down.unlink()
+        harness.clock.advance(CAP_S + 1.0)
+        harness.log.append(f"server back; advance {CAP_S + 1.0} s; call in the running session {session.run_id}")
+        back: Disposition | None = None
+        with anyio.move_on_after(BOUND_S):
+            while not isinstance(back, Success):
+                back = await session.call("mcp.down.echo", {"text": "back"}, run_id=session.run_id)
+                await anyio.sleep(0.05)
+        harness.expect(
+            "D7.6",
+            isinstance(back, Success),
+            f"after {len(kinds)} failed attempts the server was back, and a call in the running session (the first "
+            f"need) was answered {describe(back) if back is not None else 'nothing'}",
+        )
+        harness.success("D7.6", await session.call("mcp.down.echo", {"text": "new"}, run_id="after"), "a new run")
+        after = await _attempts(session, "down")
+    harness.expect(
+        "D7.6",
+        CatalogChangeKind.RECONNECTED in after,
+        f"the server is used again but no reconnected entry was recorded: {[k.value for k in after]}",
+    )
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(
+    "transport", [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
+)
+@pytest.mark.parametrize("listing", LISTINGS)
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
+    harness: Harness, protocol: str, listing: str, transport: str
+) -> None:
+    async with (
+        reached(harness, "erring", "ListingErrorServer", transport, protocol=protocol) as config,
+        harness.open(mcp_servers=[config]) as session,
+    ):
+        harness.success("D7.5", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
+        harness.success("D7.5", await session.call("mcp.erring.fail_listing", {"text": listing}), "fail_listing")
+        # The next session lists the server again, and it answers that listing with a JSON-RPC error.
+        d = await session.call("mcp.erring.echo", {"text": "still up"}, run_id="run-2")
+        if listing == "tools":
+            # Its catalog cannot be listed: whether the session's call runs is the implementation's choice.
+            harness.expect(
+                "D7.5",
+                isinstance(d, Success) or _unavailable(d),
+                f"mcp.erring.echo, its tools/list answering an error, was answered {describe(d)}",
+            )
+        else:
+            harness.success("D7.5", d, f"mcp.erring.echo in a new run, the server answering {listing}/list an error")
+        pinned = await session.call("mcp.erring.echo", {"text": "pinned"}, run_id=session.run_id)
+        if listing == "tools":
+            harness.expect(
+                "D7.5",
+                isinstance(pinned, Success) or _unavailable(pinned),
+                f"mcp.erring.echo in the running session, its tools/list answering an error, was {describe(pinned)}",
+            )
+        else:
+            harness.success("D7.5", pinned, "mcp.erring.echo in the running session")
+        history = await session.catalog_history()
+    lost = of_kind(history, CatalogChangeKind.DISCONNECTED, "erring")
+    harness.expect(
+        "D7.5",
+        not lost,
+        f"a server that answered {listing}/list with an error ({transport}, {protocol}) was recorded disconnected: "
+        "an error the server answers is not a lost connection",
+    )
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.slow
+@pytest.mark.parametrize("healthy_transport", ["memory", "stdio"])
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_one_lost_server_leaves_the_others_up_at_once(
+    harness: Harness, protocol: str, healthy_transport: str
+) -> None:
+    dying = McpServerConfig(
+        server_id="dying",
+        transport=McpTransport.STDIO,
+        command=stdio_command("ExitsBetweenCallsServer"),
+        classification=READ,
+        protocol=protocol,
+    )
+    harness.log.append(f"mcp server dying: ExitsBetweenCallsServer over stdio, {protocol}")
+    async with (
+        reached(harness, "healthy", "PlainServer", healthy_transport, protocol=protocol) as healthy,
+        harness.open(EchoTool(harness.world), mcp_servers=[dying, healthy]) as session,
+    ):
+        harness.success("D7.5", await session.call("mcp.healthy.echo", {"text": "up"}), "mcp.healthy.echo")
+        harness.success("D7.5", await session.call("mcp.dying.exit", {"text": "now"}), "mcp.dying.exit")
+        await _lost(harness, session, "D7.5", "mcp.dying.echo", "dying")
+        # The instance clock stands still: nothing the other server could need a reconnect for is due yet.
+        for run in (session.run_id, "run-healthy"):
+            harness.success(
+                "D7.5",
+                await session.call("mcp.healthy.echo", {"text": run}, run_id=run),
+                f"mcp.healthy.echo in {run}, right after the other server was lost",
+            )
+        history = await session.catalog_history()
+    touched = [c.kind.value for c in history if c.server_id == "healthy" and c.kind is not CatalogChangeKind.ADDED]
+    harness.expect(
+        "D7.5",
+        not touched,
+        f"the healthy server's connection entries after the other server was lost: {touched} (expected none)",
+    )
+
+
+async def _environment(harness: Harness, session: Session, run: str) -> list[str]:
+    d = await session.call("mcp.keyed.environment", {"names": list(DEFAULT_NAMES)}, run_id=run)
+    # The last line lists the names of every variable (D7.4's by-name check, in test_d07_mcp_transport); here only
+    # the values matter.
+    lines = "".join(e.text for e in d.content).splitlines() if isinstance(d, Success) else [describe(d)]
+    return [line for line in lines if not line.startswith("names=")]
+
+
+@pytest.mark.rules("D7.4")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_restarted_stdio_server_keeps_its_env_and_cwd(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    monkeypatch.setenv(ENV_KEY, "the-workers-own-key")
+    cwd = (harness.directory / "server-cwd").resolve()
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = {ENV_KEY: "k-restart"} | configured_defaults(harness.directory)
+    config = McpServerConfig(
+        server_id="keyed",
+        transport=McpTransport.STDIO,
+        command=stdio_command("EnvironmentServer"),
+        classification=READ,
+        protocol=protocol,
+        env=env,
+        cwd=str(cwd),
+    )
+    harness.log.append(f"mcp server keyed: EnvironmentServer over stdio, {protocol}, env {sorted(env)}, cwd {cwd}")
+    expected = [f"{ENV_KEY}=k-restart", f"cwd={cwd}", *(f"{n}={env[n]}" for n in DEFAULT_NAMES)]
+    async with harness.open(mcp_servers=[config]) as session:
+        first = await _environment(harness, session, session.run_id)
+        harness.expect("D7.4", first == expected, f"the first start saw {first}; expected {expected}")
+        harness.success("D7.4", await session.call("mcp.keyed.exit", {}), "mcp.keyed.exit")
+        await _lost(harness, session, "D7.4", "mcp.keyed.echo", "keyed")
+        harness.clock.advance(CAP_S + 1.0)
+        seen: list[str] = []
+        runs = itertools.count(1)
+        with anyio.move_on_after(BOUND_S):  # A bound on waiting for the restart, never a timing claim.
+            while not any(line.startswith("cwd=") for line in seen):
+                seen = await _environment(harness, session, f"restarted-{next(runs)}")
+                await anyio.sleep(0.05)
+    harness.expect(
+        "D7.4",
+        seen == expected,
+        f"after a restart the server saw {seen}; expected the configuration's {expected}",
+    )

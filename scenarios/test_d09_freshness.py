@@ -1,0 +1,224 @@
+"""Decision 9: when a listing stops being fresh before its max age (D9.4), and a change it hid is recorded (D9.5).
+
+The server's own ttlMs (2026-07-28) shortens the age and never lengthens it, and never lets a consequential call
+reuse a listing; a tools/list_changed that arrives while a listing is in flight makes that listing stale; a lost
+connection makes the last listing stale, so the first read once a reconnect is due reconnects and lists again.
+In-memory, but for the lost connection (a process must exit and be started again, over stdio, marked slow).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproof.fakes.mcp import HOLD_S, MID_LISTING_NOTICE, TTL_MS, stdio_command, ttl_drift_server
+from toolproof.spec import (
+    CatalogChange,
+    CatalogChangeKind,
+    Disposition,
+    McpServerConfig,
+    McpTransport,
+    Success,
+)
+
+from ._harness import Harness, describe
+from ._listing import (
+    CONSEQUENTIAL,
+    INSIDE_AGE_S,
+    classified,
+    definition_changed,
+    drift_session,
+    judge_second_calls,
+)
+from ._mcp import CAP_S, ERAS, READ, memory, notified, of_kind
+
+MODERN = "2026-07-28"
+"""The era whose tools/list carries ttlMs."""
+
+TTL_CASES: dict[str, tuple[float, tuple[int, ...], float, bool]] = {
+    "ttl-past-the-age": (30.0, (60_000,), 45.0, True),
+    "ttl-past-the-age-at-the-age": (30.0, (60_000,), 30.0, True),
+    "ttl-past-the-age-inside-it": (30.0, (60_000,), 29.0, False),
+    "past-the-ttl": (30.0, (5_000,), 10.0, True),
+    "at-the-ttl": (30.0, (5_000,), 5.0, True),
+    "inside-the-ttl": (30.0, (5_000,), 4.5, False),
+    "zero-ttl": (30.0, (0,), 1.0, True),
+    "shortest-page-last": (30.0, (60_000, 5_000), 10.0, True),
+    "shortest-page-first": (30.0, (5_000, 60_000), 10.0, True),
+}
+"""listing_max_age_s, the ttlMs of each page of tools/list, the instance-clock seconds from an idempotent read to the
+next, and whether the second must list again: the listing is fresh while younger than the max age shortened by the
+shortest ttlMs (in milliseconds), so a ttlMs above the age changes nothing and one below it is the bound. Inside the
+bound a read may reuse the listing (and call the changed tool) or list again; at it and past it, it lists again."""
+
+
+def _bound_s(case: str) -> float:
+    max_age_s, ttls, _, _ = TTL_CASES[case]
+    return min(max_age_s, min(ttls) / 1000.0)
+
+
+async def _ttl_session(harness: Harness, rule: str, case: str) -> tuple[Disposition, list[CatalogChange]]:
+    """An IDEMPOTENT READ_ONLY TtlDriftServer sending the case's ttlMs: ``lookup`` called (and changed silently by
+    the server), the clock moved, ``lookup`` called again: its disposition, and the catalog history."""
+    max_age_s, ttls, advance_s, _ = TTL_CASES[case]
+    config, _ = memory(
+        harness, "ttl", "TtlDriftServer", protocol=MODERN, built=ttl_drift_server(*ttls), listing_max_age_s=max_age_s
+    )
+    harness.log.append(f"TtlDriftServer's tools/list: {len(ttls)} page(s), ttlMs {list(ttls)}")
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise()
+        harness.success(rule, await session.call("mcp.ttl.lookup", {"text": "k"}), "the first mcp.ttl.lookup")
+        session.advance(advance_s)
+        second = await session.call("mcp.ttl.lookup", {"text": "k"})
+        history = await session.catalog_history()
+    return second, history
+
+
+def _where(case: str) -> str:
+    max_age_s, ttls, advance_s, _ = TTL_CASES[case]
+    return (
+        f"an IDEMPOTENT READ_ONLY server ({MODERN}) listing_max_age_s={max_age_s:g} answering tools/list with ttlMs "
+        f"{list(ttls)} (pages), the clock moved {advance_s:g} s between the calls"
+    )
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.parametrize("case", list(TTL_CASES))
+async def test_an_idempotent_read_lists_again_once_the_servers_ttl_or_the_max_age_passed(
+    harness: Harness, case: str
+) -> None:
+    second, _ = await _ttl_session(harness, "D9.4", case)
+    _, _, advance_s, must_list = TTL_CASES[case]
+    where = _where(case)
+    if must_list:
+        harness.expect(
+            "D9.4",
+            definition_changed(second),
+            f"the second mcp.ttl.lookup, after the server silently changed it, was answered {describe(second)} "
+            f"({where}): a listing {advance_s:g} s old is stale (fresh for {_bound_s(case):g} s: the max age, "
+            "shortened never lengthened by the shortest ttlMs), so the read lists again; expected UNAVAILABLE "
+            "tool_definition_changed",
+        )
+    else:
+        harness.expect(
+            "D9.4",
+            definition_changed(second) or isinstance(second, Success),
+            f"the second mcp.ttl.lookup was answered {describe(second)} ({where}): inside the listing's "
+            f"{_bound_s(case):g} s a read may run on it (SUCCEEDED) or list again (UNAVAILABLE "
+            "tool_definition_changed), nothing else",
+        )
+
+
+@pytest.mark.rules("D9.5")
+@pytest.mark.parametrize(
+    "case", [c for c, (age, ttls, _, must) in TTL_CASES.items() if must and min(ttls) < age * 1000]
+)
+async def test_a_silent_change_is_recorded_once_the_servers_ttl_passed(harness: Harness, case: str) -> None:
+    _, history = await _ttl_session(harness, "D9.5", case)
+    changed = [c.remote_name for c in of_kind(history, CatalogChangeKind.CHANGED, "ttl")]
+    harness.expect(
+        "D9.5",
+        "lookup" in changed,
+        f"{_where(case)}: the read past the server's ttlMs lists the catalog, and the silent change of lookup was "
+        f"not recorded then; changes recorded: {changed}",
+    )
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.parametrize("classification", list(CONSEQUENTIAL))
+async def test_a_consequential_call_lists_again_inside_the_servers_ttl(harness: Harness, classification: str) -> None:
+    _, second, _, _ = await drift_session(
+        harness,
+        "memory",
+        MODERN,
+        classification=classified(classification),
+        advance_s=1.0,
+        built=ttl_drift_server(),
+    )
+    judge_second_calls(
+        harness,
+        second,
+        f"memory, {MODERN}, {classification}, tools/list answered with ttlMs {TTL_MS} and the clock moved 1 s "
+        f"between the calls, inside listing_max_age_s={INSIDE_AGE_S:g}: the server's ttl is no leave to reuse a "
+        "listing for a consequential call",
+    )
+
+
+MID_LISTING_AGE_S = 30.0
+"""NoticeMidListingServer's listing_max_age_s: the scenario moves past it once, to make the session list again."""
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_notice_while_a_listing_is_in_flight_makes_that_listing_stale(harness: Harness, protocol: str) -> None:
+    config, fake = memory(
+        harness, "mid", "NoticeMidListingServer", protocol=protocol, listing_max_age_s=MID_LISTING_AGE_S
+    )
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise()
+        harness.success("D9.4", await session.call("mcp.mid.lookup", {"text": "k"}), "the first mcp.mid.lookup")
+        session.advance(MID_LISTING_AGE_S + 1.0)
+        harness.log.append(
+            f"the listing is past its max age: the next read lists, and the server changes lookup, sends "
+            f"tools/list_changed and holds its answer {HOLD_S:g} s before answering the old catalog"
+        )
+        listed = await session.call("mcp.mid.lookup", {"text": "k"})
+        harness.log.append(f"that read (its listing answered the old catalog) was answered {describe(listed)}")
+        # Checked before waiting for the notice: a read that did not list would leave the server nothing to send.
+        harness.expect(
+            "D9.4",
+            MID_LISTING_NOTICE in fake.log,
+            f"the read {MID_LISTING_AGE_S + 1.0:g} s after the last listing, past listing_max_age_s="
+            f"{MID_LISTING_AGE_S:g} ({protocol}), was answered {describe(listed)} without listing the catalog again "
+            f"(the server saw no tools/list after its first lookup call): a listing that old is stale",
+        )
+        harness.expect(
+            "D9.4", await notified(session, "mid"), "NoticeMidListingServer's tools/list_changed was never recorded"
+        )
+        session.advance(1.0)
+        third = await session.call("mcp.mid.lookup", {"text": "k"})
+    harness.expect(
+        "D9.4",
+        definition_changed(third),
+        f"a read 1 s after a listing during which the server sent tools/list_changed ({protocol}, "
+        f"listing_max_age_s={MID_LISTING_AGE_S:g}) was answered {describe(third)}: the notice, recorded, made that "
+        f"listing stale though it was in flight, so the read lists again and finds lookup changed (expected "
+        f"UNAVAILABLE tool_definition_changed); the server's log: {fake.log}",
+    )
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_the_first_read_once_a_reconnect_is_due_lists_the_restarted_catalog(
+    harness: Harness, protocol: str
+) -> None:
+    state = harness.directory / "restart-state"
+    config = McpServerConfig(
+        server_id="restart",
+        transport=McpTransport.STDIO,
+        command=stdio_command("ChangedOnRestartServer", state_dir=state),
+        classification=READ,
+        protocol=protocol,
+        listing_max_age_s=INSIDE_AGE_S,
+    )
+    harness.log.append(
+        f"mcp server restart: ChangedOnRestartServer over stdio, {protocol}, state in {state}, "
+        f"listing_max_age_s={INSIDE_AGE_S:g}"
+    )
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise()
+        harness.success("D9.4", await session.call("mcp.restart.exit", {"text": "now"}), "mcp.restart.exit")
+        gone = await session.call("mcp.restart.echo", {"text": "gone?"})  # The process exits as it arrives.
+        harness.expect("D9.4", not isinstance(gone, Success), f"mcp.restart.echo after exit: {describe(gone)}")
+        session.advance(CAP_S)  # D7.6: a reconnect is due this long after the loss, well inside the max age.
+        first = await session.call("mcp.restart.lookup", {"text": "k"})
+        then = await session.call("mcp.restart.echo", {"text": "back"})
+    where = f"stdio, {protocol}, {CAP_S:g} s after the connection was lost, inside listing_max_age_s={INSIDE_AGE_S:g}"
+    harness.expect(
+        "D9.4",
+        definition_changed(first),
+        f"the first idempotent read once a reconnect was due ({where}) was answered {describe(first)}: the lost "
+        "connection made the last listing stale, so the read reconnects and lists the restarted server's catalog, "
+        "in which lookup changed (expected UNAVAILABLE tool_definition_changed)",
+    )
+    harness.success("D9.4", then, f"mcp.restart.echo, unchanged by the restart, after it ({where})")

@@ -1,0 +1,32 @@
+"""Local servers the tests start: a free loopback port, and waiting until a driver answers on it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+import httpx2
+
+DRIVER_PATIENCE_POLLS = 600
+"""Polls of ``/v1/info``, 0.1 s apart at least, before a driver that never answered fails the test."""
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on at the moment of asking."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_driver(url: str, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Return once a driver answers ``GET {url}/v1/info``; fail the test if it never does or its process exits."""
+    for _ in range(DRIVER_PATIENCE_POLLS):
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the driver for {url} exited with code {process.returncode} before answering")
+        try:
+            httpx2.get(f"{url}/v1/info", timeout=1)
+            return
+        except httpx2.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"no driver answered at {url}")
