@@ -490,8 +490,9 @@ async def cut_inside_character() -> Any:
 from . import probe_r2 as _round_2  # noqa: E402  (registers round 2's probes in PROBES)
 from . import probe_r3 as _round_3  # noqa: E402  (registers round 3's probes in PROBES)
 from . import probe_r4 as _round_4  # noqa: E402  (registers round 4's probes in PROBES)
+from . import probe_r5 as _round_5  # noqa: E402  (registers round 5's probes in PROBES)
 
-_: Any = (_round_2, _round_3, _round_4)
+_: Any = (_round_2, _round_3, _round_4, _round_5)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ Round 3: ``REDTEAM_ROUND=3 python -m redteam.run`` runs redteam/manifest_r3.py i
 /tmp/redteam3/results.jsonl to redteam/results-r3.jsonl).
 Round 4: ``REDTEAM_ROUND=4 python -m redteam.run`` runs redteam/manifest_r4.py into /tmp/redteam4/ (then copy
 /tmp/redteam4/results.jsonl to redteam/results-r4.jsonl).
+Round 5: ``REDTEAM_ROUND=5 python -m redteam.run`` runs redteam/manifest_r5.py into /tmp/redteam5/ (then copy
+/tmp/redteam5/results.jsonl to redteam/results-r5.jsonl).
+Round 6: ``REDTEAM_ROUND=6 python -m redteam.run`` runs redteam/manifest_r6.py into /tmp/redteam6/ (then copy
+/tmp/redteam6/results.jsonl to redteam/results-r6.jsonl).
 """
 
 from __future__ import annotations
@@ -18,15 +22,23 @@ import sys
 import time
 from pathlib import Path
 
-from . import manifest, manifest_r2, manifest_r3, manifest_r4
+from . import manifest, manifest_r2, manifest_r3, manifest_r4, manifest_r5, manifest_r6
 from .manifest import PG_DECISIONS
 
 ROUND = os.environ.get("REDTEAM_ROUND", "1")
-"""Which round's manifest to run: 1 (redteam/manifest.py), or 2, 3, 4 (redteam/manifest_r2.py ... manifest_r4.py)."""
-MANIFEST = {"2": manifest_r2.MANIFEST, "3": manifest_r3.MANIFEST, "4": manifest_r4.MANIFEST}.get(
-    ROUND, manifest.MANIFEST
+"""Which round's manifest to run: 1 (redteam/manifest.py), or 2-6 (redteam/manifest_r2.py ... manifest_r6.py)."""
+MANIFEST = {
+    "2": manifest_r2.MANIFEST,
+    "3": manifest_r3.MANIFEST,
+    "4": manifest_r4.MANIFEST,
+    "5": manifest_r5.MANIFEST,
+    "6": manifest_r6.MANIFEST,
+}.get(ROUND, manifest.MANIFEST)
+OUT = Path(
+    {"2": "/tmp/redteam2", "3": "/tmp/redteam3", "4": "/tmp/redteam4", "5": "/tmp/redteam5", "6": "/tmp/redteam6"}.get(
+        ROUND, "/tmp/redteam"
+    )
 )
-OUT = Path({"2": "/tmp/redteam2", "3": "/tmp/redteam3", "4": "/tmp/redteam4"}.get(ROUND, "/tmp/redteam"))
 RESULTS = OUT / "results.jsonl"
 DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Fewer lease races than the default 200 for pipelines whose mistake is not in the claim (shared 2-core machine);

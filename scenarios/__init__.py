@@ -8,6 +8,7 @@ from toolproof.spec import publish_exports as _publish_exports
 from ._exploration import PROFILE_VARIABLE, PROFILES, Exploration, ExplorationError, selected_exploration
 from ._harness import USER_ITEM, Harness, Session, describe
 from ._plugin import PLUGIN, ResultCollector, scenario_names
+from ._shard import Shard, ShardSelector, assign, cell_key, weights
 
 __all__ = [
     "PLUGIN",
@@ -19,9 +20,14 @@ __all__ = [
     "Harness",
     "ResultCollector",
     "Session",
+    "Shard",
+    "ShardSelector",
+    "assign",
+    "cell_key",
     "describe",
     "scenario_names",
     "selected_exploration",
+    "weights",
 ]
 
 _publish_exports(globals())

@@ -335,11 +335,12 @@ class Session:
         """Counters."""
         return await self.instance.metrics()
 
-    async def call_measuring_memory(self, tool_name: str) -> tuple[Disposition, int]:
+    async def call_measuring_memory(self, tool_name: str) -> tuple[Disposition, int | None]:
         """One call, and the peak memory the implementation allocated for it beyond the tool's own output.
 
         In this process: tracemalloc around the call (the tool already holds its output). An
-        implementation elsewhere measures itself (MeasuresExcerptMemory), from its tools' results arriving.
+        implementation elsewhere measures itself (MeasuresExcerptMemory), from its tools' results arriving;
+        None when it does not measure.
         """
         step = StepRequest(
             tenant="tenant-1", run_id=self.run_id, step_number=self._next_step(), calls=[self.proposed(tool_name)]
@@ -355,7 +356,8 @@ class Session:
             finally:
                 tracemalloc.stop()
         self.harness.observed([disposition], f"submit step {step.step_number}")
-        self.harness.log.append(f"  -> {describe(disposition)}; peak {peak / 2**20:.1f} MiB")
+        shown = "not measured" if peak is None else f"{peak / 2**20:.1f} MiB"
+        self.harness.log.append(f"  -> {describe(disposition)}; peak {shown}")
         return disposition, peak
 
     def _next_step(self) -> int:

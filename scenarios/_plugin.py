@@ -10,9 +10,11 @@ for an unclaimed profile) and the crash cells ride in ``item.stash``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
+import re
 import types
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from toolproof.spec import (
 
 from ._exploration import selected_exploration
 from ._harness import Harness
+from ._worker import Zygote
 
 PLUGIN = __name__
 """The plugin's module name, for ``pytest -p``: what turns scenario modules into per-rule verdicts."""
@@ -49,6 +52,10 @@ IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
 REFS = pytest.StashKey[dict[str, str]]()
 DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
+FAILED_SCENARIOS = pytest.StashKey[set[tuple[str, str]]]()
+"""With --toolproof-first-failure: (implementation, scenario function) pairs that have a failed cell."""
+IMPL_SELECTED = pytest.StashKey[dict[str, frozenset[str]]]()
+"""Implementation name to the rules it alone is judged on, for implementations given a narrower selection."""
 RUN_ID = pytest.StashKey[str]()
 CELLS = pytest.StashKey[tuple[str, ...]]()
 CELL_PROBLEMS = pytest.StashKey[list[str]]()
@@ -88,6 +95,11 @@ class NotClaimed(Skipped):
         super().__init__(
             f"not-claimed: {implementation} does not claim profile {', '.join(p.value for p in self.missing)}"
         )
+
+
+class Spared(Skipped):
+    """With --toolproof-first-failure, skips a cell of a scenario that already failed for its implementation: it
+    leaves no row (one failed cell rejects the implementation on the scenario's rules)."""
 
 
 def scenario_names(item: pytest.Item) -> tuple[str, str]:
@@ -157,6 +169,9 @@ class ResultCollector:
             self.crash_cells.extend(cells)
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         raised = item.stash.get(RAISED, None)
+        if isinstance(raised, Spared):
+            self.done += report.when == "setup"  # Counted as done for progress; it judges nothing.
+            return
         violation = _port_violation(raised)
         if violation is not None and self.port_violation is None:
             # The implementation broke the port's types: no verdict means anything; stop and say so.
@@ -287,6 +302,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated decisions (D5) or rule ids (D5.3) to judge; default all",
     )
     group.addoption(
+        "--toolproof-impl-rules",
+        action="append",
+        default=[],
+        metavar="NAME=SELECTORS",
+        help="judge this --toolproof-impl only on these decisions or rule ids, within --toolproof-rules (repeatable)",
+    )
+    group.addoption(
+        "--toolproof-first-failure",
+        action="store_true",
+        default=False,
+        help="run no more cells of a scenario for an implementation once one of them failed for it",
+    )
+    group.addoption(
         "--toolproof-cell",
         action="append",
         default=[],
@@ -315,18 +343,71 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REFS] = {impl.name: ref for impl, ref in zip(loaded, refs, strict=True)}
         config.stash[DATABASE_URL] = config.getoption("--toolproof-database-url") or None
         selection = load_catalog().select(config.getoption("--toolproof-rules"))
+        config.stash[IMPL_SELECTED] = _impl_selections(config.getoption("--toolproof-impl-rules"), config.stash[REFS])
         selected_exploration()
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SELECTED] = frozenset(rule.id for rule in selection)
     config.stash[CELLS] = tuple(cell_selector(cell) for cell in config.getoption("--toolproof-cell"))
     config.stash[RUN_ID] = config.getoption("--toolproof-run-id") or new_run_id()
+    if config.getoption("--toolproof-first-failure"):
+        config.stash[FAILED_SCENARIOS] = set()
+
+
+_RULE_LITERAL = re.compile(r"""["'](D\d+\.\d+)["']""")
+_DECISION_MODULE = re.compile(r"test_d(\d+)_")
+
+
+@functools.cache
+def may_judge(module: Path) -> frozenset[str]:
+    """The rule ids a scenario module can judge, read from its text without importing it: every rule id written in it
+    as a string, and every rule of the decision its name gives (``test_d04_…``: a module may take its rules from a
+    helper of the harness, as the crash matrix does). ``tests/test_scenarios_plugin.py`` holds every module to it."""
+    found = set(_RULE_LITERAL.findall(module.read_text(encoding="utf-8")))
+    named = _DECISION_MODULE.match(module.name)
+    if named is not None:
+        found |= {rule.id for rule in load_catalog().rules if rule.decision == int(named.group(1))}
+    return frozenset(found)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A scenario module that cannot judge a selected rule is not even imported (``--rules D18`` imports D18's)."""
+    if not (collection_path.name.startswith("test_") and collection_path.suffix == ".py"):
+        return None
+    selected = config.stash.get(SELECTED, None)
+    if selected is None or config.stash[CELLS] or selected.intersection(may_judge(collection_path)):
+        return None
+    return True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run's worker zygotes end with it (a process that runs the suite many times would otherwise keep one per
+    implementation it ever crashed)."""
+    Zygote.stop()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "implementation" in metafunc.fixturenames:
         impls = metafunc.config.stash[IMPLEMENTATIONS]
         metafunc.parametrize("implementation", impls, ids=[impl.name for impl in impls], indirect=True)
+
+
+def _impl_selections(given: Sequence[str], refs: dict[str, str]) -> dict[str, frozenset[str]]:
+    """``NAME=SELECTORS`` options, keyed by implementation name (``NAME`` is the ref given to ``--toolproof-impl``).
+
+    Raises:
+        ConfigurationError: an option without ``=``, a ``NAME`` no ``--toolproof-impl`` gave, or an unknown rule.
+    """
+    names = {ref: name for name, ref in refs.items()}
+    narrowed: dict[str, frozenset[str]] = {}
+    for option in given:
+        ref, equals, selectors = option.partition("=")
+        if not equals or ref not in names:
+            raise ConfigurationError(
+                f"--toolproof-impl-rules {option!r}: expected NAME=SELECTORS for a --toolproof-impl"
+            )
+        narrowed[names[ref]] = frozenset(rule.id for rule in load_catalog().select(selectors))
+    return narrowed
 
 
 def _rules_of(item: pytest.Item) -> tuple[str, ...]:
@@ -339,6 +420,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     known = {rule.id for rule in catalog.rules}
     selected = config.stash[SELECTED]
     cells = config.stash[CELLS]
+    narrowed = config.stash[IMPL_SELECTED]
     everywhere = {rule.id for rule in catalog.rules if rule.everywhere}
     review_only = {rule.id for rule in catalog.rules if rule.review_only}
     matched: dict[str, list[pytest.Item]] = {cell: [] for cell in cells}
@@ -368,6 +450,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # A named cell also judges the rules the harness checks on everything (so a failure seen there reruns).
         judged = set(rules) | (everywhere if wanted else set())
         chosen = bool(selected.intersection(judged)) and not no_database and (bool(wanted) or not cells)
+        callspec = getattr(item, "callspec", None)
+        impl = callspec.params.get("implementation") if callspec is not None else None
+        own = narrowed.get(impl.name) if isinstance(impl, Implementation) else None
+        chosen = chosen and (own is None or bool(own.intersection(judged)))
         (keep if chosen else dropped).append(item)
     database = config.stash[DATABASE_URL] is not None
     problems = [_cell_problem(cell, found, keep, database) for cell, found in matched.items()]
@@ -404,6 +490,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     impl = cast(Implementation, item.callspec.params["implementation"])
     item.stash[CASE] = ScenarioCase(rules=rules, implementation=impl.name, scenario=scenario_names(item)[1])
+    failed = item.config.stash.get(FAILED_SCENARIOS, None)
+    if failed is not None and _scenario_of(item) in failed:
+        raise Spared(f"spared: {impl.name} already failed a cell of this scenario")
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
     extra = item.get_closest_marker("profiles")
@@ -419,11 +508,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             raise NotCovered(rule_id, f"over the driver protocol: {reason}")
 
 
+def _scenario_of(item: pytest.Item) -> tuple[str, str] | None:
+    """(implementation name, scenario function's node id) of a scenario cell."""
+    callspec = getattr(item, "callspec", None)
+    impl = callspec.params.get("implementation") if callspec is not None else None
+    return (impl.name, item.nodeid.split("[", 1)[0]) if isinstance(impl, Implementation) else None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    failed = item.config.stash.get(FAILED_SCENARIOS, None)
+    # Only a conformance failure counts: a cell that errored proves nothing, so the scenario's next cell still runs.
+    if failed is not None and call.excinfo is not None and _conformance_failure(call.excinfo.value) is not None:
+        scenario = _scenario_of(item)
+        if scenario is not None:
+            failed.add(scenario)
     # What this phase raised, for the collector to judge by type rather than by the report's text.
     item.stash[RAISED] = call.excinfo.value if call.excinfo is not None else None
     harness = getattr(item, "funcargs", {}).get("harness")

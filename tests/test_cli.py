@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import CliRun
 from typer.testing import CliRunner
 
 from toolproof import __version__
@@ -33,7 +34,20 @@ def test_version() -> None:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["run"], ["rules"], ["report"], ["diff"], ["impls"], ["check-tool"], ["fake-mcp"], ["bench"]]
+    "command",
+    [
+        [],
+        ["run"],
+        ["rules"],
+        ["report"],
+        ["diff"],
+        ["impls"],
+        ["check-tool"],
+        ["check-server"],
+        ["fake-mcp"],
+        ["bench"],
+        ["supervise"],
+    ],
 )
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
@@ -127,9 +141,8 @@ def test_report_of_a_folder_without_results_is_one_line_and_exit_2(tmp_path: Pat
     assert result.stderr.startswith("toolproof: error: ")
 
 
-def test_run_against_the_reference_writes_the_report_files(tmp_path: Path) -> None:
-    out = tmp_path / "report"
-    result = _toolproof("run", "--impl", "reference", "--out", str(out))
+def test_run_against_the_reference_writes_the_report_files(reference_cli: CliRun) -> None:
+    out, result = reference_cli.out, reference_cli.result
     assert result.returncode == 0, result.stdout + result.stderr
     assert {p.name for p in out.iterdir()} == {
         "results.duckdb",

@@ -241,7 +241,9 @@ def test_a_schema_no_argument_satisfies_is_a_configuration_error() -> None:
         check_tool(lambda: _Tool(_ok, input_schema=schema))
 
 
-def test_checks_leave_no_workspace_behind() -> None:
+def test_checks_leave_no_workspace_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A temporary folder of this test's own: other xdist workers' checks make their workspaces in the shared /tmp.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(Path(tempfile.gettempdir()).glob("toolproof-contract-*"))
     assert check_tool(lambda: _Tool(_ok)).passed
     assert set(Path(tempfile.gettempdir()).glob("toolproof-contract-*")) <= before

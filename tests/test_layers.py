@@ -53,13 +53,15 @@ ALLOWED_INTERNAL = {
     "mutation": {"spec", "driver"},
 }
 ALLOWED_EXTERNAL = {
-    "spec": {"pydantic"},
+    # rfc8785: the canonical JSON every interop hash is defined on (issue 20), one pure-Python module.
+    "spec": {"pydantic", "rfc8785"},
     "reports": {"pydantic", "duckdb"},
     # pydantic_core is pydantic's own engine (to_jsonable_python for a tool's result).
     "driver": {"pydantic", "pydantic_core", "anyio", "httpx2", "starlette", "uvicorn"},
     "expectations": {"pydantic", "pytest"},
     # dbos is imported by name at run time, when installed (the bench extra).
-    "bench": {"anyio", "dbos", "mcp", "mcp_types", "rich", "sqlalchemy", "sqlmodel"},
+    # jsonschema: the floor checks arguments against the input schema as the reference does.
+    "bench": {"anyio", "dbos", "jsonschema", "mcp", "mcp_types", "rich", "sqlalchemy", "sqlmodel"},
     "benchmarks": {"anyio"},
 }
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,10 +25,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx2
 import pytest
 import uvicorn
-from test_witnesses import SOLO_DECISIONS
+from helpers import free_port, wait_for_driver
+from helpers.witness_matrix import SOLO_DECISIONS
 
 from toolproof.driver import Driver, DriverOptions
 from toolproof.reference.witnesses import WITNESSES
@@ -40,33 +39,22 @@ from toolproof.spec import Verdict, load_catalog, load_implementation
 pytestmark = [pytest.mark.slow, pytest.mark.transport_matrix]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _answering(url: str) -> None:
-    for _ in range(600):
-        try:
-            httpx2.get(f"{url}/v1/info", timeout=1)
-            return
-        except httpx2.TransportError:
-            time.sleep(0.1)
-    raise AssertionError(f"no driver answered at {url}")
-
-
 @contextmanager
 def _in_thread(ref: str, root: Path) -> Iterator[str]:
-    """``ref`` behind a driver in a thread of this process (no crash plan may kill it: it is not supervised)."""
-    port = _free_port()
+    """``ref`` behind a driver in a thread of this process (no crash plan may kill it: it is not supervised).
+
+    It starts the fakes' stdio servers, as ``serve-reference`` does (their command is this Python): without that,
+    every stdio-only scenario (D7.4's env and cwd) errors over HTTP instead of judging the witness.
+    """
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    driver = Driver(load_implementation(ref), DriverOptions(root=root), url)
+    options = DriverOptions(root=root, stdio_commands=frozenset({sys.executable}))
+    driver = Driver(load_implementation(ref), options, url)
     server = uvicorn.Server(uvicorn.Config(driver.app(), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        _answering(url)
+        wait_for_driver(url)
         yield url
     finally:
         server.should_exit = True
@@ -76,12 +64,12 @@ def _in_thread(ref: str, root: Path) -> Iterator[str]:
 @contextmanager
 def _supervised(ref: str, root: Path) -> Iterator[str]:
     """``ref`` behind a supervised driver process, restarted after each SIGKILL its crash plans deal it."""
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "toolproof", "serve-reference", "--impl", ref, "--port", str(port)]
     process = subprocess.Popen([*command, "--root", str(root)], stderr=subprocess.DEVNULL)
     try:
-        _answering(url)
+        wait_for_driver(url)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)

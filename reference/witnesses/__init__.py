@@ -22,7 +22,10 @@ from . import (
     _gaps_paths,
     _gaps_trust_keys,
     _i17_catalog,
+    _i17_eras,
+    _i19_listing,
     _lifecycle_mcp,
+    _mid_session_mcp,
     _mut_mutgaps1,
     _mut_mutgaps2,
     _r2_keys_bridge,
@@ -34,6 +37,10 @@ from . import (
     _r4_ga,
     _r4_gb,
     _r4_gc,
+    _r5_gapsa,
+    _r5_gapsb,
+    _r6_freshness,
+    _schema_mcp,
 )
 from ._registry import WITNESSES, Witness
 
@@ -64,8 +71,15 @@ _MODULES = (
     _r4_ga,
     _r4_gb,
     _r4_gc,
+    _schema_mcp,
     _i17_catalog,
+    _i17_eras,
+    _i19_listing,
     _lifecycle_mcp,
+    _mid_session_mcp,
+    _r5_gapsb,
+    _r5_gapsa,
+    _r6_freshness,
 )
 
 __all__ = ["WITNESSES", "Witness", *WITNESSES]

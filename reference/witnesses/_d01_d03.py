@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from toolproof.reference.hooks import (
     DISPOSITION,
     STEP_TABLE,
@@ -181,6 +183,9 @@ class _StaleIdentity(Pipeline):
 class _DeafSignal(CancellationSignal):
     def set(self) -> None:
         pass  # The tool watches a signal that never fires.
+
+    def follow(self, scope: anyio.CancelScope) -> None:
+        pass  # Nor when the deadline scope fires.
 
 
 async def _deadline_as_crash(p: Pipeline, s: CallState) -> None:

@@ -1,0 +1,97 @@
+"""The witness matrix: every witness's run, shared out among the xdist workers.
+
+Witnesses of one decision share a run in chunks of ``CHUNK`` (each judged only on the cells of its own selection);
+the chunks are dealt round-robin to ``PARTS`` modules (``tests/test_witnesses_part<k>.py``), slowest decisions
+first, in turns. Whichever part's module a worker runs, it makes every run of the matrix no worker holds yet, in the matrix's
+order (a queue the workers share through file locks), and only then waits for its part's runs that another worker is
+still making: no worker waits while some run is left to start, however many workers there are.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from toolproof.reference.witnesses import WITNESSES
+from toolproof.spec import Verdict
+
+from ._runs import Run, shared_root, try_shared_run
+
+SOLO_DECISIONS = frozenset({"D4", "D17"})
+"""Decisions whose scenarios include a crash matrix: their witnesses run alone, on their own rules only."""
+
+CHUNK = 4
+"""At most this many witnesses of one decision share a run: a run per witness would repeat the suite's fixed start-up,
+a run per decision would leave one worker holding a decision's slow cells (servers restarted through a long outage,
+say) while the others wait."""
+
+PARTS = 4
+"""How many modules share the matrix out (``tests/test_witnesses_part0.py`` to ``…part3.py``)."""
+
+SLOW_FIRST = ("D7", "D9", "D8", "D2", "D1", "D5", "D11")
+"""Decisions whose runs took longest (pytest --durations, 2026-12-04), dealt first (in turns) so that the last runs
+to start are short ones."""
+
+
+def groups() -> dict[str, list[str]]:
+    """Run key → the witnesses sharing that run. A witness of a crash-matrix decision, or one seen through another
+    decision's scenarios (``Witness.through``), runs alone, on its own selection. The slow decisions' chunks come
+    first, dealt in turns (one chunk of each, then the next of each): D7's runs mostly wait on real processes and
+    clocks, so spreading them lets the others use the cores meanwhile."""
+    decisions: dict[str, list[str]] = {}
+    for name, witness in WITNESSES.items():
+        decision = witness.breaks[0].split(".")[0]
+        decisions.setdefault(name if decision in SOLO_DECISIONS or witness.through else decision, []).append(name)
+    chunked: dict[str, list[tuple[str, list[str]]]] = {}
+    for key, names in decisions.items():
+        chunks = [names[start : start + CHUNK] for start in range(0, len(names), CHUNK)]
+        chunked[key] = [(key if len(chunks) == 1 else f"{key}-{n}", chunk) for n, chunk in enumerate(chunks, 1)]
+    slow = [chunked.pop(decision) for decision in SLOW_FIRST if decision in chunked]
+    turns = [pair for turn in itertools.zip_longest(*slow) for pair in turn if pair is not None]
+    return dict(turns + [pair for pairs in chunked.values() for pair in pairs])
+
+
+def partition(part: int) -> list[str]:
+    """The run keys one part's module makes first: every ``PARTS``-th key from its own place."""
+    return list(groups())[part::PARTS]
+
+
+def _made(factory: pytest.TempPathFactory, key: str, *, wait: bool) -> Run | None:
+    names = groups()[key]
+    rules = sorted({rule for name in names for rule in WITNESSES[name].selection.split(",")})
+    refs = {f"toolproof.reference.witnesses:{name}": WITNESSES[name].selection for name in names}
+    # One failed cell of a scenario rejects a witness on its rules; a solo run (a crash matrix, or a witness seen
+    # through other decisions) runs every cell, since the matrix's modes and points are each asked to fail somewhere.
+    first_failure = key not in WITNESSES
+    root = shared_root(factory, "witness-runs")
+    return try_shared_run(root, key, list(refs), ",".join(rules), refs, first_failure, wait=wait)
+
+
+def matrix_runs(factory: pytest.TempPathFactory, wanted: list[str]) -> dict[str, Run]:
+    """Witness name → its run, for every witness of the ``wanted`` run keys. Every run of the matrix no worker has
+    started is made first, in the matrix's order (slowest first: each worker takes the next one nobody holds), and
+    only then does this worker wait for the wanted runs others are still making."""
+    runs: dict[str, Run] = {}
+    for key in groups():
+        run = _made(factory, key, wait=False)
+        if run is not None:
+            runs.update(dict.fromkeys(groups()[key], run))
+    for key in wanted:
+        if groups()[key][0] not in runs:
+            run = _made(factory, key, wait=True)
+            assert run is not None  # Invariant: a waiting call always gets the run.
+            runs.update(dict.fromkeys(groups()[key], run))
+    return {name: runs[name] for key in wanted for name in groups()[key]}
+
+
+def judge_witness(name: str, run: Run) -> None:
+    """The witness is rejected on every rule it breaks, and its report names each."""
+    witness = WITNESSES[name]
+    verdicts = run.outcome.verdicts[f"witness:{name}"]
+    assert {rule: verdicts[rule] for rule in witness.breaks} == dict.fromkeys(witness.breaks, Verdict.FAIL)
+    assert run.outcome.exit_code == 1
+    report = (run.out / "report.md").read_text()
+    for rule in witness.breaks:
+        assert f"### witness:{name}: {rule}," in report
+    assert "reproduction:" in report
