@@ -43,6 +43,13 @@ class RunInfo(BaseModel):
     None for a run recorded before toolproof stored it."""
     implementation_refs: dict[str, str] = Field(default_factory=dict)
     """Implementation name to the ``--impl`` it was loaded from, for the commands that rerun one failure."""
+    catalog_sha256: str | None = None
+    """SHA-256 of the rule catalog (``rules.toml``) the run judged against; None for a run recorded before toolproof
+    stored it."""
+    shard: str | None = None
+    """``K/N`` for shard K of a run split N ways with ``--shard``; None for a whole run."""
+    whole_selection: list[str] = Field(default_factory=list)
+    """For a shard: the rules the whole run selects (its ``selected_rules`` are the ones its own cells judge)."""
 
     @field_validator("implementations", "selected_rules")
     @classmethod

@@ -1,7 +1,19 @@
 """toolproof.spec: the single source of truth — rules, port types, outcome table, implementation port."""
 
 from ._assumptions import Assumptions, Topic, load_assumptions
-from ._catalog import RULE_ID, Catalog, Decision, Rule, load_catalog, rule_decision
+from ._canonical import (
+    KEY_VERSION,
+    SAFE_INTEGER,
+    SCRIPT_HASH_VERSION,
+    CanonicalJsonError,
+    call_hash,
+    canonical_json,
+    canonical_sha256,
+    canonical_vectors,
+    idempotency_key,
+    script_hash,
+)
+from ._catalog import RULE_ID, Catalog, Decision, Rule, catalog_digest, load_catalog, rule_decision
 from ._context import ContextBase
 from ._crash import BOUNDARY_CRASH_POINTS, TOOL_CRASH_POINTS, CrashMode, CrashPlan, SimulatedCrash, crash_now
 from ._docs import member_doc
@@ -11,6 +23,7 @@ from ._driver import (
     DRIVER_PROTOCOL,
     DRIVER_PROTOCOL_REVISION,
     EDITED_SCRIPT_OVER_HTTP,
+    MEMORY_NOT_MEASURED,
     NOW_HEADER,
     PROBLEM_TYPES,
     ApprovalAnswer,
@@ -65,6 +78,7 @@ from ._errors import (
     ContractViolation,
     HarnessError,
     ImplementationError,
+    McpOpenError,
     NotCovered,
     PortViolation,
     ToolproofError,
@@ -74,6 +88,7 @@ from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THR
 from ._loader import LoadError, LoadProblem, load_object
 from ._mcp import (
     DEFINITION_FIELDS,
+    LISTING_MAX_AGE_S,
     MAX_REMOTE_SEGMENT,
     MCP_PROTOCOLS,
     READ_RESOURCE,
@@ -169,10 +184,13 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "EXCERPT_MARKER_SOURCE",
     "FAILURE_REASONS",
+    "KEY_VERSION",
+    "LISTING_MAX_AGE_S",
     "LOOP_THRESHOLD",
     "MAX_NAME_LENGTH",
     "MAX_REMOTE_SEGMENT",
     "MCP_PROTOCOLS",
+    "MEMORY_NOT_MEASURED",
     "NAME_GRAMMAR",
     "NON_SUCCESS_STATUSES",
     "NOW_HEADER",
@@ -184,7 +202,9 @@ __all__ = [
     "RESERVED_DOMAINS",
     "RULE_ID",
     "RULE_LEVEL_VERDICTS",
+    "SAFE_INTEGER",
     "SCENARIO_VERDICTS",
+    "SCRIPT_HASH_VERSION",
     "SERVER_ID_GRAMMAR",
     "SKILL_SEGMENT",
     "STEPS",
@@ -202,6 +222,7 @@ __all__ = [
     "BatchPosition",
     "Budget",
     "Cancellation",
+    "CanonicalJsonError",
     "Catalog",
     "CatalogChange",
     "CatalogChangeKind",
@@ -247,6 +268,7 @@ __all__ = [
     "LoadProblem",
     "McpClassification",
     "McpConfigError",
+    "McpOpenError",
     "McpOrigin",
     "McpServerConfig",
     "McpTransport",
@@ -297,10 +319,16 @@ __all__ = [
     "TrustLabel",
     "Verdict",
     "available_implementations",
+    "call_hash",
+    "canonical_json",
+    "canonical_sha256",
+    "canonical_vectors",
+    "catalog_digest",
     "checked_instance",
     "crash_now",
     "definition_sha256",
     "domain_of",
+    "idempotency_key",
     "is_valid_name",
     "load_assumptions",
     "load_catalog",
@@ -318,6 +346,7 @@ __all__ = [
     "publish_exports",
     "replay_history",
     "rule_decision",
+    "script_hash",
     "sole_exception",
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from functools import cache
@@ -138,6 +139,12 @@ def rule_decision(rule_id: str) -> int:
     if match is None:
         raise ConfigurationError(f"rule id {rule_id!r} is not D<decision>.<n>")
     return int(match["decision"])
+
+
+@cache
+def catalog_digest() -> str:
+    """SHA-256 of the rule catalog's text: two runs judged the same rules when their digests agree."""
+    return hashlib.sha256(files(__package__).joinpath("rules.toml").read_bytes()).hexdigest()
 
 
 @cache

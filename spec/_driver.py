@@ -13,22 +13,28 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
 from pydantic.json_schema import models_json_schema
 
 from ._crash import CrashMode
-from ._enums import Profile
+from ._enums import STEPS, CrashPoint, EventKind, Metric, Profile, TrustLabel
+from ._limits import EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
 from ._mcp import Advertisement, CatalogChange
-from ._port import InstanceConfig
+from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS
+from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE
+from ._port import CONTEXT_MEMBERS, CONTROL_ANSWER_ARGUMENT, InstanceConfig
 from ._types import (
     ArtifactRef,
+    Budget,
     Disposition,
     Event,
+    Identity,
     InvocationRow,
     JsonObject,
     ScriptRequest,
     ScriptRun,
     StepRequest,
+    ToolResult,
     ToolSpec,
 )
 
@@ -38,13 +44,20 @@ DRIVER_PROTOCOL: Final = "toolproof-driver/2"
 Version 2: a tool's context travels as a description of the members the implementation
 handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
 cancellation says whether the implementation's own signal was set."""
-DRIVER_PROTOCOL_REVISION: Final = 1
+DRIVER_PROTOCOL_REVISION: Final = 2
 """Compatible additions to the major version; the document's version is ``2.<revision>.0``.
 
 Revision 1: ``POST /v1/scripts`` places a bridge script's module (its source: a script is
 data) where the implementation imports scripts from, so an edited script reaches a served
 implementation; a driver of revision 0 answers it 404, and D17.2's edited-script cell then
-reads not-covered (``EDITED_SCRIPT_OVER_HTTP``)."""
+reads not-covered (``EDITED_SCRIPT_OVER_HTTP``).
+
+Revision 2: the document carries what a pipeline in another language needs besides the wire shapes: the
+``ToolResult`` a harness tool returns (``ToolOutcome.result``, which step 11 judges), with ``Identity`` and
+``Budget``, and the ``x-toolproof`` extension: decision 13's outcome table, the failure-kind mapping, decision
+14's thresholds, decision 5's name grammar and reserved domains, the step order, the crash points, the control
+answer's argument name, the counters, the event kinds, the trust labels from least to most trusted and the
+source of decision 12's excerpt marker (``rule_constants()``). Nothing on the wire changed."""
 CONTEXT_DESCRIPTION_DEPTH: Final = 24
 """How many levels of members a context's description holds at most (the context's own members are level 1)."""
 CONTEXT_DESCRIPTION_OBJECTS: Final = 2000
@@ -61,6 +74,11 @@ EDITED_SCRIPT_OVER_HTTP: Final = (
 )
 """Why D17.2's edited-script cell cannot be judged behind a driver that does not place scripts (its other cells
 can)."""
+MEMORY_NOT_MEASURED: Final = (
+    "the driver answered memory_peak_bytes null to ?probe=memory (it does not measure the memory its steps "
+    "allocate), so no run can judge whether excerpting copies the output"
+)
+"""Why D12.6 reads not-covered behind a driver that does not measure (a null is never read as zero bytes)."""
 NOW_HEADER = "Toolproof-Now"
 """Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
 PROBLEM_TYPES = (
@@ -74,6 +92,7 @@ PROBLEM_TYPES = (
 
 
 class _Wire(BaseModel):
+    # Booleans are StrictBool: JSON's true and false only, never 0 or 1 (the OpenAPI document says boolean).
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -123,14 +142,16 @@ class Dispositions(_Wire):
     dispositions: list[Disposition]
     memory_peak_bytes: int | None = None
     """With ``?probe=memory``: peak bytes the driver allocated between its tools' results arriving and the
-    step's end (decision 12's judgement, measured where the implementation runs); else null."""
+    step's end (decision 12's judgement, measured where the implementation runs); else null. A driver that
+    cannot measure answers null to the probe too, and D12.6 then reads not-covered (``MEMORY_NOT_MEASURED``),
+    never a pass."""
 
 
 class ApprovalAnswer(_Wire):
     """``POST .../approvals``."""
 
     invocation_id: str
-    approved: bool
+    approved: StrictBool
 
 
 class ResumeAnswer(_Wire):
@@ -220,7 +241,7 @@ class ContextMember(_Wire):
     type_name: str = ""
     """The implementation's qualified name of the member's type (module or package, a dot, the type), as its
     language spells it; the harness matches it against known database libraries, and shows it."""
-    is_instance: bool = False
+    is_instance: StrictBool = False
     """The member is the very instance the harness drives (the pipeline under test)."""
     members: list[ContextMember] = Field(default_factory=list)
     """The public members of a ``data`` or ``object`` member, where the description's walk first reaches it (empty
@@ -247,9 +268,9 @@ class ToolContext(_Wire):
 class ToolCancellation(_Wire):
     """``POST {tool_host}/v1/contexts/{context_id}/cancel``: the driver's news about a running tool."""
 
-    signal_set: bool
+    signal_set: StrictBool
     """Whether the context's cancellation signal, as the implementation keeps it, is set."""
-    stopped: bool
+    stopped: StrictBool
     """Whether the implementation stopped waiting for the tool (the tool host cancels the tool's work)."""
 
 
@@ -296,6 +317,9 @@ _MODELS: tuple[type[BaseModel], ...] = (
     ExecuteTool,
     ToolCancellation,
     ToolOutcome,
+    ToolResult,
+    Identity,
+    Budget,
 )
 
 # (method, path, operationId, summary, request model, success status, response model, served by)
@@ -451,6 +475,33 @@ OPERATIONS: tuple[tuple[str, str, str, str, str | None, int, str | None, str], .
 """Every operation of both servers; ``served by`` is ``driver`` or ``tool-host``."""
 
 
+def rule_constants() -> dict[str, Any]:
+    """The ``x-toolproof`` extension of the document: the constants of ``spec`` a pipeline's steps read.
+
+    One source: each value is read from the module that defines it, so another language reads the very table.
+    """
+    return {
+        "outcomes": {
+            reason.value: {"status": e.status.value, "message": e.message, "retryable": e.retryable}
+            for reason, e in OUTCOME_TABLE.items()
+        },
+        "failure_reasons": {kind.value: reason.value for kind, reason in FAILURE_REASONS.items()},
+        "repeated_denial_threshold": REPEATED_DENIAL_THRESHOLD,
+        "loop_threshold": LOOP_THRESHOLD,
+        "name_grammar": NAME_GRAMMAR.pattern,
+        "max_name_length": MAX_NAME_LENGTH,
+        "reserved_domains": sorted(RESERVED_DOMAINS),
+        "steps": [step.value for step in STEPS],
+        "crash_points": [point.value for point in CrashPoint],
+        "context_members": list(CONTEXT_MEMBERS),
+        "control_answer_argument": CONTROL_ANSWER_ARGUMENT,
+        "metrics": [metric.value for metric in Metric],
+        "event_kinds": {kind.name.lower(): kind.value for kind in EventKind},
+        "trust_order": [label.value for label in sorted(TrustLabel, key=lambda label: label.rank)],
+        "excerpt_marker_source": EXCERPT_MARKER_SOURCE,
+    }
+
+
 def openapi_document(served_by: str | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the protocol (of one side, when ``served_by`` is given)."""
     disposition = {"$ref": "#/components/schemas/Disposition"}
@@ -509,4 +560,5 @@ def openapi_document(served_by: str | None = None) -> dict[str, Any]:
         },
         "paths": paths,
         "components": {"schemas": schemas},
+        "x-toolproof": rule_constants(),
     }

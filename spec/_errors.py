@@ -47,6 +47,27 @@ class ConfigurationError(ToolproofError, ValueError):
     """
 
 
+class McpOpenError(ConfigurationError):
+    """An MCP server could not be opened in the era it is configured for (D7.7, D7.8).
+
+    One line naming the server, the era asked, what the server answered (its error or versions, "no
+    answer within N s", "exited", "wrote non-JSON ..."), and the cause.
+    """
+
+    def __init__(self, server_id: str, era: str, answer: str, cause: str) -> None:
+        super().__init__(
+            f"MCP server {server_id!r} refused at open: asked era {era}; the server {answer}; cause: {cause}"
+        )
+        self.server_id = server_id
+        """The configured server_id."""
+        self.era = era
+        """The protocol era asked for: ``legacy`` (the initialize handshake) or ``2026-07-28``."""
+        self.answer = answer
+        """What the server said, in words."""
+        self.cause = cause
+        """The error that ended the attempt, ``Type: text``."""
+
+
 class HarnessError(ToolproofError):
     """toolproof itself failed; not the implementation's fault nor the user's."""
 

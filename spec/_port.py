@@ -254,8 +254,9 @@ class Instance(Protocol):
 class MeasuresExcerptMemory(Protocol):
     """Optional: an instance running outside the harness's process measures decision 12's memory itself."""
 
-    async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int]:
-        """Submit ``step``; also the peak bytes allocated from its tools' results arriving to the step's end."""
+    async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int | None]:
+        """Submit ``step``; also the peak bytes allocated from its tools' results arriving to the step's end, or
+        None when the implementation does not measure (decision 12's memory rule then reads not-covered)."""
         ...
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from ._canonical import canonical_json
 from ._enums import (
     NON_SUCCESS_STATUSES,
     IdempotencyClass,
@@ -221,6 +222,14 @@ class ProposedCall(_Frozen):
     provenance: dict[str, list[str]] = Field(default_factory=dict)
     """Top-level argument name -> ids of the context items that contributed to it; missing means unknown."""
 
+    @field_validator("arguments")
+    @classmethod
+    def _arguments_are_i_json(cls, arguments: JsonObject) -> JsonObject:
+        # Invariant: every call has an idempotency key and a call hash, both over the arguments' RFC 8785 form;
+        # arguments without one (NaN, an integer no double holds, a lone surrogate) are refused here, naming where.
+        canonical_json(arguments)
+        return arguments
+
 
 class StepRequest(_Frozen):
     """One model step: the calls one model call produced, and the context it saw."""
@@ -289,7 +298,7 @@ class InvocationRow(_Frozen):
     attempt: int
     """Executions so far."""
     idempotency_key: str
-    """The key."""
+    """The key (decision 10); the reference's is ``spec.idempotency_key``."""
     status: InvocationStatus
     """Row status."""
     reason_code: ReasonCode | None

@@ -76,6 +76,10 @@ def test_an_out_that_is_a_file_is_refused_before_anything_loads(tmp_path: Path) 
     [
         (["report", "nope"], "toolproof: error: no toolproof results in 'nope': it is not a folder;"),
         (["fake-mcp", "NoSuchServer"], "toolproof: error: unknown fake MCP server 'NoSuchServer'; the names are: "),
+        (
+            ["fake-mcp", "NonJsonServer", "--transport", "http"],
+            "toolproof: error: fake MCP server 'NonJsonServer' is served over stdio only",
+        ),
     ],
 )
 def test_messages_are_words_not_python_reprs(args: list[str], line: str, tmp_path: Path) -> None:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import pytest
 import schemathesis
+from helpers import free_port, wait_for_driver
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -54,32 +54,39 @@ def test_the_checked_in_document_is_the_generated_one() -> None:
     assert checked_in == json.loads(json.dumps(openapi_document()))
 
 
+def test_the_document_carries_the_outcome_table_and_the_thresholds() -> None:
+    # Revision 2: a pipeline in another language reads decision 13's table and decision 14's numbers from here.
+    from toolproof.spec import LOOP_THRESHOLD, OUTCOME_TABLE, REPEATED_DENIAL_THRESHOLD, STEPS
+
+    constants = openapi_document()["x-toolproof"]
+    assert constants["outcomes"] == {
+        reason.value: {"status": e.status.value, "message": e.message, "retryable": e.retryable}
+        for reason, e in OUTCOME_TABLE.items()
+    }
+    assert (constants["loop_threshold"], constants["repeated_denial_threshold"]) == (
+        LOOP_THRESHOLD,
+        REPEATED_DENIAL_THRESHOLD,
+    )
+    assert constants["steps"] == [step.value for step in STEPS]
+    assert constants["context_members"] == list(CONTEXT_MEMBERS)
+    assert "ToolResult" in openapi_document()["components"]["schemas"]
+
+
 def test_the_document_covers_both_servers() -> None:
     tags = {op["tags"][0] for path in openapi_document()["paths"].values() for op in path.values()}
     assert tags == {"driver", "tool-host"}
     assert "/v1/tools/execute" not in openapi_document("driver")["paths"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def driver_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference behind the driver protocol, alone (not supervised), as a real server process."""
-    port = _free_port()
+    port = free_port()
     root = tmp_path_factory.mktemp("driver-root")
     process = subprocess.Popen(child_command("reference", port, root, [], supervised=False))
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                httpx2.get(f"{url}/v1/info", timeout=1)
-                break
-            except httpx2.TransportError:
-                time.sleep(0.1)
+        wait_for_driver(url, process)
         yield url
     finally:
         process.terminate()
@@ -184,7 +191,7 @@ def test_a_python_pipeline_served_with_serve_gives_its_in_process_verdicts(
 ) -> None:
     sample = ROOT / "examples" / "minimal"
     monkeypatch.syspath_prepend(str(sample))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(sample), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-c", SERVE_A_PIPELINE, str(port), tempfile.gettempdir()]
     process = subprocess.Popen(command, env=env)
@@ -288,7 +295,7 @@ def tool_host_url() -> Iterator[str]:
 
     import uvicorn
 
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(ToolHost([]).app(), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -375,3 +382,59 @@ def test_an_object_the_context_leads_to_crosses_the_wire_however_deep(tmp_path: 
     again = getattr(getattr(third, "following", None), "back", None)
     assert type(again).__qualname__ == _Hop.__qualname__
     assert _names(again) == []  # Reached again: described by its kind and type, not by its members again.
+
+
+@pytest.mark.parametrize(("answered", "read"), [(None, None), (0, 0), (1234, 1234), (True, None), ("5", None)])
+def test_a_memory_probe_the_driver_does_not_measure_is_never_read_as_zero(answered: object, read: int | None) -> None:
+    """``memory_peak_bytes: null`` (a driver that cannot measure) reads None, which D12.6 reports not-covered."""
+    import anyio
+
+    from toolproof.driver import HttpInstance
+    from toolproof.fakes import FakeClock
+    from toolproof.spec import ProposedCall, StepRequest
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        assert request.url.params.get("probe") == "memory"
+        return httpx2.Response(200, json={"dispositions": [], "memory_peak_bytes": answered})
+
+    async def probe() -> int | None:
+        transport = httpx2.MockTransport(answer)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://driver") as client:
+            impl = cast(HttpImplementation, object.__new__(HttpImplementation))
+            impl.url = "http://driver"
+            instance = HttpInstance(impl, client, "i1", FakeClock(), dies=False)
+            step = StepRequest(run_id="r", step_number=1, calls=[ProposedCall(call_id="c", tool_name="a.b")])
+            _, peak = await instance.submit_measuring_memory(step)
+        return peak
+
+    assert anyio.run(probe) == read
+
+
+def test_supervise_starts_any_command_again_after_a_sigkill_and_exits_as_it_does(tmp_path: Path) -> None:
+    """``toolproof supervise -- COMMAND``: a driver in any language is restarted after a crash plan's SIGKILL."""
+    marker = tmp_path / "killed-once"
+    # First life: leave the marker, then die by SIGKILL; second life: exit 5 by itself.
+    script = f'if [ -e "{marker}" ]; then exit 5; fi; touch "{marker}"; kill -9 $$'
+    done = subprocess.run(
+        [sys.executable, "-m", "toolproof", "supervise", "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, marker.exists()) == (5, True)
+    assert "restarted after a SIGKILL crash (1)" in done.stderr
+
+
+def test_supervise_of_a_program_that_does_not_exist_is_one_line_and_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolproof", "supervise", "--", "no-such-driver-program"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "toolproof: error: COMMAND 'no-such-driver-program': no such program (give its path, or put it on PATH)\n"
+    )

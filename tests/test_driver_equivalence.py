@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx2
 import pytest
-from helpers import Run
+from helpers import Run, free_port, wait_for_driver
 
 from toolproof._run import run_suite
 from toolproof.spec import Verdict, load_catalog
@@ -21,24 +18,13 @@ from toolproof.spec import Verdict, load_catalog
 pytestmark = [pytest.mark.slow, pytest.mark.transport_matrix]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_the_reference_over_http_gives_the_same_verdict_on_every_rule(reference_run: Run, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     serve = [sys.executable, "-m", "toolproof", "serve-reference", "--port", str(port)]
     server = subprocess.Popen(serve)
     try:
-        for _ in range(300):
-            try:
-                httpx2.get(f"{url}/v1/info", timeout=1)
-                break
-            except httpx2.TransportError:
-                time.sleep(0.1)
+        wait_for_driver(url, server)
         outcome = run_suite([url], None, tmp_path / "over-http")
     finally:
         server.send_signal(signal.SIGTERM)

@@ -98,7 +98,7 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
     "other-implementation": (
         f'implementation = "minimal"\n{ENTRY}',
         "expectations file '{file}': implementation='minimal' is none of the implementations under test"
-        " ('reference'): give the Implementation.name of an --impl",
+        " ('reference'): give the Implementation.name of an --impl (a driver's name without its @address will do)",
     ),
 }
 
@@ -124,6 +124,32 @@ def test_the_loader_raises_a_typed_configuration_error(tmp_path: Path) -> None:
         load_expectations([file], ["reference"])
     assert (caught.value.path, caught.value.entry) == (str(file), "entry 1 (rule 'D13.3')")
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("named", "under_test", "loaded"),
+    [
+        ("typescript", ["typescript@127.0.0.1:8931", "reference"], "typescript@127.0.0.1:8931"),
+        ("typescript@127.0.0.1:8931", ["typescript@127.0.0.1:8931"], "typescript@127.0.0.1:8931"),
+        ("reference", ["reference", "reference@127.0.0.1:1"], "reference"),
+    ],
+)
+def test_a_drivers_file_names_it_without_its_address(
+    named: str, under_test: list[str], loaded: str, tmp_path: Path
+) -> None:
+    file = _toml(tmp_path / "e.toml", f'implementation = "{named}"\n{ENTRY}')
+    (found,) = load_expectations([file], under_test)
+    assert found.implementation == loaded
+
+
+def test_a_name_two_drivers_under_test_share_is_refused(tmp_path: Path) -> None:
+    file = _toml(tmp_path / "e.toml", f'implementation = "ts"\n{ENTRY}')
+    with pytest.raises(
+        ExpectationsError,
+        match=r"^expectations file '.*e\.toml': implementation='ts' names 2 drivers under test"
+        r" \('ts@127\.0\.0\.1:1', 'ts@127\.0\.0\.1:2'\): give one with its address$",
+    ):
+        load_expectations([file], ["ts@127.0.0.1:1", "ts@127.0.0.1:2"])
 
 
 # --- runs ---------------------------------------------------------------------------------------------------
@@ -251,7 +277,7 @@ def test_an_entry_matching_nothing_although_selected_is_stale_and_one_outside_th
     )
     file = _toml(tmp_path / "reference.toml", text)
     result = _run("--rules", "D13.3,D13.7,D15.3", "--out", str(tmp_path / "out"), "--expectations", str(file))
-    assert result.exit_code == 1
+    assert result.exit_code == 1, result.stderr
     assert result.stderr.splitlines() == [
         f"toolproof: stale expectation: {file} entry 1 (rule D13.7): no scenario of the suite judges D13.7,"
         " so nothing can fail",

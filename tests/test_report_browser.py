@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import free_port
 from typer.testing import CliRunner
 
 from toolproof._cli import app
@@ -98,7 +98,7 @@ def chromedriver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             pytest.fail(f"CI=true and the browser test cannot run: {reason}")
         pytest.skip(reason)
     log = tmp_path_factory.mktemp("chromedriver") / "chromedriver.log"
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [driver, f"--port={port}", f"--log-path={log}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
     )
@@ -362,13 +362,6 @@ def _ready(base: str) -> bool:
         return bool(_call("GET", f"{base}/status")["ready"])
     except (OSError, ValueError):
         return False
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _tail(log: Path) -> str:

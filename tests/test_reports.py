@@ -191,6 +191,9 @@ def test_write_run_writes_five_files_and_exact_columns(tmp_path: Path) -> None:
         "profiles",
         "exit_code",
         "implementation_refs",
+        "catalog_sha256",
+        "shard",
+        "whole_selection",
     ]
     runs = stored(out / "results.duckdb", "SELECT implementations, selected_rules, profiles FROM runs")
     assert [tuple(json.loads(str(cell)) for cell in r) for r in runs] == [
@@ -506,22 +509,37 @@ def test_run_info_rejects_a_start_that_is_not_iso_8601() -> None:
 
 def test_public_surface_is_the_list_of_re_exports() -> None:
     assert sorted(reports.__all__) == [
+        "CallObservation",
+        "EraCheck",
+        "ErrorShape",
+        "Finding",
+        "FindingKind",
+        "ListedPrompt",
+        "ListedTool",
         "RunDiff",
         "RunInfo",
         "RunVerdict",
+        "ServerCheck",
+        "ServerCheckReport",
+        "ServerRequest",
         "VerdictChange",
         "diff_runs",
         "load_crash_cells",
         "load_run",
+        "load_shards",
+        "merge_shards",
         "render_assumptions",
         "render_html",
         "render_junit",
         "render_markdown",
+        "render_server_check_html",
+        "render_server_check_text",
         "rerender",
         "rule_verdicts",
         "run_exit_code",
         "run_verdict",
         "selected_rules",
+        "server_check_section",
         "verdict_table",
         "write_run",
     ]

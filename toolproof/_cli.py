@@ -35,6 +35,8 @@ from . import __version__
 from ._preflight import check_out_dir, require
 
 if TYPE_CHECKING:
+    from toolproof.scenarios import Shard
+
     from ._run import RunOutcome
 
 app = typer.Typer(
@@ -224,17 +226,36 @@ def run(
             " and delete its draft line.",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Run shard K of N: a deterministic share of the scenario cells, for N CI jobs; combine the N"
+            " folders with `toolproof merge`. The shard's own report holds the rules its cells judge.",
+        ),
+    ] = None,
+    shard_durations: Annotated[
+        Path | None,
+        typer.Option(
+            "--shard-durations",
+            metavar="DIR",
+            help="With --shard: balance the shards by the cell durations of the latest run in this results folder"
+            " (every shard must be given the same one). Without it, shards get equal numbers of cells.",
+        ),
+    ] = None,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
     Exit status: 0 when every claimed, covered rule passes or fails as expected;
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation, rule or cell, bad or draft expectations file, unwritable --out,
+    2 for bad input (unknown implementation, rule or cell, a malformed --shard, bad or draft expectations file, unwritable --out,
     an existing --write-expectations file, unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
     3 when the harness itself failed.
     """
     try:
         load_catalog().select(rule_selectors)
+        split = _shard(shard)
         check_out_dir(out_dir)
         if database_url:
             require("psycopg", "--database-url")
@@ -242,7 +263,17 @@ def run(
         raise _die(str(exc)) from None
 
     try:
-        outcome = _run(impl, rule_selectors, out_dir, quiet, database_url, expectations, cells, write_expectations)
+        outcome = _run(
+            impl,
+            rule_selectors,
+            out_dir,
+            quiet,
+            database_url,
+            expectations,
+            cells,
+            write_expectations,
+            (split, shard_durations),
+        )
     except BaseException:
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
         if _INTERRUPTED:
@@ -250,6 +281,14 @@ def run(
             raise typer.Exit(EXIT_INTERRUPTED) from None
         raise
     _summarise(outcome)
+
+
+def _shard(text: str | None) -> Shard | None:
+    if text is None:
+        return None
+    from toolproof.scenarios import Shard
+
+    return Shard.parse(text)
 
 
 def _run(
@@ -261,6 +300,7 @@ def _run(
     expectations: list[Path] | None,
     cells: list[str] | None,
     write_expectations: Path | None,
+    sharding: tuple[Shard | None, Path | None] = (None, None),
 ) -> RunOutcome:
     from ._run import run_suite
 
@@ -284,6 +324,8 @@ def _run(
             expectations=expectations or [],
             cells=cells or [],
             write_expectations=write_expectations,
+            shard=sharding[0],
+            shard_durations=sharding[1],
         )
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
@@ -317,6 +359,34 @@ def _summarise(outcome: RunOutcome) -> None:
             soft_wrap=True,
         )
     raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def merge(
+    folders: Annotated[
+        list[Path], typer.Argument(metavar="DIR...", help="The results folders of every shard of one run.")
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", metavar="DIR", help="Folder for the merged run's results.duckdb and reports."),
+    ] = Path("toolproof-report"),
+) -> None:
+    """Combine the folders of `run --shard 1/N` ... `N/N` into one run, and render every report again.
+
+    A rule's verdict is worked out from all the shards' rows, as in one unsharded run.
+
+    Exit status: as `run` for the merged run (0 conforms, 1 a failure or a stale expectation);
+    2 when the folders are not every shard of one run (one missing or given twice; another catalog,
+    implementation, selection or toolproof version).
+    """
+
+    from ._run import merge_runs
+
+    try:
+        outcome = merge_runs(folders, out_dir)
+    except ConfigurationError as exc:
+        raise _die(str(exc)) from None
+    _summarise(outcome)
 
 
 _INTERRUPTED = False
@@ -490,7 +560,94 @@ def fake_mcp(
 
     if name not in fake_servers.SERVERS:
         raise _die(f"unknown fake MCP server {name!r}; the names are: {', '.join(fake_servers.SERVERS)}")
+    if transport not in fake_servers.SERVERS[name].transports:
+        raise _die(f"fake MCP server {name!r} is served over {', '.join(fake_servers.SERVERS[name].transports)} only")
     fake_servers.serve(name, transport, port)
+
+
+@app.command(
+    "check-server",
+    cls=_Command,
+    context_settings={"allow_interspersed_args": False},
+)
+def check_server_command(
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="FILE.toml | URL | -- COMMAND ARGS...",
+            help="An operator MCP server file (TOML, one \\[\\[server]] table each; see the README), a streamable-HTTP"
+            " URL, or after -- the command line of a stdio server.",
+            show_default=False,
+        ),
+    ] = None,
+    server_ids: Annotated[
+        list[str] | None,
+        typer.Option("--server", metavar="ID", help="Only this server of the file (repeatable); default: every one."),
+    ] = None,
+    calls: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--call",
+            metavar="NAME[=JSON]",
+            help="Also call the listed tool NAME (its remote name) with these arguments (a JSON object; default {}),"
+            " as the adapter calls it, in each era. Its effects happen: name only tools you know are safe to call."
+            " Repeatable.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="The longest wait for one answer (caps the server's call_timeout_s); one era's check may take"
+            " 6 such waits plus one per --call.",
+        ),
+    ] = 30.0,
+    era: Annotated[
+        Literal["legacy", "2026-07-28"] | None,
+        typer.Option("--era", help="Try only this protocol era (default: both, the configured one first)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON instead of text.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also write the HTML report.")] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Also write server-check.json, server-check.txt and server-check.html into DIR.",
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
+) -> None:
+    """Check an MCP server before admitting it: what ADR-0021 will do to it, in each protocol era.
+
+    Connects as the reference's adapter does and reports registered and dropped names, the classification source,
+    definition hashes and drift between two listings, notifications, declined requests, the resources and prompts
+    mapping, error shapes and output sizes. Besides the adapter's own requests it sends one tools/call of a name
+    the server did not list (its error shape); a listed tool is called only when named with --call.
+
+    Exit status: 0 when every server can be admitted as configured; 1 with findings ADR-0021 will act on (dropped
+    tools or prompts, drift between listings, tools/list_changed, declined requests, a result over the cap or
+    breaking its own output schema, a call past its deadline, a lost connection, non-JSON-RPC output, a check stopped early, the configured era
+    failing while another works); 2 when a server connects in no era, or for bad input (bad file, unknown
+    --server, command not found).
+    """
+    from ._check_command import run_check_server
+
+    raise typer.Exit(
+        run_check_server(
+            target or [],
+            server_ids=server_ids or [],
+            calls=calls or [],
+            timeout=timeout,
+            era=era,
+            as_json=as_json,
+            html=html,
+            out_dir=out_dir,
+            progress=(lambda line: None) if quiet else (lambda line: err.print(f"check-server: {line}", markup=False)),
+            fail=lambda line: err.print(f"toolproof: error: {line}", markup=False, soft_wrap=True),
+        )
+    )
 
 
 @app.command("serve-reference", cls=_Command)
@@ -546,6 +703,33 @@ def serve_reference(
     if servers:
         err.print(f"MCP servers of {mcp_config}: {', '.join(s.server_id for s in servers)}", markup=False)
     command = child_command(impl, port, base, [sys.executable], mcp_config=mcp_config)
+    raise typer.Exit(supervise(command, lambda n: err.print(f"restarted after a SIGKILL crash ({n})")))
+
+
+@app.command("supervise", cls=_Command, context_settings={"ignore_unknown_options": True})
+def supervise_command(
+    command: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="COMMAND...",
+            help="The driver's command line, after --: any program serving the driver protocol, in any language.",
+        ),
+    ],
+) -> None:
+    """Run a driver COMMAND and start it again each time a crash plan kills it (SIGKILL), as serve-reference does.
+
+    For a driver in another language: `toolproof supervise -- node dist/src/main.js --port 8787 --supervised`,
+    then `toolproof run --impl http://127.0.0.1:8787`; the recovery scenarios' SIGKILL cells then run over HTTP.
+    SIGINT and SIGTERM are passed on to the driver. Exit status: the driver's own when it exits by itself (0 when
+    stopped by SIGINT or SIGTERM); 2 when COMMAND cannot be started.
+    """
+    import shutil
+
+    from toolproof.driver import supervise
+
+    if shutil.which(command[0]) is None:
+        raise _die(f"COMMAND {command[0]!r}: no such program (give its path, or put it on PATH)")
+    err.print(f"supervising {' '.join(command)}", markup=False)
     raise typer.Exit(supervise(command, lambda n: err.print(f"restarted after a SIGKILL crash ({n})")))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -15,14 +15,24 @@ import hypothesis.configuration
 import pytest
 
 from toolproof.driver import load
-from toolproof.reports import RunInfo, run_exit_code, selected_rules, verdict_table, write_run
-from toolproof.scenarios import PLUGIN, ResultCollector, selected_exploration
+from toolproof.reports import (
+    RunInfo,
+    load_run,
+    load_shards,
+    merge_shards,
+    run_exit_code,
+    selected_rules,
+    verdict_table,
+    write_run,
+)
+from toolproof.scenarios import PLUGIN, ResultCollector, Shard, ShardSelector, cell_key, selected_exploration
 from toolproof.spec import (
     ConfigurationError,
     HarnessError,
     ResultRow,
     StaleExpectation,
     Verdict,
+    catalog_digest,
     load_catalog,
     new_run_id,
 )
@@ -89,6 +99,10 @@ def run_suite(
     expectations: Sequence[Path] = (),
     cells: Sequence[str] = (),
     write_expectations: Path | None = None,
+    shard: Shard | None = None,
+    shard_durations: Path | None = None,
+    impl_rules: Mapping[str, str] | None = None,
+    first_failure: bool = False,
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
@@ -97,13 +111,22 @@ def run_suite(
     ``cells`` narrow the run to those scenarios (``module.py::test_name``) or cells (``…[param]``), as reports
     name them; the selected rules are then the ones they judge (within ``rules``). ``write_expectations`` is a
     new file to draft an expectations file into from the run's failures (one implementation only).
+    ``shard`` runs one deterministic share of the cells (``toolproof merge`` combines the shards' folders), balanced
+    by the cell durations of the latest run in ``shard_durations`` (a results folder) when given, else by count;
+    the shard's report holds the rules its cells judge.
+    ``impl_rules`` narrows some of ``impls`` (keyed by the ref given in ``impls``) to rules of their own, within
+    ``rules``: such an implementation runs only the cells that judge one of them, and its other selected rules read
+    ``not-covered`` (the witness matrix runs a decision's witnesses side by side, each on the rules it breaks).
+    ``first_failure`` runs no more cells of a scenario for an implementation once one failed for it (they leave no
+    row): one failed cell rejects it on the scenario's rules, which is all the witness matrix asks of a run.
 
     Raises:
-        ConfigurationError: an unknown implementation or rule, a cell that selects no scenario (nothing runs),
+        ConfigurationError: an unknown implementation or rule, an ``impl_rules`` key not in ``impls``, a cell that selects no scenario (nothing runs),
             a bad expectations file (``ExpectationsError``), an unknown ``TOOLPROOF_HYPOTHESIS_PROFILE``
             (``ExplorationError``), an unwritable ``out_dir``, or a ``write_expectations``
             file that exists or a run of several implementations to draft it from (checked before anything runs,
-            so nothing is half-written).
+            so nothing is half-written); ``--shard`` with ``--cell`` or ``--write-expectations``, or a
+            ``shard_durations`` folder that holds no results.
         HarnessError: the scenarios could not be collected or pytest stopped on its own.
     """
     refs = list(impls) or ["reference"]
@@ -120,6 +143,7 @@ def run_suite(
     _check_writable(out_dir)
     if write_expectations is not None:
         _check_draft(write_expectations, names)
+    selector = _shard_selector(shard, shard_durations, cells, write_expectations)
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
@@ -151,26 +175,37 @@ def run_suite(
         args += ["--toolproof-database-url", database_url]
     for cell in cells:
         args += ["--toolproof-cell", cell]
+    if first_failure:
+        args.append("--toolproof-first-failure")
+    for ref, own in (impl_rules or {}).items():
+        if ref not in refs:
+            raise ConfigurationError(f"impl_rules names {ref!r}, which is not one of the implementations {refs}")
+        load_catalog().select(own)  # An unknown rule is refused here, before pytest starts.
+        args += ["--toolproof-impl-rules", f"{ref}={own}"]
     # Hypothesis keeps caches under .hypothesis/ in the working folder; a run leaves only its report behind.
     with tempfile.TemporaryDirectory(prefix="toolproof-hypothesis-") as scratch:
         hypothesis.configuration.set_hypothesis_home_dir(scratch)
         try:
-            code = pytest.main(args, plugins=[collector, expected.index])
+            plugins: list[object] = [collector, expected.index] + ([selector] if selector is not None else [])
+            code = pytest.main(args, plugins=plugins)
         finally:
             hypothesis.configuration.set_hypothesis_home_dir(None)
     if collector.port_violation is not None:  # The collector stopped the session: checked before INTERRUPTED.
         raise ConfigurationError(collector.port_violation)
+    if collector.collection_errors:  # Before INTERRUPTED: pytest reports a collection error as interrupted too.
+        raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt  # pytest caught Ctrl-C and stopped: nothing of this run is written.
-    if collector.collection_errors:
-        raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
     if collector.selection_problems:
         raise ConfigurationError("; ".join(collector.selection_problems))
 
     narrowed = collector.cell_rules
-    selected = [rule.id for rule in selection if narrowed is None or rule.id in narrowed]
+    whole = [rule.id for rule in selection if narrowed is None or rule.id in narrowed]
+    # A shard's own report holds the rules its cells are tagged with, and those the harness judged on them.
+    reached = selector.judged | {row.rule_id for row in collector.results} if selector is not None else frozenset()
+    selected = [rule_id for rule_id in whole if selector is None or rule_id in reached]
     info = RunInfo(
         run_id=run_id,
         implementations=names,
@@ -179,11 +214,16 @@ def run_suite(
         toolproof_version=__version__,
         profiles={impl.name: sorted(p.value for p in impl.profiles) for impl in loaded},
         implementation_refs=dict(zip(names, refs, strict=True)),
+        catalog_sha256=catalog_digest(),
+        shard=str(shard) if shard is not None else None,
+        whole_selection=whole if shard is not None else [],
     )
     chosen = set(selected)
     # A scenario may also judge rules outside the selection.
     judged = [row for row in collector.results if row.rule_id in chosen]
-    rows, stale = expected.apply(run_id, judged, frozenset(selected))
+    # A shard judges staleness against the whole selection: an entry whose rows ran in another shard is not stale
+    # here (its scenarios did not run here), and one stale in every shard is stale in the merged run.
+    rows, stale = expected.apply(run_id, judged, frozenset(whole))
     verdicts = verdict_table(info, rows, selected_rules(info))
     # The exit code is known before anything is written, so the report can state it.
     code = run_exit_code(verdicts, stale)
@@ -201,6 +241,59 @@ def run_suite(
         cells=_cell_counts(rows),
         causes=_causes(rows),
     )
+
+
+def merge_runs(folders: Sequence[Path], out_dir: Path) -> RunOutcome:
+    """Combine the folders of a run's shards into one run in ``out_dir``, with every report rendered again.
+
+    Raises:
+        ConfigurationError: the folders are not every shard of one run (``load_shards``), ``out_dir`` is one of
+            them, or it cannot be written.
+    """
+    check_out_dir(out_dir)
+    resolved = out_dir.resolve()
+    if any(folder.resolve() == resolved for folder in folders):
+        raise ConfigurationError(f"--out {out_dir} is one of the shards' folders: merge into a folder of its own")
+    shards = load_shards(folders)
+    run_id = new_run_id()
+    info, rows, crash_cells, stale = merge_shards(shards, run_id)
+    _check_writable(out_dir)
+    verdicts = verdict_table(info, rows, selected_rules(info))
+    code = run_exit_code(verdicts, stale)
+    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale)
+    return RunOutcome(
+        run_id=run_id,
+        out_dir=out_dir,
+        verdicts=verdicts,
+        stale=tuple(stale),
+        exit_code=code,
+        cells=_cell_counts(rows),
+        causes=_causes(rows),
+    )
+
+
+def _shard_selector(
+    shard: Shard | None, durations_from: Path | None, cells: Sequence[str], draft: Path | None
+) -> ShardSelector | None:
+    if shard is None:
+        if durations_from is not None:
+            raise ConfigurationError("--shard-durations balances shards: give --shard K/N with it")
+        return None
+    if cells:
+        raise ConfigurationError("--shard splits the whole selection: run --cell without --shard")
+    if draft is not None:
+        raise ConfigurationError(
+            "--write-expectations drafts from a whole run: merge the shards, or run without --shard"
+        )
+    durations: dict[str, float] = {}
+    if durations_from is not None:
+        folder = durations_from.parent if durations_from.is_file() else durations_from
+        _, earlier = load_run(folder)
+        for row in earlier:
+            if row.scenario:
+                key = cell_key(row.implementation, row.scenario)
+                durations[key] = max(durations.get(key, 0.0), row.duration_s)
+    return ShardSelector(shard, durations)
 
 
 def _check_draft(path: Path, names: Sequence[str]) -> None:

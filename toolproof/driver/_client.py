@@ -141,11 +141,12 @@ class HttpInstance:
         """``POST .../steps``."""
         return _dispositions(await self._call("POST", "/steps", step))
 
-    async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int]:
-        """Decision 12's memory, measured in the driver from the tools' results arriving to the step's end."""
+    async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int | None]:
+        """Decision 12's memory, measured in the driver from the tools' results arriving to the step's end; None
+        when the driver answers null (it does not measure): never read as zero bytes, which would be a pass."""
         raw = await self._call("POST", "/steps?probe=memory", step)
         peak = json.loads(raw).get("memory_peak_bytes")
-        return _dispositions(raw), peak if isinstance(peak, int) else 0
+        return _dispositions(raw), peak if isinstance(peak, int) and not isinstance(peak, bool) else None
 
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         """``POST .../approvals``."""

@@ -29,7 +29,9 @@ class Expectations:
         Raises:
             ExpectationsError: as ``load_expectations``.
         """
-        return cls(tuple(load_expectations(paths, implementations)))
+        files = tuple(load_expectations(paths, implementations))
+        named = {e.scenario.split("::", 1)[0] for f in files for e in f.entries if e.scenario is not None}
+        return cls(files, ScenarioIndex(modules=frozenset(named)))
 
     def apply(
         self, run_id: str, rows: Sequence[ResultRow], selected: frozenset[str]

@@ -164,14 +164,29 @@ def _load(path: Path, implementations: Sequence[str]) -> LoadedExpectations:
     except ValidationError as exc:
         entry, problem = _explain(exc, raw)
         raise ExpectationsError(shown, problem, entry) from None
-    if parsed.implementation not in implementations:
-        names = ", ".join(repr(name) for name in implementations)
+    implementation = _under_test(shown, parsed.implementation, implementations)
+    return LoadedExpectations(path=shown, implementation=implementation, entries=parsed.expect)
+
+
+def _under_test(shown: str, named: str, implementations: Sequence[str]) -> str:
+    """The implementation under test the file names: by its name, or a driver's by its name without its address
+    (``typescript`` for ``typescript@127.0.0.1:8787``), so a driver's file does not depend on the port it serves."""
+    if named in implementations:
+        return named
+    served = [name for name in implementations if name.rpartition("@")[0] == named]
+    if len(served) == 1:
+        return served[0]
+    names = ", ".join(repr(name) for name in implementations)
+    if served:
         raise ExpectationsError(
             shown,
-            f"implementation={parsed.implementation!r} is none of the implementations under test ({names}):"
-            " give the Implementation.name of an --impl",
+            f"implementation={named!r} names {len(served)} drivers under test ({names}): give one with its address",
         )
-    return LoadedExpectations(path=shown, implementation=parsed.implementation, entries=parsed.expect)
+    raise ExpectationsError(
+        shown,
+        f"implementation={named!r} is none of the implementations under test ({names}):"
+        " give the Implementation.name of an --impl (a driver's name without its @address will do)",
+    )
 
 
 def _explain(exc: ValidationError, raw: dict[str, Any]) -> tuple[str, str]:

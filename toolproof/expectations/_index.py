@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from toolproof.scenarios import scenario_names
 
 
-@dataclass
+@dataclass(eq=False)  # A plugin: pytest keys hooks by it, so it hashes by identity.
 class ScenarioIndex:
     """Which scenario functions the suite holds, the rules each judges, and which the run kept.
 
@@ -23,6 +24,14 @@ class ScenarioIndex:
     """Every scenario cell collected (``module.py::test_name[param]``; a function without cells is its own)."""
     kept: set[str] = field(default_factory=set)
     """Scenario functions and cells the run went on to execute."""
+    modules: frozenset[str] = frozenset()
+    """Scenario modules (``module.py``) an entry names: collected whatever the run selects, so an entry for a
+    scenario outside the selection is not taken for one the suite lacks (``--rules`` skips importing modules that
+    cannot judge a selected rule)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        return False if collection_path.name in self.modules else None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
