@@ -234,13 +234,13 @@ def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_stored_runs(tmp_path:
 
 _TASK_ENDED_BY_CTRL_C = """
 import asyncio, gc, signal
-from toolproof._cli import _interrupted
+from toolproof._interrupt import interrupted
 
-async def interrupted() -> None:
-    _interrupted(signal.SIGINT, None)
+async def ended_by_ctrl_c() -> None:
+    interrupted(signal.SIGINT, None)
 
 loop = asyncio.new_event_loop()
-task = loop.create_task(interrupted())
+task = loop.create_task(ended_by_ctrl_c())
 try:
     loop.run_until_complete(task)
 except KeyboardInterrupt:
@@ -264,3 +264,28 @@ def test_ctrl_c_while_collecting_is_one_line_exit_130(tmp_path: Path) -> None:
     assert result.returncode == 130
     assert result.stderr == "toolproof: interrupted; results.duckdb keeps only complete runs\n"
     assert not (out / "results.duckdb").exists()
+
+
+def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # E.g. while the command line is still importing: the console script's own handler says it.
+    import logging
+
+    import toolproof._cli
+    from toolproof import _interrupt
+
+    def app() -> None:
+        _interrupt.interrupted(signal.SIGINT, None)
+
+    monkeypatch.setattr(toolproof._cli, "app", app)
+    monkeypatch.setattr(_interrupt._State, "interrupted", False)
+    monkeypatch.setattr(logging.getLogger("asyncio"), "disabled", False)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            _interrupt.main()
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == "toolproof: interrupted; results.duckdb keeps only complete runs\n"

@@ -1,5 +1,5 @@
 """``python -m toolproof``."""
 
-from toolproof._cli import main
+from toolproof._interrupt import main
 
 main()

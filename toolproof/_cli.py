@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import logging
-import signal
 import sys
 from collections import Counter
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
@@ -32,6 +29,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, was_interrupted
 from ._preflight import check_out_dir, require
 
 if TYPE_CHECKING:
@@ -55,7 +53,6 @@ out = Console(highlight=False, soft_wrap=True)
 
 EXIT_USAGE = 2
 EXIT_HARNESS = 3
-EXIT_INTERRUPTED = 130
 
 
 class _Command(TyperCommand):
@@ -276,7 +273,7 @@ def run(
         )
     except BaseException:
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
-        if _INTERRUPTED:
+        if was_interrupted():
             err.print(INTERRUPTED_MESSAGE, markup=False)
             raise typer.Exit(EXIT_INTERRUPTED) from None
         raise
@@ -387,21 +384,6 @@ def merge(
     except ConfigurationError as exc:
         raise _die(str(exc)) from None
     _summarise(outcome)
-
-
-_INTERRUPTED = False
-INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complete runs"
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:
-    # The first Ctrl-C stops the run where it is; a second while it unwinds is ignored, so cleanup finishes.
-    # asyncio logs a task the interrupt ended as "exception was never retrieved", with a traceback, when the task is
-    # collected: after Ctrl-C that is the interruption again, and the one line below says it.
-    global _INTERRUPTED
-    _INTERRUPTED = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger("asyncio").disabled = True
-    raise KeyboardInterrupt
 
 
 @app.command(cls=_Command)
@@ -731,15 +713,3 @@ def supervise_command(
         raise _die(f"COMMAND {command[0]!r}: no such program (give its path, or put it on PATH)")
     err.print(f"supervising {' '.join(command)}", markup=False)
     raise typer.Exit(supervise(command, lambda n: err.print(f"restarted after a SIGKILL crash ({n})")))
-
-
-def main() -> None:
-    """Console-script entry point: Ctrl-C is one line and exit status 130, whatever it interrupts."""
-    signal.signal(signal.SIGINT, _interrupted)
-    try:
-        app()
-    except SystemExit as exit_:
-        if _INTERRUPTED and exit_.code != EXIT_INTERRUPTED:  # Interrupted outside `run`'s own handling.
-            err.print(INTERRUPTED_MESSAGE, markup=False)
-            sys.exit(EXIT_INTERRUPTED)
-        raise
