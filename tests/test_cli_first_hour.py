@@ -289,3 +289,35 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
         signal.signal(signal.SIGINT, before)
     assert exit_.value.code == 130
     assert capsys.readouterr().err == "toolproof: interrupted; results.duckdb keeps only complete runs\n"
+
+
+_INTERRUPT_HANDLED_IN_A_STRING_EXEC = """
+import sys
+from toolproof._interrupt import forget_handled_interrupt
+
+try:
+    exec("raise KeyboardInterrupt", {})
+except KeyboardInterrupt:
+    pass
+if sys.argv[1] == "forget":
+    forget_handled_interrupt()
+sys.exit(7)
+"""
+
+
+@pytest.mark.parametrize(("forget", "returncode"), [(True, 7), (False, -signal.SIGINT)])
+def test_a_handled_interrupt_keeps_the_exit_status_under_python_m(
+    tmp_path: Path, forget: bool, returncode: int
+) -> None:
+    # Under `python -m`, CPython kills the process with SIGINT at exit when a KeyboardInterrupt once left a string
+    # exec/eval, even a handled one (how `python -m toolproof run` ended -2 when Ctrl-C landed while pytest
+    # collected). The case without forget_handled_interrupt shows the behaviour is still there to guard against.
+    (tmp_path / "handled_interrupt.py").write_text(_INTERRUPT_HANDLED_IN_A_STRING_EXEC)
+    result = subprocess.run(
+        [sys.executable, "-m", "handled_interrupt", "forget" if forget else "keep"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == returncode, result.stderr
