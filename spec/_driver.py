@@ -7,6 +7,33 @@ the harness) and the driver calls them through ``/v1/tools/execute``.
 
 The pydantic models below are the one source of the wire format; ``openapi_document()``
 renders them with the paths as OpenAPI 3.1 (checked in as ``driver-openapi.json``).
+
+Conventions a driver in any language relies on (revision 3 states them; none is new behaviour):
+
+- Every field is sent. The harness and its tool host send every field of what they send, defaulted ones
+  included; a driver may leave out a defaulted field in what it sends, and the harness applies the default.
+- One filesystem. The driver runs on the harness's machine and shares its filesystem: ``store_dir``, the
+  workspace and ``file:`` artifact URIs are local paths both sides open; nothing transfers files.
+- Two clocks. ``Toolproof-Now`` (a request header on an instance's operations: seconds since the epoch, a
+  decimal number with an optional fraction) is the harness's clock, by which a driver judges holds, leases,
+  the watermark's timestamp and suspensions; a tool's ``deadline`` is on the machine's wall clock (seconds since
+  the epoch), which both sides share.
+- Supervision. A driver started under ``toolproof supervise`` (which starts it again after each SIGKILL) finds
+  the environment variable ``TOOLPROOF_SUPERVISED`` set to ``1``; without it a driver refuses a SIGKILL crash
+  plan with 422 ``not-supported``, since nobody would start it again.
+- Cancellation. When a tool's deadline passes the driver sends ``POST {tool_host}/v1/contexts/{id}/cancel``:
+  one message with ``signal_set`` and ``stopped`` is enough; a driver may also send the signal first and the
+  stop later. After a stop, the tool host answers the pending ``execute`` (if the driver still waits) with
+  ``cancelled`` true; that answer is not the tool's outcome, and a driver may abort the request instead.
+- Opaque text. ``ToolOutcome.raised``, a problem's ``detail`` and ``title`` are readable text for people; no
+  side parses them. ``raised`` non-null means the tool raised.
+- Commands are opaque. A stdio MCP server's ``command`` and ``args`` are started as given (for the harness's
+  fake servers, the full path of the harness's Python); the driver's language does not matter.
+- Python-only parts. A bridge script (``ScriptRequest.script``, ``POST /v1/scripts``) is a Python module and
+  function: only a driver that runs Python claims ``bridge``. ``?probe=memory`` asks for the peak bytes the
+  driver's runtime allocated while the step handled its tools' results, by the runtime's own accounting; a
+  runtime without a per-allocation peak (a garbage-collected one without one) answers null, and D12.6 then
+  reads not-covered for it, never passes.
 """
 
 from __future__ import annotations
@@ -44,7 +71,7 @@ DRIVER_PROTOCOL: Final = "toolproof-driver/2"
 Version 2: a tool's context travels as a description of the members the implementation
 handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
 cancellation says whether the implementation's own signal was set."""
-DRIVER_PROTOCOL_REVISION: Final = 2
+DRIVER_PROTOCOL_REVISION: Final = 3
 """Compatible additions to the major version; the document's version is ``2.<revision>.0``.
 
 Revision 1: ``POST /v1/scripts`` places a bridge script's module (its source: a script is
@@ -57,7 +84,13 @@ Revision 2: the document carries what a pipeline in another language needs besid
 ``Budget``, and the ``x-toolproof`` extension: decision 13's outcome table, the failure-kind mapping, decision
 14's thresholds, decision 5's name grammar and reserved domains, the step order, the crash points, the control
 answer's argument name, the counters, the event kinds, the trust labels from least to most trusted and the
-source of decision 12's excerpt marker (``rule_constants()``). Nothing on the wire changed."""
+source of decision 12's excerpt marker (``rule_constants()``). Nothing on the wire changed.
+
+Revision 3: what a TypeScript driver found Python-shaped or unsaid is said in the document (its description's
+conventions): every field is sent, one filesystem, two clocks, how a driver learns it is supervised
+(``SUPERVISED_ENV``), one cancel message is enough, opaque text, opaque commands, and which parts are Python-only.
+On the wire: ``ToolOutcome.cancelled`` (the tool host's answer to an ``execute`` the driver stopped), and the tool
+host's ``raised`` text no longer starts with a Python exception's name where the harness, not a tool, speaks."""
 CONTEXT_DESCRIPTION_DEPTH: Final = 24
 """How many levels of members a context's description holds at most (the context's own members are level 1)."""
 CONTEXT_DESCRIPTION_OBJECTS: Final = 2000
@@ -80,7 +113,11 @@ MEMORY_NOT_MEASURED: Final = (
 )
 """Why D12.6 reads not-covered behind a driver that does not measure (a null is never read as zero bytes)."""
 NOW_HEADER = "Toolproof-Now"
-"""Request header carrying the harness clock (seconds since the epoch); the driver judges holds and leases by it."""
+"""Request header carrying the harness clock (seconds since the epoch, a decimal number); the driver judges holds,
+leases, the watermark's timestamp and suspensions by it. A tool's ``deadline`` is on the shared wall clock."""
+SUPERVISED_ENV: Final = "TOOLPROOF_SUPERVISED"
+"""Environment variable ``toolproof supervise`` sets to ``1`` in the driver it starts (and starts again after each
+SIGKILL); a driver without it refuses a SIGKILL crash plan (422 ``not-supported``)."""
 PROBLEM_TYPES = (
     "invalid-request",
     "configuration-error",
@@ -266,7 +303,10 @@ class ToolContext(_Wire):
 
 
 class ToolCancellation(_Wire):
-    """``POST {tool_host}/v1/contexts/{context_id}/cancel``: the driver's news about a running tool."""
+    """``POST {tool_host}/v1/contexts/{context_id}/cancel``: the driver's news about a running tool.
+
+    One message with both fields true is enough when a deadline passes; a driver may also send ``signal_set``
+    first and ``stopped`` later. Answered 204, also for a context that has already ended."""
 
     signal_set: StrictBool
     """Whether the context's cancellation signal, as the implementation keeps it, is set."""
@@ -287,7 +327,11 @@ class ToolOutcome(_Wire):
 
     result: JsonValue = None
     raised: str | None = None
-    """The exception's type and message when the tool raised."""
+    """Non-null when the tool raised: readable text (the tool's exception as its language names it, or the tool
+    host's words), never parsed by either side."""
+    cancelled: StrictBool = False
+    """The driver stopped waiting for this tool (``ToolCancellation.stopped``) before it ended: the answer is not the
+    tool's outcome, and a driver that still waited discards it (revision 3)."""
     crash: CrashMode | None = None
     """The harness's tool died at a crash point: the driver must die the same way."""
 
@@ -499,6 +543,8 @@ def rule_constants() -> dict[str, Any]:
         "event_kinds": {kind.name.lower(): kind.value for kind in EventKind},
         "trust_order": [label.value for label in sorted(TrustLabel, key=lambda label: label.rank)],
         "excerpt_marker_source": EXCERPT_MARKER_SOURCE,
+        "now_header": NOW_HEADER,
+        "supervised_env": SUPERVISED_ENV,
     }
 
 

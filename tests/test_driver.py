@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 import httpx2
 import pytest
 import schemathesis
@@ -38,6 +39,7 @@ from toolproof.spec import (
     InstanceConfig,
     Problem,
     ToolContext,
+    ToolSpec,
     Verdict,
     openapi_document,
 )
@@ -438,3 +440,70 @@ def test_supervise_of_a_program_that_does_not_exist_is_one_line_and_exit_2() -> 
     assert done.stderr == (
         "toolproof: error: COMMAND 'no-such-driver-program': no such program (give its path, or put it on PATH)\n"
     )
+
+
+def test_supervise_tells_the_driver_it_is_supervised_through_the_environment(tmp_path: Path) -> None:
+    """Revision 3: a driver in any language learns from ``TOOLPROOF_SUPERVISED`` that a SIGKILL plan is safe."""
+    from toolproof.spec import SUPERVISED_ENV
+
+    seen = tmp_path / "seen"
+    script = f'printf %s "${{{SUPERVISED_ENV}:-unset}}" > "{seen}"; exit 3'
+    done = subprocess.run(
+        [sys.executable, "-m", "toolproof", "supervise", "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, seen.read_text()) == (3, "1")
+    assert openapi_document()["x-toolproof"]["supervised_env"] == SUPERVISED_ENV
+
+
+class _WaitsForever:
+    """A harness tool that runs until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.spec = ToolSpec(name="test.waits")
+        self.started = anyio.Event()
+
+    async def execute(self, arguments: dict[str, Any], context: object) -> Any:
+        self.started.set()
+        await anyio.sleep_forever()
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_an_execute_the_driver_stopped_is_answered_cancelled_and_is_no_outcome(stopped: bool) -> None:
+    """Revision 3: after ``stopped``, the pending ``execute`` answers ``cancelled`` true (not the tool's outcome);
+    a signal alone leaves the tool running, and its answer is then the tool's own."""
+    tool = _WaitsForever()
+    host = ToolHost([tool])
+    request = ExecuteTool(
+        tool="test.waits", arguments={}, context=ToolContext(context_id="k", driver_url="", members=[])
+    )
+    answers: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        transport = httpx2.ASGITransport(app=host.app())
+        async with httpx2.AsyncClient(transport=transport, base_url="http://host") as client:
+
+            async def execute() -> None:
+                answer = await client.post("/v1/tools/execute", json=request.model_dump(mode="json"))
+                answers.append(answer.json())
+
+            with anyio.move_on_after(2 if not stopped else 30):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(execute)
+                    await tool.started.wait()
+                    news = {"signal_set": True, "stopped": stopped}
+                    cancel = await client.post("/v1/contexts/k/cancel", json=news)
+                    assert cancel.status_code == 204
+
+    anyio.run(scenario)
+    if stopped:
+        assert len(answers) == 1
+        assert answers[0]["cancelled"] is True
+        assert answers[0]["raised"]
+        assert answers[0]["result"] is None
+        assert not answers[0]["raised"].startswith("CancelledError")
+    else:
+        assert answers == []  # Still running when the test gave up waiting: a signal alone stops nothing.

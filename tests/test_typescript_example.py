@@ -75,7 +75,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _serve(example: Path, *flags: str) -> Iterator[str]:
     """The example's driver under ``toolproof supervise`` on a free loopback port, given ``flags``; its URL."""
     port = free_port()
-    command = ["node", "dist/src/main.js", "--port", str(port), "--supervised", *flags]
+    command = ["node", "dist/src/main.js", "--port", str(port), *flags]
     process = subprocess.Popen([sys.executable, "-m", "toolproof", "supervise", "--", *command], cwd=example)
     url = f"http://127.0.0.1:{port}"
     try:

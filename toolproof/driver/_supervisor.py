@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from toolproof.spec import McpConfigError, McpServerConfig, load_implementation, load_mcp_servers
+from toolproof.spec import SUPERVISED_ENV, McpConfigError, McpServerConfig, load_implementation, load_mcp_servers
 
 from ._admission import DriverOptions
 from ._mutant import install_mutant_from_environment
@@ -18,11 +19,13 @@ from ._server import serve
 def supervise(command: Sequence[str], on_restart: Callable[[int], None] | None = None) -> int:
     """Run ``command`` and start it again each time it is SIGKILLed (a crash plan's death); its exit code.
 
-    SIGINT and SIGTERM are forwarded to the child; a child stopped by either exits 0.
+    SIGINT and SIGTERM are forwarded to the child; a child stopped by either exits 0. The child finds
+    ``SUPERVISED_ENV`` set to ``1``: how a driver in any language learns that a SIGKILL plan is safe to accept.
     """
     restarts = 0
+    environment = {**os.environ, SUPERVISED_ENV: "1"}
     while True:
-        child = subprocess.Popen(list(command))
+        child = subprocess.Popen(list(command), env=environment)
 
         def forward(signum: int, _frame: object, child: subprocess.Popen[bytes] = child) -> None:
             child.send_signal(signum)

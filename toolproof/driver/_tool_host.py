@@ -8,6 +8,7 @@ the driver back. ``serving`` puts the host (or an in-process MCP fake) on a loop
 from __future__ import annotations
 
 import base64
+import json
 import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -223,10 +224,10 @@ class ToolHost:
             return body
         tool = self.tools.get(body.tool)
         if tool is None:
-            outcome = ToolOutcome(raised=f"LookupError: the harness registered no tool {body.tool!r}")
+            outcome = ToolOutcome(raised=f"the harness registered no tool named {json.dumps(body.tool)}")
             return Response(outcome.model_dump_json(), media_type="application/json")
         context = _HostContext(body, self.client, self.instance)
-        outcome = ToolOutcome(raised="CancelledError: cancelled by the driver")
+        outcome = ToolOutcome(raised="the driver stopped waiting for the tool", cancelled=True)
         with anyio.CancelScope() as scope:
             self.running[body.context.context_id] = (context, scope)
             try:

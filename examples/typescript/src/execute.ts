@@ -102,7 +102,8 @@ export async function attempt(p: Parts, c: Call): Promise<void> {
     clearTimeout(timer);
     p.callbacks.contexts.delete(contextId);
   }
-  if (c.timedOut) c.outcome = null;
+  // An answer the tool host marks cancelled came after our stop: it is no outcome (protocol revision 3).
+  if (c.timedOut || c.outcome?.cancelled) c.outcome = null;
   if (c.outcome?.crash) p.die(c.outcome.crash); // The harness's tool died at a crash point: so do we.
 }
 

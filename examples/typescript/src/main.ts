@@ -1,5 +1,6 @@
-// `node dist/src/main.js --port PORT [--spec FILE] [--supervised] [--defect NAME]`: serve the pipeline on
-// 127.0.0.1:PORT until SIGTERM or SIGINT.
+// `node dist/src/main.js --port PORT [--spec FILE] [--defect NAME]`: serve the pipeline on 127.0.0.1:PORT until
+// SIGTERM or SIGINT. Under `toolproof supervise` the document's `supervised_env` variable is set: then, and only
+// then, crash plans of mode sigkill are accepted.
 
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,7 +9,7 @@ import { DEFECTS, type Defect, isDefect } from "./defects.js";
 import { Driver, NAME } from "./server.js";
 import { loadSpec, SpecError } from "./spec.js";
 
-const USAGE = "usage: node dist/src/main.js --port PORT [--spec FILE] [--supervised] [--defect NAME]";
+const USAGE = "usage: node dist/src/main.js --port PORT [--spec FILE] [--defect NAME]";
 /** The checkout's protocol document, from dist/src/ of examples/typescript. */
 const DEFAULT_SPEC = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../spec/driver-openapi.json");
 
@@ -18,14 +19,13 @@ function fail(line: string): never {
 }
 
 async function main(argv: string[]): Promise<void> {
-  let values: { port?: string; spec?: string; supervised?: boolean; defect?: string; help?: boolean };
+  let values: { port?: string; spec?: string; defect?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
       options: {
         port: { type: "string" },
         spec: { type: "string" },
-        supervised: { type: "boolean" },
         defect: { type: "string" },
         help: { type: "boolean" },
       },
@@ -37,8 +37,9 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(
       `${USAGE}\n\nServe this pipeline behind toolproof's driver protocol on http://127.0.0.1:PORT.\n` +
         `--spec: the protocol document (default: ${DEFAULT_SPEC}); its x-toolproof constants are read from it.\n` +
-        "--supervised: a supervisor starts this process again after a SIGKILL (toolproof supervise -- node ...);\n" +
-        "  only then are crash plans of mode sigkill accepted (else 422 not-supported).\n" +
+        "Under toolproof supervise -- node ... (which starts it again after a SIGKILL) the environment variable\n" +
+        "  the document names (TOOLPROOF_SUPERVISED=1) is set: only then are crash plans of mode sigkill\n" +
+        "  accepted (else 422 not-supported).\n" +
         "--defect NAME: break one rule on purpose, to show an expectations file at work (off by default):\n" +
         Object.entries(DEFECTS)
           .map(([name, what]) => `  ${name}  ${what}\n`)
@@ -60,7 +61,8 @@ async function main(argv: string[]): Promise<void> {
   }
   let driver: Driver;
   try {
-    driver = new Driver(loadSpec(values.spec ?? DEFAULT_SPEC), port, values.supervised === true, defect);
+    const spec = loadSpec(values.spec ?? DEFAULT_SPEC);
+    driver = new Driver(spec, port, process.env[spec.constants.supervised_env] === "1", defect);
   } catch (error) {
     if (error instanceof SpecError) fail(error.message);
     throw error;

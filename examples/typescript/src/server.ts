@@ -241,8 +241,7 @@ export class Driver {
       throw new Refused(
         422,
         "not-supported",
-        "crash.mode: sigkill needs a supervisor to start this driver again; run it under toolproof supervise " +
-          "with --supervised",
+        "crash.mode: sigkill needs a supervisor to start this driver again; run it under toolproof supervise",
         "config.crash.mode",
       );
     }

@@ -1,7 +1,7 @@
 // The protocol document, read once: the wire shapes (for validation) and the x-toolproof constants.
 //
 // One source of truth: the outcome table, the thresholds, the name grammar and the step order are read
-// from spec/driver-openapi.json (its x-toolproof extension, protocol revision 2), never copied here.
+// from spec/driver-openapi.json (its x-toolproof extension, protocol revision 3), never copied here.
 
 import { readFileSync } from "node:fs";
 import type { FailureKind, InvocationStatus, ReasonCode, TrustLabel } from "./wire.js";
@@ -28,6 +28,8 @@ export interface RuleConstants {
   event_kinds: Record<EventName, string>;
   trust_order: TrustLabel[];
   excerpt_marker_source: string;
+  now_header: string;
+  supervised_env: string;
 }
 
 export type EventName =
@@ -48,9 +50,10 @@ export interface ProtocolDocument {
 /** Raised for a document this driver cannot serve: the CLI prints it as one line. */
 export class SpecError extends Error {}
 
-/** The protocol major version and the lowest revision whose document carries x-toolproof. */
+/** The protocol major version and the lowest revision whose document carries what this driver reads
+ * (revision 3: x-toolproof names the supervision variable). */
 const MAJOR = "2";
-const FIRST_REVISION_WITH_CONSTANTS = 2;
+const FIRST_REVISION_WITH_CONSTANTS = 3;
 
 export interface Spec {
   document: ProtocolDocument;

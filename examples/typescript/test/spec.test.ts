@@ -20,13 +20,13 @@ test("the constants come from the protocol document: outcome table, thresholds, 
   assert.ok(!spec.nameGrammar.test("Orders"));
 });
 
-test("a document before revision 2 is refused with one line", () => {
+test("a document before revision 3 is refused with one line", () => {
   const old = join(mkdtempSync(join(tmpdir(), "ts-spec-")), "old.json");
-  writeFileSync(old, JSON.stringify({ info: { version: "2.1.0" }, components: { schemas: {} } }));
+  writeFileSync(old, JSON.stringify({ info: { version: "2.2.0" }, components: { schemas: {} } }));
   assert.throws(() => loadSpec(old), SpecError);
   assert.throws(
     () => loadSpec(old),
-    /^Error: --spec .*old\.json: version "2\.1\.0" is not driver protocol 2\.2/,
+    /^Error: --spec .*old\.json: version "2\.2\.0" is not driver protocol 2\.3/,
   );
 });
 
