@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from helpers import free_port, wait_for_driver
 
+from toolproof.spec import SUPERVISED_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "typescript"
 EXPECTATIONS = EXAMPLE / "expectations.toml"
@@ -64,6 +66,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("typescript")
     (root / "spec").mkdir()
     shutil.copy(ROOT / "spec" / "driver-openapi.json", root / "spec" / "driver-openapi.json")
+    shutil.copytree(ROOT / "spec" / "vectors", root / "spec" / "vectors")  # The example's unit tests check them.
     copy = root / "examples" / "typescript"
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("node_modules", "dist", "generated"))
     _npm(copy, "ci", "--no-audit", "--no-fund")
@@ -72,11 +75,15 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def _serve(example: Path, *flags: str) -> Iterator[str]:
-    """The example's driver under ``toolproof supervise`` on a free loopback port, given ``flags``; its URL."""
+def _serve(example: Path, *flags: str, supervised: bool = True) -> Iterator[str]:
+    """The example's driver on a free loopback port, given ``flags``, under ``toolproof supervise`` unless
+    ``supervised`` is false; its URL."""
     port = free_port()
     command = ["node", "dist/src/main.js", "--port", str(port), *flags]
-    process = subprocess.Popen([sys.executable, "-m", "toolproof", "supervise", "--", *command], cwd=example)
+    if supervised:
+        command = [sys.executable, "-m", "toolproof", "supervise", "--", *command]
+    environment = {k: v for k, v in os.environ.items() if k != SUPERVISED_ENV}
+    process = subprocess.Popen(command, cwd=example, env=environment)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_driver(url, process)
@@ -168,3 +175,29 @@ def test_the_defect_file_is_stale_against_the_pipeline_without_its_defect(driver
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"entry 1 (rule {DEFECT_RULE}): unexpected pass: " in done.stderr
     assert _rules(tmp_path / "out")[DEFECT_RULE] == "pass"
+
+
+def test_the_examples_own_unit_tests_pass(example: Path) -> None:
+    """``npm test``: keys, excerpts, store, spec loading, bad input, the defect switch, and the cross-language
+    vectors of spec/vectors/canonical-hashes.json with npm canonicalize."""
+    _npm(example, "test")
+
+
+@pytest.mark.parametrize("supervised", [True, False])
+def test_a_sigkill_plan_is_accepted_only_under_the_supervisor(example: Path, supervised: bool) -> None:
+    """Driver protocol revision 3: the driver learns it is supervised from TOOLPROOF_SUPERVISED, which
+    ``toolproof supervise`` sets; started alone it refuses a SIGKILL plan (422 not-supported)."""
+    import httpx2
+
+    from toolproof.spec import CrashPlan, CrashPoint, InstanceConfig, OpenInstance
+
+    plan = CrashPlan(point=CrashPoint.AFTER_RECORD, mode="sigkill")
+    config = InstanceConfig(store_dir=example / "store", workspace=example / "workspace", crash=plan)
+    request = OpenInstance(config=config, tool_host="http://127.0.0.1:1")  # As the harness sends it: every field.
+    with _serve(example, supervised=supervised) as url:
+        answer = httpx2.post(f"{url}/v1/instances", json=request.model_dump(mode="json"))
+    if supervised:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["type"] == "not-supported"
