@@ -700,9 +700,10 @@ def supervise_command(
 ) -> None:
     """Run a driver COMMAND and start it again each time a crash plan kills it (SIGKILL), as serve-reference does.
 
-    For a driver in another language: `toolproof supervise -- node dist/src/main.js --port 8787 --supervised`,
-    then `toolproof run --impl http://127.0.0.1:8787`; the recovery scenarios' SIGKILL cells then run over HTTP.
-    SIGINT and SIGTERM are passed on to the driver. Exit status: the driver's own when it exits by itself (0 when
+    For a driver in another language: `toolproof supervise -- node dist/src/main.js --port 8787`, then
+    `toolproof run --impl http://127.0.0.1:8787`; the recovery scenarios' SIGKILL cells then run over HTTP. The
+    driver finds TOOLPROOF_SUPERVISED=1 in its environment (driver protocol revision 3): its sign that a SIGKILL
+    plan is safe to accept. SIGINT and SIGTERM are passed on to the driver. Exit status: the driver's own when it exits by itself (0 when
     stopped by SIGINT or SIGTERM); 2 when COMMAND cannot be started.
     """
     import shutil
