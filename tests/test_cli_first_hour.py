@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -280,13 +281,15 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
 
     monkeypatch.setattr(toolproof._cli, "app", app)
     monkeypatch.setattr(_interrupt._State, "interrupted", False)
+    monkeypatch.setattr(_interrupt._State, "signum", signal.SIGINT)
     monkeypatch.setattr(logging.getLogger("asyncio"), "disabled", False)
-    before = signal.getsignal(signal.SIGINT)
+    before = {stopping: signal.getsignal(stopping) for stopping in (signal.SIGINT, signal.SIGTERM)}
     try:
         with pytest.raises(SystemExit) as exit_:
             _interrupt.main()
     finally:
-        signal.signal(signal.SIGINT, before)
+        for stopping, handler in before.items():
+            signal.signal(stopping, handler)
     assert exit_.value.code == 130
     assert capsys.readouterr().err == "toolproof: interrupted; results.duckdb keeps only complete runs\n"
 
@@ -321,3 +324,61 @@ def test_a_handled_interrupt_keeps_the_exit_status_under_python_m(
         check=False,
     )
     assert result.returncode == returncode, result.stderr
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid``, read from /proc (children, their children, ...)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # Gone meanwhile.
+            children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc (Linux)")
+def test_sigterm_mid_run_stops_the_fake_servers_it_started_and_exits_143(tmp_path: Path) -> None:
+    # A cancelled CI job sends SIGTERM: the run unwinds as after Ctrl-C, so the fake MCP server it serves over HTTP
+    # (D7.2's scenario) is stopped, not left running.
+    child = subprocess.Popen(
+        [sys.executable, "-m", "toolproof", "run", "--rules", "D7.2", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    fakes: list[int] = []
+    deadline = time.monotonic() + 240
+    while not fakes and child.poll() is None and time.monotonic() < deadline:
+        fakes = [
+            p for p in _descendants(child.pid) if "toolproof.fakes.mcp PlainServer --transport http" in _command_line(p)
+        ]
+        time.sleep(0.05)
+    assert fakes, "the run never served its fake MCP server over HTTP"
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode == 143, stderr
+    assert stderr.splitlines()[-1] == "toolproof: interrupted; results.duckdb keeps only complete runs"
+    left = time.monotonic() + 30
+    while any("toolproof.fakes.mcp" in _command_line(p) for p in fakes) and time.monotonic() < left:
+        time.sleep(0.1)
+    running = [p for p in fakes if "toolproof.fakes.mcp" in _command_line(p)]
+    for pid in running:
+        os.kill(pid, signal.SIGKILL)
+    assert running == [], "the fake MCP server outlived the run"

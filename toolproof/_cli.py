@@ -29,7 +29,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from ._interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, was_interrupted
+from ._interrupt import INTERRUPTED_MESSAGE, interrupted_status, was_interrupted
 from ._preflight import check_out_dir, require
 
 if TYPE_CHECKING:
@@ -248,7 +248,8 @@ def run(
     1 when any fails or errors, or an expectation is stale (one line each on stderr);
     2 for bad input (unknown implementation, rule or cell, a malformed --shard, bad or draft expectations file, unwritable --out,
     an existing --write-expectations file, unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
-    3 when the harness itself failed.
+    3 when the harness itself failed; 130 on Ctrl-C and 143 on SIGTERM (one line; what the run started is stopped,
+    and results.duckdb keeps only complete runs).
     """
     try:
         load_catalog().select(rule_selectors)
@@ -275,7 +276,7 @@ def run(
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
         if was_interrupted():
             err.print(INTERRUPTED_MESSAGE, markup=False)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(interrupted_status()) from None
         raise
     _summarise(outcome)
 

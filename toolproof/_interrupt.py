@@ -1,7 +1,9 @@
-"""Ctrl-C, whatever it interrupts: one line on stderr and exit status 130.
+"""Ctrl-C or SIGTERM, whatever it interrupts: one line on stderr, cleanup, and exit status 130 or 143.
 
 Only the standard library is imported here, so the console script installs the handler before it imports the
-command line (typer, rich, pydantic), and a Ctrl-C while those load is handled like any other.
+command line (typer, rich, pydantic), and an interrupt while those load is handled like any other. SIGTERM (a CI
+job cancelled, ``kill``) unwinds like Ctrl-C, so what the run started (fake MCP servers, worker processes) is
+stopped, not orphaned.
 """
 
 from __future__ import annotations
@@ -12,24 +14,34 @@ import sys
 from types import FrameType
 
 EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT); after SIGTERM it is 143 (128 + SIGTERM)."""
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complete runs"
 
 
 class _State:
     interrupted = False
+    signum = signal.SIGINT
 
 
 def was_interrupted() -> bool:
-    """Whether Ctrl-C has been pressed in this process."""
+    """Whether Ctrl-C or SIGTERM has reached this process."""
     return _State.interrupted
 
 
+def interrupted_status() -> int:
+    """The exit status for the signal that interrupted: 130 for SIGINT, 143 for SIGTERM."""
+    return 128 + int(_State.signum)
+
+
 def interrupted(signum: int, frame: FrameType | None) -> None:
-    """The SIGINT handler. The first Ctrl-C stops the process where it is; a second while it unwinds is ignored, so
-    cleanup finishes. asyncio logs a task the interrupt ended as "exception was never retrieved", with a traceback,
+    """The SIGINT and SIGTERM handler. The first stops the process where it is; another while it unwinds is ignored,
+    so cleanup finishes. asyncio logs a task the interrupt ended as "exception was never retrieved", with a traceback,
     when the task is collected: after Ctrl-C that is the interruption again, and the one line says it."""
     _State.interrupted = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _State.signum = signal.Signals(signum)
+    for stopping in STOPPING_SIGNALS:
+        signal.signal(stopping, signal.SIG_IGN)
     logging.getLogger("asyncio").disabled = True
     raise KeyboardInterrupt
 
@@ -46,16 +58,17 @@ def forget_handled_interrupt() -> None:
 
 
 def exit_interrupted() -> None:
-    """Print the one line and exit 130."""
+    """Print the one line and exit 130 (143 after SIGTERM)."""
     sys.stderr.write(INTERRUPTED_MESSAGE + "\n")
     sys.stderr.flush()
     forget_handled_interrupt()
-    sys.exit(EXIT_INTERRUPTED)
+    sys.exit(interrupted_status())
 
 
 def main() -> None:
     """Console-script entry point (``toolproof`` and ``python -m toolproof``)."""
-    signal.signal(signal.SIGINT, interrupted)
+    for stopping in STOPPING_SIGNALS:
+        signal.signal(stopping, interrupted)
     try:
         from toolproof._cli import app
 
@@ -64,7 +77,7 @@ def main() -> None:
         exit_interrupted()
     except SystemExit as exit_:
         if _State.interrupted:
-            if exit_.code != EXIT_INTERRUPTED:  # Interrupted outside `run`'s own handling.
+            if exit_.code != interrupted_status():  # Interrupted outside `run`'s own handling.
                 exit_interrupted()
             forget_handled_interrupt()
         raise
