@@ -373,12 +373,12 @@ def test_sigterm_mid_run_stops_the_fake_servers_it_started_and_exits_143(tmp_pat
     assert fakes, "the run never served its fake MCP server over HTTP"
     child.send_signal(signal.SIGTERM)
     _, stderr = child.communicate(timeout=300)
-    assert child.returncode == 143, stderr
-    assert stderr.splitlines()[-1] == "toolproof: interrupted; results.duckdb keeps only complete runs"
     left = time.monotonic() + 30
     while any("toolproof.fakes.mcp" in _command_line(p) for p in fakes) and time.monotonic() < left:
         time.sleep(0.1)
     running = [p for p in fakes if "toolproof.fakes.mcp" in _command_line(p)]
-    for pid in running:
+    for pid in running:  # Whatever the verdict, nothing of this test outlives it.
         os.kill(pid, signal.SIGKILL)
     assert running == [], "the fake MCP server outlived the run"
+    assert child.returncode == 143, stderr
+    assert stderr.splitlines()[-1] == "toolproof: interrupted; results.duckdb keeps only complete runs"
