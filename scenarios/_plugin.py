@@ -32,6 +32,7 @@ from toolproof.spec import (
     ConformanceFailure,
     CrashCell,
     Implementation,
+    ImplementationError,
     NotCovered,
     PortViolation,
     Profile,
@@ -259,6 +260,11 @@ def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Ver
     if failure is not None:
         notes = "\n".join(getattr(failure, "__notes__", []))
         return Verdict.FAIL, str(failure) + (f"\n{notes}" if notes else ""), failure.rule_id
+    misbehaved = _carried(raised, ImplementationError)
+    if misbehaved is not None:
+        # The implementation's driver refused, failed, or answered off the protocol: said in the protocol's terms,
+        # one line, not a traceback of the harness's client (which would read as Python to a driver in any language).
+        return Verdict.ERROR, f"implementation error: {misbehaved}", None
     return Verdict.ERROR, report.longreprtext, None
 
 

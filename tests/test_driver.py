@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +38,7 @@ from toolproof.spec import (
     ExecuteTool,
     Identity,
     InstanceConfig,
+    InvocationStatus,
     Problem,
     ToolContext,
     ToolSpec,
@@ -507,3 +509,75 @@ def test_an_execute_the_driver_stopped_is_answered_cancelled_and_is_no_outcome(s
         assert not answers[0]["raised"].startswith("CancelledError")
     else:
         assert answers == []  # Still running when the test gave up waiting: a signal alone stops nothing.
+
+
+_OK = {"status": "SUCCEEDED", "invocation_id": "inv-1", "result": {"ok": True}}
+OFF_PROTOCOL = [
+    pytest.param(b"not json", "the body is not JSON", id="not-json"),
+    pytest.param(
+        {"dispositions": "x"}, 'dispositions: a list of dispositions (got {"dispositions": "x"})', id="no-list"
+    ),
+    pytest.param({"dispositions": [7]}, "dispositions.0: a disposition is an object (got 7)", id="not-object"),
+    pytest.param(
+        {"dispositions": [_OK, {**_OK, "status": "DONE"}]},
+        "dispositions.1.status: one of "
+        + ", ".join([*(status.value for status in InvocationStatus), "SUSPENDED"])
+        + ' (got "DONE")',
+        id="bad-status",
+    ),
+    pytest.param(
+        {"dispositions": [{"status": "SUCCEEDED"}]},
+        'dispositions.0.invocation_id: Field required (got {"status":',
+        id="missing",
+    ),
+    pytest.param(
+        {"dispositions": [{**_OK, "invocation_id": 5}]},
+        "dispositions.0.invocation_id: Input should be a valid string (got 5)",
+        id="wrong-type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("answer", "said"), OFF_PROTOCOL)
+def test_an_answer_off_the_protocol_is_the_drivers_error_in_the_answers_terms(answer: object, said: str) -> None:
+    """A driver's 2xx answer that does not match the document: one line naming the JSON path, what the document
+    wants there and what came, as an ImplementationError (reported as the rule's error); no pydantic dump, no
+    Python repr of an enum, no union branch names."""
+    from toolproof.driver import HttpInstance
+    from toolproof.fakes import FakeClock
+    from toolproof.spec import ImplementationError, ProposedCall, StepRequest
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        if isinstance(answer, bytes):
+            return httpx2.Response(200, content=answer)
+        return httpx2.Response(200, json=answer)
+
+    async def submit() -> None:
+        transport = httpx2.MockTransport(reply)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://driver") as client:
+            impl = cast(HttpImplementation, object.__new__(HttpImplementation))
+            impl.url = "http://driver"
+            instance = HttpInstance(impl, client, "i1", FakeClock(), dies=False)
+            step = StepRequest(run_id="r", step_number=1, calls=[ProposedCall(call_id="c", tool_name="a.b")])
+            await instance.submit(step)
+
+    with pytest.raises(ImplementationError) as raised:
+        anyio.run(submit)
+    text = str(raised.value)
+    assert text.startswith("the driver's answer to POST /v1/instances/i1/steps does not match the protocol: ")
+    assert said in text
+    assert "\n" not in text
+    for python in ("InvocationStatus.", "validation error", "function-after", "Success.", "pydantic"):
+        assert python not in text
+
+
+def test_an_implementation_error_is_the_rules_error_in_one_line() -> None:
+    """The scenario plugin reports a driver's misbehaviour by its one line, not the harness's traceback."""
+    from toolproof.scenarios._plugin import _judge
+    from toolproof.spec import ImplementationError
+
+    report = cast(pytest.TestReport, types.SimpleNamespace(skipped=False, when="call", passed=False, longreprtext="TB"))
+    error = ImplementationError("the driver's answer to POST /v1/instances/i1/steps does not match the protocol: x")
+    verdict, evidence, _ = _judge(report, ExceptionGroup("task group", [error]))
+    assert (verdict, evidence) == (Verdict.ERROR, f"implementation error: {error}")
+    assert _judge(report, RuntimeError("boom"))[:2] == (Verdict.ERROR, "TB")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx2
-from pydantic import BaseModel, JsonValue, TypeAdapter, create_model
+from pydantic import BaseModel, JsonValue, ValidationError, create_model
 
 from toolproof.spec import (
     DRIVER_PROTOCOL,
@@ -34,10 +34,12 @@ from toolproof.spec import (
     Events,
     HarnessError,
     Implementation,
+    ImplementationError,
     InstanceConfig,
     InstanceHandle,
     InvocationRow,
     Invocations,
+    InvocationStatus,
     McpOrigin,
     McpServerConfig,
     McpTransport,
@@ -66,25 +68,63 @@ CONNECT_PATIENCE_S = 60.0
 """How long a connection refused is retried: a supervised driver restarts after a SIGKILL crash."""
 PROBE_TIMEOUT_S = 5.0
 """How long the first probe of a driver URL waits for an answer (the CLI's up-front check)."""
-_DISPOSITION = TypeAdapter[Disposition](Disposition)
+_M = TypeVar("_M", bound=BaseModel)
+_T = TypeVar("_T")
+
+DISPOSITION_STATUSES = (*(status.value for status in InvocationStatus), "SUSPENDED")
+"""What a disposition's ``status`` may be: a row status, or the suspension marker."""
 
 
-def _disposition(data: object) -> Disposition:
-    """One disposition as the driver sent it; a field its shape does not have is kept, so scenarios see it."""
-    if isinstance(data, dict):
-        status = data.get("status")
-        shape = Success if status == "SUCCEEDED" else Suspended if status == "SUSPENDED" else Outcome
-        extra = sorted(set(data) - set(shape.model_fields))
-        if extra:
-            fields: dict[str, Any] = {name: (JsonValue, None) for name in extra}
-            widened = create_model(shape.__name__, __base__=shape, **fields)
-            return cast(Disposition, widened.model_validate(data))
-    return _DISPOSITION.validate_python(data)
+class AnswerMismatch(ValueError):
+    """A driver's answer that does not match the protocol's shape: where, in the answer's own terms."""
+
+
+def _json_text(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _mismatch(where: str, exc: ValidationError) -> AnswerMismatch:
+    """The first of ``exc``'s errors as a JSON path, what the protocol wants there, and what came."""
+    error = exc.errors()[0]
+    path = ".".join([where, *(str(part) for part in error["loc"])]).strip(".") or "the answer"
+    return AnswerMismatch(f"{path}: {error['msg']} (got {_json_text(error['input'])})")
+
+
+def _disposition(data: object, where: str = "") -> Disposition:
+    """One disposition as the driver sent it; a field its shape does not have is kept, so scenarios see it.
+
+    The shape is chosen by ``status`` (as the document's ``Disposition`` says), so a mismatch is named by the
+    answer's own field, never by the union's branches."""
+    if not isinstance(data, dict):
+        raise AnswerMismatch(f"{where or 'the answer'}: a disposition is an object (got {_json_text(data)})")
+    status = data.get("status")
+    if status not in DISPOSITION_STATUSES:
+        allowed = ", ".join(DISPOSITION_STATUSES)
+        raise AnswerMismatch(f"{where + '.' if where else ''}status: one of {allowed} (got {_json_text(status)})")
+    shape: type[BaseModel] = Success if status == "SUCCEEDED" else Suspended if status == "SUSPENDED" else Outcome
+    extra = sorted(set(data) - set(shape.model_fields))
+    if extra:
+        fields: dict[str, Any] = {name: (JsonValue, None) for name in extra}
+        shape = create_model(shape.__name__, __base__=shape, **fields)
+    try:
+        return cast(Disposition, shape.model_validate(data))
+    except ValidationError as exc:
+        raise _mismatch(where, exc) from None
 
 
 def _dispositions(raw: bytes) -> list[Disposition]:
     answer = json.loads(raw)
-    return [_disposition(d) for d in answer.get("dispositions", [])] if isinstance(answer, dict) else []
+    if not isinstance(answer, dict) or not isinstance(answer.get("dispositions"), list):
+        raise AnswerMismatch(f"dispositions: a list of dispositions (got {_json_text(answer)})")
+    return [_disposition(d, f"dispositions.{i}") for i, d in enumerate(answer["dispositions"])]
+
+
+def _model(model: type[_M], raw: bytes) -> _M:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _mismatch("", exc) from None
 
 
 def is_driver_url(ref: str) -> bool:
@@ -137,60 +177,75 @@ class HttpInstance:
         raise_problem(response)
         return response.content
 
+    async def _answer(self, method: str, path: str, parse: Callable[[bytes], _T], body: BaseModel | None = None) -> _T:
+        """The answer to one request, read by ``parse``; an answer off the protocol's shape is the driver's error,
+        said in the answer's terms (a JSON path, what the document wants there, what came), never as Python."""
+        raw = await self._call(method, path, body)
+        try:
+            return parse(raw)
+        except ValueError as exc:  # AnswerMismatch, or no JSON at all.
+            what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
+            raise ImplementationError(
+                f"the driver's answer to {method} {self._base}{path} does not match the protocol: {what}"
+            ) from None
+
     async def submit(self, step: StepRequest) -> list[Disposition]:
         """``POST .../steps``."""
-        return _dispositions(await self._call("POST", "/steps", step))
+        return await self._answer("POST", "/steps", _dispositions, step)
 
     async def submit_measuring_memory(self, step: StepRequest) -> tuple[list[Disposition], int | None]:
         """Decision 12's memory, measured in the driver from the tools' results arriving to the step's end; None
         when the driver answers null (it does not measure): never read as zero bytes, which would be a pass."""
-        raw = await self._call("POST", "/steps?probe=memory", step)
-        peak = json.loads(raw).get("memory_peak_bytes")
-        return _dispositions(raw), peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+
+        def parse(raw: bytes) -> tuple[list[Disposition], int | None]:
+            peak = json.loads(raw).get("memory_peak_bytes")
+            return _dispositions(raw), peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+
+        return await self._answer("POST", "/steps?probe=memory", parse, step)
 
     async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
         """``POST .../approvals``."""
         answer = ApprovalAnswer(invocation_id=invocation_id, approved=approved)
-        return _disposition(json.loads(await self._call("POST", "/approvals", answer)))
+        return await self._answer("POST", "/approvals", lambda raw: _disposition(json.loads(raw)), answer)
 
     async def resume(self, invocation_id: str, answer: str) -> Disposition:
         """``POST .../resumptions``."""
         body = ResumeAnswer(invocation_id=invocation_id, answer=answer)
-        return _disposition(json.loads(await self._call("POST", "/resumptions", body)))
+        return await self._answer("POST", "/resumptions", lambda raw: _disposition(json.loads(raw)), body)
 
     async def sweep(self) -> list[Disposition]:
         """``POST .../sweeps``."""
-        return _dispositions(await self._call("POST", "/sweeps"))
+        return await self._answer("POST", "/sweeps", _dispositions)
 
     async def run_script(self, request: ScriptRequest) -> ScriptRun:
         """``POST .../scripts``."""
-        return ScriptRun.model_validate_json(await self._call("POST", "/scripts", request))
+        return await self._answer("POST", "/scripts", lambda raw: _model(ScriptRun, raw), request)
 
     async def invocations(self, run_id: str) -> list[InvocationRow]:
         """``GET .../runs/{run_id}/invocations``."""
-        return Invocations.model_validate_json(
-            await self._call("GET", f"/runs/{_segment(run_id)}/invocations")
-        ).invocations
+        path = f"/runs/{_segment(run_id)}/invocations"
+        return (await self._answer("GET", path, lambda raw: _model(Invocations, raw))).invocations
 
     async def events(self, run_id: str) -> list[Event]:
         """``GET .../runs/{run_id}/events``."""
-        return Events.model_validate_json(await self._call("GET", f"/runs/{_segment(run_id)}/events")).events
+        return (await self._answer("GET", f"/runs/{_segment(run_id)}/events", lambda raw: _model(Events, raw))).events
 
     async def metrics(self) -> dict[str, int]:
         """``GET .../metrics``."""
-        return Metrics.model_validate_json(await self._call("GET", "/metrics")).metrics
+        return (await self._answer("GET", "/metrics", lambda raw: _model(Metrics, raw))).metrics
 
     async def store_tables(self) -> list[str]:
         """``GET .../tables``."""
-        return Tables.model_validate_json(await self._call("GET", "/tables")).tables
+        return (await self._answer("GET", "/tables", lambda raw: _model(Tables, raw))).tables
 
     async def advertise(self, run_id: str) -> Advertisement:
         """``POST .../runs/{run_id}/advertisement``."""
-        return Advertisement.model_validate_json(await self._call("POST", f"/runs/{_segment(run_id)}/advertisement"))
+        path = f"/runs/{_segment(run_id)}/advertisement"
+        return await self._answer("POST", path, lambda raw: _model(Advertisement, raw))
 
     async def catalog_history(self) -> list[CatalogChange]:
         """``GET .../catalog-history``."""
-        return CatalogHistory.model_validate_json(await self._call("GET", "/catalog-history")).changes
+        return (await self._answer("GET", "/catalog-history", lambda raw: _model(CatalogHistory, raw))).changes
 
 
 class HttpImplementation:
@@ -216,10 +271,11 @@ class HttpImplementation:
             except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
                 raise ConfigurationError(f"no driver answers at {self.url}: {exc}") from None
         try:
-            return DriverInfo.model_validate_json(response.content)
-        except ValueError:
+            return _model(DriverInfo, response.content)
+        except ValueError as exc:
+            what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
             raise ConfigurationError(
-                f"{self.url}/v1/info did not answer the driver protocol ({DRIVER_PROTOCOL})"
+                f"{self.url}/v1/info did not answer the driver protocol ({DRIVER_PROTOCOL}): {what}"
             ) from None
 
     @property
@@ -293,7 +349,13 @@ class HttpImplementation:
             except httpx2.TransportError as exc:
                 raise HarnessError(f"the driver at {self.url} stopped answering: {exc}") from None
             raise_problem(response)
-            instance_id = InstanceHandle.model_validate_json(response.content).instance_id
+            try:
+                instance_id = _model(InstanceHandle, response.content).instance_id
+            except ValueError as exc:
+                what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
+                raise ImplementationError(
+                    f"the driver's answer to POST /v1/instances does not match the protocol: {what}"
+                ) from None
             dies = config.crash is not None and config.crash.mode == "sigkill"
             instance = HttpInstance(self, client, instance_id, clock, dies)
             host.instance = instance
