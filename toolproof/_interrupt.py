@@ -49,9 +49,9 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
 def forget_handled_interrupt() -> None:
     """Keep the exit status the program chose after it handled Ctrl-C.
 
-    CPython notes a KeyboardInterrupt that leaves code run by ``eval`` of a string (``typing`` evaluates string
-    annotations that way while pytest collects) as unhandled, even when an outer frame handles it, and at exit it
-    then kills the process with SIGINT instead of exiting 130. Every string ``eval`` clears that note first, so one
+    Under ``python -m``, CPython notes a KeyboardInterrupt that leaves code run by ``exec`` or ``eval`` of a string
+    (``typing`` evaluates string annotations that way while pytest collects) as unhandled, even when an outer frame
+    handles it, and at exit it then kills the process with SIGINT instead of exiting 130. Every string ``eval`` clears that note first, so one
     that succeeds, made once the interrupt is handled, leaves the process to exit with its own status.
     """
     eval("None")
