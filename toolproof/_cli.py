@@ -29,7 +29,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from ._interrupt import INTERRUPTED_MESSAGE, interrupted_status, was_interrupted
+from ._interrupt import interrupted_status, say_interrupted, was_interrupted
 from ._preflight import check_out_dir, require
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ def run(
     except BaseException:
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
         if was_interrupted():
-            err.print(INTERRUPTED_MESSAGE, markup=False)
+            say_interrupted()
             raise typer.Exit(interrupted_status()) from None
         raise
     _summarise(outcome)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import warnings
 from types import FrameType
 
 EXIT_INTERRUPTED = 130
@@ -36,14 +37,38 @@ def interrupted_status() -> int:
 
 def interrupted(signum: int, frame: FrameType | None) -> None:
     """The SIGINT and SIGTERM handler. The first stops the process where it is; another while it unwinds is ignored,
-    so cleanup finishes. asyncio logs a task the interrupt ended as "exception was never retrieved", with a traceback,
-    when the task is collected: after Ctrl-C that is the interruption again, and the one line says it."""
+    so cleanup finishes."""
     _State.interrupted = True
     _State.signum = signal.Signals(signum)
     for stopping in STOPPING_SIGNALS:
         signal.signal(stopping, signal.SIG_IGN)
-    logging.getLogger("asyncio").disabled = True
+    quiet_debris()
     raise KeyboardInterrupt
+
+
+def _drop(_unraisable: object) -> None:
+    return None
+
+
+def quiet_debris() -> None:
+    """After an interrupt, leave its debris unsaid: the one line says what happened.
+
+    The debris: asyncio's "exception was never retrieved", with a traceback, for a task the interrupt ended; an
+    object the interrupt left half-built whose ``__del__`` fails when it is collected (seen: an event loop
+    interrupted inside its constructor, which pytest reports as an unraisable-exception warning with a traceback);
+    any warning. Called by the handler, again where a framework may have put its own hooks back (pytest's
+    unconfigure, see ``toolproof._run``), and before the one line is written.
+    """
+    logging.getLogger("asyncio").disabled = True
+    sys.unraisablehook = _drop
+    warnings.simplefilter("ignore")
+
+
+def say_interrupted() -> None:
+    """Write the one line to stderr, with the debris quieted first."""
+    quiet_debris()
+    sys.stderr.write(INTERRUPTED_MESSAGE + "\n")
+    sys.stderr.flush()
 
 
 def forget_handled_interrupt() -> None:
@@ -59,8 +84,7 @@ def forget_handled_interrupt() -> None:
 
 def exit_interrupted() -> None:
     """Print the one line and exit 130 (143 after SIGTERM)."""
-    sys.stderr.write(INTERRUPTED_MESSAGE + "\n")
-    sys.stderr.flush()
+    say_interrupted()
     forget_handled_interrupt()
     sys.exit(interrupted_status())
 

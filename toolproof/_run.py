@@ -38,6 +38,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
+from ._interrupt import quiet_debris, was_interrupted
 from ._preflight import check_out_dir, require
 from .expectations import Expectations, draft_expectations
 
@@ -87,6 +88,16 @@ def _check_writable(out_dir: Path) -> None:
         raise ConfigurationError(
             f"--out {str(out_dir)!r} is not a writable directory ({exc.strerror or exc})"
         ) from None
+
+
+class _QuietAfterInterrupt:
+    """After Ctrl-C, pytest's unconfigure collects garbage and warns of what failed to be collected (an object the
+    interrupt left half-built): debris, quieted before pytest's own unconfigure runs."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self) -> None:
+        if was_interrupted():
+            quiet_debris()
 
 
 def run_suite(
@@ -186,7 +197,8 @@ def run_suite(
     with tempfile.TemporaryDirectory(prefix="toolproof-hypothesis-") as scratch:
         hypothesis.configuration.set_hypothesis_home_dir(scratch)
         try:
-            plugins: list[object] = [collector, expected.index] + ([selector] if selector is not None else [])
+            plugins: list[object] = [collector, expected.index, _QuietAfterInterrupt()]
+            plugins += [selector] if selector is not None else []
             code = pytest.main(args, plugins=plugins)
         finally:
             hypothesis.configuration.set_hypothesis_home_dir(None)
