@@ -581,3 +581,23 @@ def test_an_implementation_error_is_the_rules_error_in_one_line() -> None:
     verdict, evidence, _ = _judge(report, ExceptionGroup("task group", [error]))
     assert (verdict, evidence) == (Verdict.ERROR, f"implementation error: {error}")
     assert _judge(report, RuntimeError("boom"))[:2] == (Verdict.ERROR, "TB")
+
+
+@pytest.mark.parametrize("answer", [[], "dispositions", 7])
+def test_a_memory_probe_answer_that_is_no_object_is_the_drivers_error(answer: object) -> None:
+    """Read once: an answer that is not an object is refused as off the protocol, before its peak is looked for."""
+    from toolproof.driver import HttpInstance
+    from toolproof.fakes import FakeClock
+    from toolproof.spec import ImplementationError, ProposedCall, StepRequest
+
+    async def probe() -> None:
+        transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://driver") as client:
+            impl = cast(HttpImplementation, object.__new__(HttpImplementation))
+            impl.url = "http://driver"
+            instance = HttpInstance(impl, client, "i1", FakeClock(), dies=False)
+            step = StepRequest(run_id="r", step_number=1, calls=[ProposedCall(call_id="c", tool_name="a.b")])
+            await instance.submit_measuring_memory(step)
+
+    with pytest.raises(ImplementationError, match=r"steps\?probe=memory does not match the protocol: dispositions: "):
+        anyio.run(probe)

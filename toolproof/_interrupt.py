@@ -14,8 +14,6 @@ import sys
 import warnings
 from types import FrameType
 
-EXIT_INTERRUPTED = 130
-"""Exit status after Ctrl-C (128 + SIGINT); after SIGTERM it is 143 (128 + SIGTERM)."""
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complete runs"
 

@@ -114,10 +114,20 @@ def _disposition(data: object, where: str = "") -> Disposition:
 
 
 def _dispositions(raw: bytes) -> list[Disposition]:
-    answer = json.loads(raw)
+    return _listed(json.loads(raw))
+
+
+def _listed(answer: object) -> list[Disposition]:
+    """The dispositions of a parsed ``Dispositions`` answer."""
     if not isinstance(answer, dict) or not isinstance(answer.get("dispositions"), list):
         raise AnswerMismatch(f"dispositions: a list of dispositions (got {_json_text(answer)})")
     return [_disposition(d, f"dispositions.{i}") for i, d in enumerate(answer["dispositions"])]
+
+
+def _off_protocol(request: str, exc: ValueError, protocol: str = "") -> str:
+    """One line for an answer that does not match the protocol: an ``AnswerMismatch``, or a body that is not JSON."""
+    what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
+    return f"the driver's answer to {request} does not match the protocol{protocol}: {what}"
 
 
 def _model(model: type[_M], raw: bytes) -> _M:
@@ -184,10 +194,7 @@ class HttpInstance:
         try:
             return parse(raw)
         except ValueError as exc:  # AnswerMismatch, or no JSON at all.
-            what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
-            raise ImplementationError(
-                f"the driver's answer to {method} {self._base}{path} does not match the protocol: {what}"
-            ) from None
+            raise ImplementationError(_off_protocol(f"{method} {self._base}{path}", exc)) from None
 
     async def submit(self, step: StepRequest) -> list[Disposition]:
         """``POST .../steps``."""
@@ -198,8 +205,10 @@ class HttpInstance:
         when the driver answers null (it does not measure): never read as zero bytes, which would be a pass."""
 
         def parse(raw: bytes) -> tuple[list[Disposition], int | None]:
-            peak = json.loads(raw).get("memory_peak_bytes")
-            return _dispositions(raw), peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+            answer = json.loads(raw)
+            dispositions = _listed(answer)  # Refuses an answer that is no object, before its peak is read.
+            peak = answer.get("memory_peak_bytes")
+            return dispositions, peak if isinstance(peak, int) and not isinstance(peak, bool) else None
 
         return await self._answer("POST", "/steps?probe=memory", parse, step)
 
@@ -273,10 +282,7 @@ class HttpImplementation:
         try:
             return _model(DriverInfo, response.content)
         except ValueError as exc:
-            what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
-            raise ConfigurationError(
-                f"{self.url}/v1/info did not answer the driver protocol ({DRIVER_PROTOCOL}): {what}"
-            ) from None
+            raise ConfigurationError(_off_protocol(f"GET {self.url}/v1/info", exc, f" ({DRIVER_PROTOCOL})")) from None
 
     @property
     def name(self) -> str:
@@ -352,10 +358,7 @@ class HttpImplementation:
             try:
                 instance_id = _model(InstanceHandle, response.content).instance_id
             except ValueError as exc:
-                what = str(exc) if isinstance(exc, AnswerMismatch) else f"the body is not JSON ({exc})"
-                raise ImplementationError(
-                    f"the driver's answer to POST /v1/instances does not match the protocol: {what}"
-                ) from None
+                raise ImplementationError(_off_protocol("POST /v1/instances", exc)) from None
             dies = config.crash is not None and config.crash.mode == "sigkill"
             instance = HttpInstance(self, client, instance_id, clock, dies)
             host.instance = instance
