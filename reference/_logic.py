@@ -116,7 +116,10 @@ def argument_trust(call: ProposedCall, context: Sequence[ContextItem], origin: T
 
     A call without arguments carries no argument-borne content and takes the origin's label.
     """
-    labels = {item.id: item.trust for item in context}
+    # Invariant: an id names every item that bears it, so a contributor's label is the lowest of them (D11.3).
+    labels: dict[str, TrustLabel] = {}
+    for item in context:
+        labels[item.id] = lowest_trust(item.trust, labels.get(item.id, item.trust))
     per_argument = [
         lowest_trust(*(labels.get(source, TrustLabel.EXTERNAL_UNTRUSTED) for source in call.provenance.get(name, [])))
         for name in call.arguments

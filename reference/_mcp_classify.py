@@ -38,20 +38,14 @@ class McpClassifier(McpCatalog):
         return link.config.effective_classification
 
     def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
-        """The spec a session pins for ``entry``."""
+        """The spec a session pins for ``entry``: the server's classification for every tool it yields.
+
+        The synthetic read_resource tool is a tool of the server too (reading a resource runs the server's code), so
+        it takes the server's classification, and an unclassified server's is the most restrictive (D6.1, D6.2).
+        """
         definition = entry.definition
-        if entry.remote_name is None:
-            return ToolSpec(
-                name=entry.name,
-                version=entry.sha256,
-                description=str(definition.get("description", "")),
-                source=ToolSource.MCP,
-                input_schema=READ_RESOURCE_SCHEMA,
-                output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
-                required_scopes=link.config.effective_classification.required_scopes,
-                deadline_s=link.config.call_timeout_s,
-            )
         classification = self.classify(link, entry)
+        synthetic = entry.remote_name is None
         return ToolSpec(
             name=entry.name,
             version=entry.sha256,
@@ -61,8 +55,10 @@ class McpClassifier(McpCatalog):
             risk=classification.risk,
             idempotency=classification.idempotency,
             required_scopes=classification.required_scopes,
-            input_schema=dict(definition.get("inputSchema") or {"type": "object"}),
-            output_schema=definition.get("outputSchema"),
+            input_schema=READ_RESOURCE_SCHEMA
+            if synthetic
+            else dict(definition.get("inputSchema") or {"type": "object"}),
+            output_schema=None if synthetic else definition.get("outputSchema"),
             output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
             deadline_s=link.config.call_timeout_s,
         )

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from toolproof.spec import (
+    UNSATISFIABLE_SCOPE,
     CatalogChangeKind,
     Clock,
     ConfigurationError,
@@ -32,6 +33,7 @@ from toolproof.spec import (
     McpOrigin,
     McpServerConfig,
     McpTransport,
+    on_egress_allowlist,
     sole_exception,
 )
 
@@ -224,6 +226,11 @@ class McpConnections:
 
     def check(self, config: InstanceConfig) -> None:
         """Refuse a configuration decision 7 forbids, naming the rule."""
+        if UNSATISFIABLE_SCOPE in config.credentials:
+            raise ConfigurationError(
+                f"credentials grant the scope {UNSATISFIABLE_SCOPE!r}, which an unclassified MCP server's tools "
+                "require so that no credential satisfies it; remove it, and classify the server instead (D6.2)"
+            )
         seen: set[str] = set()
         for server in config.mcp_servers:
             if server.server_id in seen:
@@ -236,8 +243,8 @@ class McpConnections:
                     f"tenant MCP server {server.server_id!r} uses {server.transport.value}: "
                     "tenant servers must use HTTP (D7.1)"
                 )
-            host = urlsplit(server.url or "").hostname
-            if host not in config.egress_allowlist:
+            if not on_egress_allowlist(server.url or "", config.egress_allowlist):
+                host = urlsplit(server.url or "").hostname
                 raise ConfigurationError(
                     f"tenant MCP server {server.server_id!r} is on host {host!r}, "
                     "which is not on the egress allowlist (D7.2)"

@@ -55,7 +55,7 @@ _NEAR_MISSES = (
     "example.community",
     "example.co",
     "xample.com",
-    "example.com.",  # the absolute form is not the configured entry
+    "example.com..",  # one trailing dot is the absolute form of the same host; two are no host
     "ex\u0430mple.com",  # Cyrillic a, a confusable
     "xn--exmple-4nf.com",  # punycode of the confusable
     "127.0.0.10",
@@ -114,6 +114,82 @@ async def test_tenant_http_server_must_be_on_the_egress_allowlist(harness: Harne
             )
         async with harness.open(mcp_servers=[tenant], egress_allowlist=["127.0.0.1"]) as session:
             harness.success("D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an allowlisted tenant call")
+
+
+# (host in the URL, allowlist entry): the same host, written another way: case, the absolute form's trailing dot,
+# U-label against A-label (IDNA 2008, the name the client resolves).
+_SAME_HOST = (
+    ("api.example.com", "API.Example.com"),
+    ("API.EXAMPLE.COM", "api.example.com"),
+    ("api.example.com.", "api.example.com"),
+    ("api.example.com", "api.example.com."),
+    ("Api.Example.Com.", "API.EXAMPLE.COM."),
+    ("b\u00fccher.example", "xn--bcher-kva.example"),
+    ("xn--bcher-kva.example", "b\u00fccher.example"),
+    ("B\u00dcCHER.example", "b\u00fccher.example"),
+    ("xn--bcher-kva.example", "XN--BCHER-KVA.EXAMPLE"),
+    ("fa\u00df.example", "xn--fa-hia.example"),
+)
+
+# (host in the URL, allowlist entry): another host that looks like the entry, in both directions.
+_LOOK_ALIKES = (
+    ("fa\u00df.example", "fass.example"),  # IDNA 2003 maps ß to ss; the client resolves xn--fa-hia
+    ("fass.example", "fa\u00df.example"),
+    ("ex\u0430mple.com", "example.com"),  # Cyrillic a
+    ("example.com", "ex\u0430mple.com"),
+    ("\uff45xample.com", "example.com"),  # full-width e: no IDNA 2008 host
+    ("example.com", "\uff45xample.com"),
+    ("exa\u200bmple.com", "example.com"),  # zero-width space
+    ("example.com", "exa\u200bmple.com"),
+    ("bucher.example", "b\u00fccher.example"),  # the accent dropped
+    ("b\u00fccher.example", "bucher.example"),
+    ("xn--bcher-kva.example.evil.test", "b\u00fccher.example"),
+    ("example.com..", "example.com"),
+    ("example.com", "example.com.."),
+)
+
+
+def _admitted(found: Exception | None) -> bool:
+    """Whether the implementation admitted the server: no refusal naming D7.2 (one that then could not reach the
+    host, which resolves nowhere, was admitted)."""
+    return not (isinstance(found, ConfigurationError) and "D7.2" in str(found))
+
+
+@pytest.mark.rules("D7.2")
+async def test_allowlist_compares_hosts_case_folded_idna_encoded_trailing_dot_aside(harness: Harness) -> None:
+    tenant = McpServerConfig(
+        server_id="tenant", origin=McpOrigin.TENANT, transport=McpTransport.HTTP, url="http://x:9/", classification=READ
+    )
+    for host, entry in _SAME_HOST:
+        found = await _refusal_or_failure(
+            harness, tenant.model_copy(update={"url": f"http://{host}:9/mcp"}), egress_allowlist=[entry]
+        )
+        harness.expect(
+            "D7.2",
+            _admitted(found),
+            f"a tenant server at {host!r} was refused with the allowlist [{entry!r}], the same host written another "
+            f"way (hosts compare case-folded, IDNA-encoded, one trailing dot aside): {found}",
+        )
+    for host, entry in _LOOK_ALIKES:
+        found = await _refusal_or_failure(
+            harness, tenant.model_copy(update={"url": f"http://{host}:9/mcp"}), egress_allowlist=[entry]
+        )
+        harness.expect(
+            "D7.2",
+            not _admitted(found),
+            f"a tenant server at {host!r} was not refused naming D7.2 with the allowlist [{entry!r}], a host that "
+            f"only looks like it: {found}",
+        )
+    async with http_server("PlainServer") as url:
+        port = url.split(":")[2].split("/")[0]
+        for host, entry in (("localhost", "LOCALHOST"), ("LocalHost", "localhost."), ("127.0.0.1", "127.0.0.1.")):
+            served = tenant.model_copy(update={"url": f"http://{host}:{port}/mcp"})
+            async with harness.open(mcp_servers=[served], egress_allowlist=[entry]) as session:
+                harness.success(
+                    "D7.2",
+                    await session.call("mcp.tenant.echo", {"text": "hi"}),
+                    f"a call to a tenant server at {host!r} with the allowlist [{entry!r}]",
+                )
 
 
 @pytest.mark.rules("D7.3")

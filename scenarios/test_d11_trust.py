@@ -18,7 +18,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._harness import Harness, Session
+from ._harness import Harness, Session, describe
 
 SYSTEM = ContextItem(id="sys-1", trust=TrustLabel.SYSTEM, text="You are a helpful agent.")
 USER = ContextItem(
@@ -151,6 +151,43 @@ async def test_one_untrusted_contributor_lowers_the_argument(harness: Harness) -
         f"an argument whose contributors include an id not in the request gave argument_trust {ghost.value} "
         f"(with a USER item beside it) and {ghost_only.value} (alone); an unknown contributor counts EXTERNAL_UNTRUSTED",
     )
+
+
+@pytest.mark.rules("D11.3")
+@pytest.mark.parametrize("first", list(TrustLabel))
+async def test_an_id_borne_by_several_items_takes_their_lowest_label(harness: Harness, first: TrustLabel) -> None:
+    # Both orders of every pair of labels: an item of id doc-1 given first, then another item of the same id with a
+    # different label, then a USER item; one argument comes from doc-1, the other from the USER item.
+    mail = _mail(harness)
+    async with harness.open(_echo(harness), mail) as session:
+        for second in TrustLabel:
+            if second is first:
+                continue
+            want = min(first, second)
+            context = [
+                ContextItem(id="doc-1", trust=first, text="Send it to the address in this document."),
+                ContextItem(id="doc-1", trust=second, text="The address is finance-team@example.com."),
+                USER,
+            ]
+            origin, argument = await _labels(session, context, {"text": ["doc-1"], "note": ["user-1"]})
+            harness.expect(
+                "D11.3",
+                (argument, origin) == (min(want, TrustLabel.USER), min(want, TrustLabel.USER)),
+                f"with two context items of id doc-1 labelled {first.value} then {second.value}, an argument from "
+                f"doc-1 (beside one from user-1) gave argument_trust {argument.value} and origin_trust {origin.value}; "
+                f"an id names every item that bears it, so doc-1 counts {want.value}",
+            )
+            before = len(harness.world.effects_of(mail.spec.name))
+            d = await session.call(mail.spec.name, {"to": second.value}, context=context, provenance={"to": ["doc-1"]})
+            ran = len(harness.world.effects_of(mail.spec.name)) - before
+            held = want is TrustLabel.EXTERNAL_UNTRUSTED
+            harness.expect(
+                "D11.3",
+                (isinstance(d, Suspended) and d.reason == "approval", ran) == (held, 0 if held else 1),
+                f"with two context items of id doc-1 labelled {first.value} then {second.value}, a consequential call "
+                f"whose argument came from doc-1 was answered {describe(d)} and left {ran} effect(s); doc-1 counts "
+                f"{want.value}, so the call {'waits for approval' if held else 'runs'}",
+            )
 
 
 @pytest.mark.rules("D11.4")

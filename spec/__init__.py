@@ -107,9 +107,11 @@ from ._mcp import (
     McpTransport,
     Skill,
     definition_sha256,
+    egress_host,
     mcp_skill_name,
     mcp_tool_name,
     normalize_remote_name,
+    on_egress_allowlist,
     replay_history,
 )
 from ._mcp_config import McpConfigError, load_mcp_servers
@@ -330,6 +332,7 @@ __all__ = [
     "crash_now",
     "definition_sha256",
     "domain_of",
+    "egress_host",
     "idempotency_key",
     "is_valid_name",
     "load_assumptions",
@@ -343,6 +346,7 @@ __all__ = [
     "member_doc",
     "new_run_id",
     "normalize_remote_name",
+    "on_egress_allowlist",
     "openapi_document",
     "outcome_entry",
     "publish_exports",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+import idna
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -33,6 +36,37 @@ LISTING_MAX_AGE_S = 30.0
 
 DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 """Decision 9: what a tool's definition hash covers, by wire (camelCase) name."""
+
+
+def egress_host(host: str) -> str | None:
+    """D7.2: the form in which two hosts are compared, or None when ``host`` names no host a client can reach.
+
+    Lower case, one trailing dot aside, and each non-ASCII label as its IDNA 2008 A-label: the name the SDK's HTTP
+    client resolves. A label IDNA 2008 refuses (full-width letters, zero-width characters) names nothing, so it never
+    matches; a transitional mapping (ß to ss, as IDNA 2003 does) is never applied, since it would match a host other
+    than the one the client reaches. An IP address compares in its canonical form.
+    """
+    text = host.removesuffix(".").lower()
+    if not text:
+        return None
+    try:
+        return str(ipaddress.ip_address(text.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    try:
+        return ".".join(label if label.isascii() else idna.encode(label).decode() for label in text.split("."))
+    except idna.IDNAError:
+        return None
+
+
+def on_egress_allowlist(url: str, allowlist: Iterable[str]) -> bool:
+    """D7.2: whether the host component of ``url`` (RFC 3986: after any userinfo, without the port) is on
+    ``allowlist``, each entry compared as a whole in ``egress_host`` form."""
+    try:
+        host = egress_host(urlsplit(url).hostname or "")
+    except ValueError:  # A URL urlsplit cannot read (a bad IPv6 literal, say) names no host.
+        return False
+    return host is not None and host in {egress_host(entry) for entry in allowlist}
 
 
 class McpOrigin(StrEnum):

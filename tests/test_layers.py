@@ -54,7 +54,8 @@ ALLOWED_INTERNAL = {
 }
 ALLOWED_EXTERNAL = {
     # rfc8785: the canonical JSON every interop hash is defined on (issue 20), one pure-Python module.
-    "spec": {"pydantic", "rfc8785"},
+    # idna: the IDNA 2008 form in which D7.2 compares hosts, the form the SDK's HTTP client resolves.
+    "spec": {"pydantic", "rfc8785", "idna"},
     "reports": {"pydantic", "duckdb"},
     # pydantic_core is pydantic's own engine (to_jsonable_python for a tool's result).
     "driver": {"pydantic", "pydantic_core", "anyio", "httpx2", "starlette", "uvicorn"},

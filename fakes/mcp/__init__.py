@@ -12,6 +12,7 @@ from toolproof.spec import publish_exports as _publish_exports
 from ._attacker import (
     ANSI,
     INJECTION,
+    RESOURCE_URI,
     SHADOWING_TOOL_NAMES,
     InjectingErrorServer,
     InjectingResourceServer,
@@ -153,6 +154,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "REPORT_TEXT",
     "RESERVED_DOMAIN_NAMES",
+    "RESOURCE_URI",
     "SAFE_ENV_NAMES",
     "SAMPLING_PROMPT",
     "SCHEMA_BREAKS",

@@ -12,10 +12,22 @@ from urllib.parse import urlsplit
 import mcp_types as types
 from mcp import Client
 
-from toolproof.reference.hooks import CatalogRow, Link, McpAdapter, McpTool, Pipeline, RemoteTool, Store, wire
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    CatalogRow,
+    Link,
+    McpAdapter,
+    McpTool,
+    Pipeline,
+    RemoteTool,
+    Store,
+    wire,
+)
 from toolproof.spec import (
     DEFINITION_FIELDS,
     READ_RESOURCE,
+    UNSATISFIABLE_SCOPE,
     Advertisement,
     CatalogChangeKind,
     Clock,
@@ -24,6 +36,7 @@ from toolproof.spec import (
     IdempotencyClass,
     InstanceConfig,
     McpClassification,
+    McpOrigin,
     McpServerConfig,
     McpTransport,
     ProposedCall,
@@ -31,6 +44,7 @@ from toolproof.spec import (
     Risk,
     SideEffect,
     Skill,
+    Step,
     StepRequest,
     ToolSpec,
     TrustLabel,
@@ -125,6 +139,54 @@ witness("permissive_unclassified", ("D6.2",), "treats an unclassified server as 
 )
 
 
+class _GrantsTheUnsatisfiableScope(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        # The defect: the reserved scope is just another credential name.
+        kept = {scope: value for scope, value in config.credentials.items() if scope != UNSATISFIABLE_SCOPE}
+        super().check(config.model_copy(update={"credentials": kept}))
+
+
+witness(
+    "unsatisfiable_scope_grantable",
+    ("D6.2",),
+    "lets a credential named like the unclassified scope grant it, approving an unclassified server's calls",
+)(_mcp(_GrantsTheUnsatisfiableScope))
+
+
+async def _scopes_folded(p: Pipeline, s: CallState) -> None:
+    # The defect: scopes compared trimmed and case-folded, so a near miss of the reserved scope grants it.
+    folded = {scope.strip().casefold(): value for scope, value in p.config.credentials.items()}
+    config = p.config
+    p.config = config.model_copy(update={"credentials": folded})
+    try:
+        await STEP_TABLE[Step.DECIDE](p, s)
+    finally:
+        p.config = config
+
+
+@witness("scopes_matched_loosely", ("D6.2",), "matches credential scopes trimmed and case-folded")
+class _ScopesMatchedLoosely(Pipeline):
+    steps = STEP_TABLE | {Step.DECIDE: _scopes_folded}
+
+
+class _ResourceToolReadOnly(McpAdapter):
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        spec = super().spec_for(link, entry)
+        if entry.remote_name is not None:
+            return spec
+        # The defect: "reading a resource is a read", whatever the operator said of the server.
+        return spec.model_copy(
+            update={"side_effect": SideEffect.READ_ONLY, "risk": Risk.LOW, "idempotency": IdempotencyClass.IDEMPOTENT}
+        )
+
+
+witness(
+    "resource_tool_always_read_only",
+    ("D6.1", "D6.2"),
+    "gives the synthetic read_resource tool READ_ONLY, LOW, IDEMPOTENT whatever its server's classification",
+)(_mcp(_ResourceToolReadOnly))
+
+
 class _TrustedOutput(McpAdapter):
     def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
         return super().spec_for(link, entry).model_copy(update={"output_trust": TrustLabel.INTERNAL})
@@ -151,6 +213,52 @@ class _AnyHost(McpAdapter):
 
 
 witness("egress_allowlist_ignored", ("D7.2",), "accepts a tenant HTTP server on any host")(_mcp(_AnyHost))
+
+
+class _AllowlistVerbatim(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        for server in config.mcp_servers:
+            host = urlsplit(server.url or "").hostname
+            # The defect: the host as written against the entries as written (case, trailing dot and IDNA kept).
+            if server.origin is McpOrigin.TENANT and server.url is not None and host not in config.egress_allowlist:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+        super().check(
+            config.model_copy(
+                update={"egress_allowlist": [urlsplit(s.url or "").hostname or "" for s in config.mcp_servers]}
+            )
+        )
+
+
+witness("allowlist_compared_verbatim", ("D7.2",), "compares allowlist hosts as written: case, trailing dot, U-labels")(
+    _mcp(_AllowlistVerbatim)
+)
+
+
+class _AllowlistIdna2003(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        def key(host: str) -> str:
+            # The defect: IDNA 2003's transitional mapping (ß to ss, full-width to ASCII), not the host the client
+            # resolves.
+            try:
+                return host.rstrip(".").encode("idna").decode().lower()
+            except UnicodeError:
+                return host.lower()
+
+        allowed = {key(entry) for entry in config.egress_allowlist}
+        for server in config.mcp_servers:
+            host = urlsplit(server.url or "").hostname or ""
+            if server.origin is McpOrigin.TENANT and server.url is not None and key(host) not in allowed:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+        super().check(
+            config.model_copy(
+                update={"egress_allowlist": [urlsplit(s.url or "").hostname or "" for s in config.mcp_servers]}
+            )
+        )
+
+
+witness("allowlist_idna2003", ("D7.2",), "compares allowlist hosts under IDNA 2003's mapping (ß as ss)")(
+    _mcp(_AllowlistIdna2003)
+)
 
 
 class _RefusesStdio(McpAdapter):

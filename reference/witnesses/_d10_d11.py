@@ -199,3 +199,29 @@ class _HoldsLostOnRestart(Pipeline):
             for row in session.exec(select(InvocationTable).where(InvocationTable.status == "AWAITING_APPROVAL")):
                 row.status, row.reason_code = "DENIED", ReasonCode.APPROVAL_EXPIRED.value
                 session.add(row)
+
+
+def _one_item_per_id(keep: str) -> StepFunction:
+    """Step 3, then argument_trust again with each id's label taken from one item only: the ``keep`` one given."""
+
+    async def label(p: Pipeline, s: CallState) -> None:
+        await STEP_TABLE[Step.LABEL](p, s)
+        items = s.request.context if keep == "last" else list(reversed(s.request.context))
+        by_id = {item.id: item.trust for item in items}  # The defect: a later item of the same id overwrites.
+        per_argument = [
+            lowest_trust(*(by_id.get(src, TrustLabel.EXTERNAL_UNTRUSTED) for src in s.call.provenance.get(name, [])))
+            for name in s.call.arguments
+        ]
+        s.argument_trust = min(per_argument) if per_argument else s.origin_trust
+
+    return label
+
+
+@witness("duplicate_id_last_item_wins", ("D11.3",), "labels a contributor by the last context item bearing its id")
+class _DuplicateIdLastItemWins(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _one_item_per_id("last")}
+
+
+@witness("duplicate_id_first_item_wins", ("D11.3",), "labels a contributor by the first context item bearing its id")
+class _DuplicateIdFirstItemWins(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _one_item_per_id("first")}
