@@ -9,10 +9,12 @@ from toolproof.reference.hooks import (
     FINISHING,
     STEP_TABLE,
     CallState,
+    McpAdapter,
     Pipeline,
     ReferenceImplementation,
     Resolved,
     StepFunction,
+    idempotency_key,
 )
 from toolproof.spec import Envelope, ProposedCall, Step, StepRequest, Success, Tool, ToolSpec, TrustLabel
 
@@ -95,3 +97,29 @@ async def outside_the_pipeline(
             for p in (result.content if result is not None else [])
         ],
     )
+
+
+def adapter_pipeline(adapter: type[McpAdapter]) -> type[Pipeline]:
+    """The reference pipeline with ``adapter`` as its MCP adapter (a witness whose defect is in the adapter)."""
+    return type(f"_{adapter.__name__}Pipeline", (Pipeline,), {"mcp_class": adapter})
+
+
+def key_without(*blank: str) -> StepFunction:
+    """Step 1, then the key computed again with the ``blank`` inputs blanked."""
+
+    async def resolve(p: Pipeline, s: CallState) -> None:
+        await STEP_TABLE[Step.RESOLVE](p, s)
+        inputs = {
+            "tenant": s.request.tenant,
+            "run_id": s.request.run_id,
+            "step_number": s.request.step_number,
+            "call_id": s.call.call_id,
+            "tool_name": s.call.tool_name,
+            "tool_version": s.resolved.spec.version if s.resolved else None,
+            "arguments": s.call.arguments,
+        }
+        for name in blank:
+            inputs[name] = 0 if name == "step_number" else ""
+        s.key = idempotency_key(**inputs)  # type: ignore[arg-type]
+
+    return resolve

@@ -1,0 +1,238 @@
+"""Witnesses of decision 3: Fourteen steps, one function, one call site.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+import uuid
+
+from toolproof.reference.hooks import (
+    DISPOSITION,
+    STEP_TABLE,
+    CallState,
+    InvocationTable,
+    Pipeline,
+    Resolved,
+    invocation_row,
+    resolved_step,
+)
+from toolproof.spec import (
+    Disposition,
+    Envelope,
+    EventKind,
+    InvocationStatus,
+    Outcome,
+    ProposedCall,
+    ReasonCode,
+    Step,
+    StepRequest,
+    Success,
+    ToolSource,
+    TrustLabel,
+)
+
+from ._registry import moved, witness
+
+
+@witness("executes_before_claim", ("D3.1",), "runs step 8 (claim) after step 10 (execute)")
+class _ExecutesBeforeClaim(Pipeline):
+    steps = moved(Step.CLAIM, after=Step.EXECUTE)
+
+
+async def _record_in_memory(p: Pipeline, s: CallState) -> None:
+    existing = p.store.find_by_key(s.key)
+    if existing is not None:
+        s.invocation_id, s.recorded = existing.invocation_id, True
+
+
+async def _claim_if_recorded(p: Pipeline, s: CallState) -> None:
+    if s.recorded:
+        await STEP_TABLE[Step.CLAIM](p, s)
+    s.attempt = max(s.attempt, 1)
+
+
+@witness(
+    "one_transaction", ("D3.1", "D3.2"), "holds the row back until step 13, as if one transaction spanned the call"
+)
+class _OneTransaction(Pipeline):
+    # Everything up to step 13 stays in memory, which is what an uncommitted transaction looks like to a reader.
+    steps = STEP_TABLE | {Step.RECORD: _record_in_memory, Step.CLAIM: _claim_if_recorded}
+
+    async def mark_effect(self, s: CallState) -> None:
+        if s.recorded:
+            await super().mark_effect(s)
+        s.marked = True
+
+
+async def _complete_successes_only(p: Pipeline, s: CallState) -> None:
+    d = s.disposition
+    if s.recorded and isinstance(d, Outcome) and d.status is InvocationStatus.FAILED:
+        return  # The mistake: "a failed call's row can wait for the next sweep to settle it".
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
+@witness("failures_completed_later", ("D3.8",), "returns a FAILED call's outcome with its row still RUNNING")
+class _FailuresCompletedLater(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_successes_only}
+
+
+@witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
+class _ValidatesAfterExecute(Pipeline):
+    steps = moved(Step.VALIDATE, after=Step.EXECUTE)
+
+
+async def _claims_terminal_rows(p: Pipeline, s: CallState) -> None:
+    row = p.store.get(s.invocation_id)
+    if InvocationStatus(row.status).is_terminal:
+        p.store.update(s.invocation_id, {"status": InvocationStatus.RECORDED.value})
+    await STEP_TABLE[Step.CLAIM](p, s)
+
+
+@witness("no_dedupe", ("D3.4", "D4.12"), "re-executes a replayed call whose row is already terminal")
+class _NoDedupe(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claims_terminal_rows}
+
+
+async def _reruns_invalid_results(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.INVALID_TOOL_RESULT:
+        s.disposition = None
+        p.store.update(s.invocation_id, {"effect_sent_at": None})
+        await p.steps[Step.EXECUTE](p, s)
+        await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness("retries_invalid_results", ("D3.5",), "runs the tool again when its result is rejected")
+class _RetriesInvalidResults(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _reruns_invalid_results}
+
+
+@witness("device_shortcut", ("D3.6",), "runs device and sandbox tools directly, outside the pipeline")
+class _DeviceShortcut(Pipeline):
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        found = self.registry.resolve(call.tool_name)
+        if found is None or found[0].source not in (ToolSource.DEVICE, ToolSource.SANDBOX):
+            return await super().run_call(request, call)
+        resolved = Resolved(*found)
+        s = CallState(request=request, call=call, resolved=resolved, attempt=1, key=uuid.uuid4().hex)
+        context = self.context_for(self.context_parts(s, resolved))
+        # Parsed as the pipeline parses any result: behind the driver a tool's result arrives as JSON.
+        result = self.parse_result(await resolved.tool.execute(dict(call.arguments), context))
+        return Success(
+            invocation_id=s.invocation_id,
+            content=[
+                Envelope(trust=TrustLabel.EXTERNAL_UNTRUSTED, source=resolved.spec.name, text=p.text)
+                for p in (result.content if result is not None else [])
+            ],
+        )
+
+
+async def _completes_without_requested(p: Pipeline, s: CallState) -> None:
+    if s.recorded or s.leave_row:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        return
+    assert s.disposition is not None
+    row = invocation_row(p, s, InvocationStatus(s.disposition.status))
+    row.reason_code = s.disposition.reason_code.value if isinstance(s.disposition, Outcome) else None
+    row.disposition_json = DISPOSITION.dump_json(s.disposition).decode()
+    p.store.insert(row, [EventKind.COMPLETED])
+
+
+@witness("no_requested_event_on_refusal", ("D3.7",), "writes a refused call's row without its requested event")
+class _NoRequestedOnRefusal(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _completes_without_requested}
+
+
+async def _completed_twice(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    p.store.update(s.invocation_id, {}, [EventKind.COMPLETED])
+
+
+@witness("double_completed", ("D3.7",), "emits tool_call.completed twice for an executed call")
+class _DoubleCompleted(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _completed_twice}
+
+
+@witness(
+    "recovery_logged_after_decision",
+    ("D3.7",),
+    "a recovered call's tool_call.recovered event is written once more after the call completes",
+    through=("D4.11",),
+)
+class _RecoveryLoggedAfterDecision(Pipeline):
+    async def recover(self, row: InvocationTable) -> Disposition:
+        decided = await super().recover(row)
+        # The mistake: the sweep logs what it decided, after the decision it logs.
+        self.store.update(row.invocation_id, {}, [EventKind.RECOVERED])
+        return decided
+
+
+@witness(
+    "resume_completes_twice",
+    ("D3.7", "D16.4"),
+    "a resumed control call writes a tool_call.completed for the suspension as well as for the call",
+)
+class _ResumeCompletesTwice(Pipeline):
+    async def resume(self, invocation_id: str, answer: str) -> Disposition:
+        self.store.update(invocation_id, {}, [EventKind.COMPLETED])  # The mistake: the suspension "completes".
+        return await super().resume(invocation_id, answer)
+
+
+_claim = STEP_TABLE[Step.CLAIM]
+
+
+@resolved_step
+async def _claim_reruns_failures(p: Pipeline, s: CallState, r: Resolved) -> None:
+    row = p.store.get(s.invocation_id)
+    status = InvocationStatus(row.status)
+    if status.is_terminal and status is not InvocationStatus.SUCCEEDED and row.effect_sent_at is None:
+        # The defect: only a success is final; a call that failed without its mark "can simply run again".
+        now = p.clock.now()
+        changes = {
+            "status": InvocationStatus.RUNNING.value,
+            "attempt": row.attempt + 1,
+            "lease_owner": p.worker_id,
+            "lease_expires_at": now + p.config.lease_s,
+            "started_at": now,
+            "reason_code": None,
+            "finished_at": None,
+            "disposition_json": None,
+        }
+        if p.store.claim(s.invocation_id, expect_status=status, expect_owner=row.lease_owner, changes=changes):
+            s.attempt = row.attempt + 1
+            return
+    await _claim(p, s)
+
+
+@witness("replay_reruns_failed", ("D3.4",), "re-executes a replayed call whose terminal row is not SUCCEEDED")
+class _ReplayRerunsFailed(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claim_reruns_failures}
+
+
+async def _claim_then_own_the_answer(p: Pipeline, s: CallState) -> None:
+    await _claim(p, s)
+    if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.IN_PROGRESS:
+        s.leave_row = False  # The defect: the in-progress answer is written to the row another worker is running.
+
+
+@witness(
+    "in_progress_written_to_row",
+    ("D3.2", "D3.7"),
+    "a second submission of a running call completes its row UNAVAILABLE in_progress",
+)
+class _InProgressWrittenToRow(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claim_then_own_the_answer}
+
+
+async def _claim_own_lease(p: Pipeline, s: CallState) -> None:
+    row = p.store.get(s.invocation_id)
+    live = (row.lease_expires_at or 0) > p.clock.now()
+    if row.status == InvocationStatus.RUNNING.value and live and row.lease_owner == p.worker_id:
+        # The mistake: a live lease of its own is taken for a leftover of this worker's, and claimed again.
+        p.store.update(s.invocation_id, {"lease_expires_at": 0.0})
+    await STEP_TABLE[Step.CLAIM](p, s)
+
+
+@witness("own_lease_claimed_again", ("D3.2", "D3.7"), "claims again a call running under its own live lease")
+class _OwnLeaseClaimedAgain(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _claim_own_lease}

@@ -1,0 +1,127 @@
+"""Witnesses of decision 6: An MCP server does not classify itself; output trust floors.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    Link,
+    McpAdapter,
+    Pipeline,
+    Registry,
+    RemoteTool,
+)
+from toolproof.spec import (
+    UNSATISFIABLE_SCOPE,
+    IdempotencyClass,
+    InstanceConfig,
+    McpClassification,
+    Risk,
+    SideEffect,
+    Step,
+    ToolSpec,
+    TrustLabel,
+)
+
+from ._registry import adapter_pipeline, witness
+
+
+class _NoFloors(Registry):
+    @staticmethod
+    def admit(spec: ToolSpec) -> ToolSpec:
+        Registry.admit(spec)
+        return spec  # Keeps the declared output trust of device and sandbox tools.
+
+
+@witness("trusts_declared_device_trust", ("D6.4",), "keeps the output trust a device or sandbox tool declares")
+class _TrustsDeclaredDeviceTrust(Pipeline):
+    registry_class = _NoFloors
+
+
+class _TrustsAnnotations(McpAdapter):
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        hints = entry.definition.get("annotations") or {}
+        if hints.get("readOnlyHint"):
+            return McpClassification(
+                side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT
+            )
+        return super().classify(link, entry)
+
+
+witness("annotations_classify", ("D6.1",), "takes side effect, risk and idempotency from the server's annotations")(
+    adapter_pipeline(_TrustsAnnotations)
+)
+
+
+class _PermissiveDefault(McpAdapter):
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        if link.config.classification is None:
+            return McpClassification(
+                side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT
+            )
+        return super().classify(link, entry)
+
+
+witness("permissive_unclassified", ("D6.2",), "treats an unclassified server as read-only and idempotent")(
+    adapter_pipeline(_PermissiveDefault)
+)
+
+
+class _GrantsTheUnsatisfiableScope(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        # The defect: the reserved scope is just another credential name.
+        kept = {scope: value for scope, value in config.credentials.items() if scope != UNSATISFIABLE_SCOPE}
+        super().check(config.model_copy(update={"credentials": kept}))
+
+
+witness(
+    "unsatisfiable_scope_grantable",
+    ("D6.2",),
+    "lets a credential named like the unclassified scope grant it, approving an unclassified server's calls",
+)(adapter_pipeline(_GrantsTheUnsatisfiableScope))
+
+
+async def _scopes_folded(p: Pipeline, s: CallState) -> None:
+    # The defect: scopes compared trimmed and case-folded, so a near miss of the reserved scope grants it.
+    folded = {scope.strip().casefold(): value for scope, value in p.config.credentials.items()}
+    config = p.config
+    p.config = config.model_copy(update={"credentials": folded})
+    try:
+        await STEP_TABLE[Step.DECIDE](p, s)
+    finally:
+        p.config = config
+
+
+@witness("scopes_matched_loosely", ("D6.2",), "matches credential scopes trimmed and case-folded")
+class _ScopesMatchedLoosely(Pipeline):
+    steps = STEP_TABLE | {Step.DECIDE: _scopes_folded}
+
+
+class _ResourceToolReadOnly(McpAdapter):
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        spec = super().spec_for(link, entry)
+        if entry.remote_name is not None:
+            return spec
+        # The defect: "reading a resource is a read", whatever the operator said of the server.
+        return spec.model_copy(
+            update={"side_effect": SideEffect.READ_ONLY, "risk": Risk.LOW, "idempotency": IdempotencyClass.IDEMPOTENT}
+        )
+
+
+witness(
+    "resource_tool_always_read_only",
+    ("D6.1", "D6.2"),
+    "gives the synthetic read_resource tool READ_ONLY, LOW, IDEMPOTENT whatever its server's classification",
+)(adapter_pipeline(_ResourceToolReadOnly))
+
+
+class _TrustedOutput(McpAdapter):
+    def spec_for(self, link: Link, entry: RemoteTool) -> ToolSpec:
+        return super().spec_for(link, entry).model_copy(update={"output_trust": TrustLabel.INTERNAL})
+
+
+witness("trusted_mcp_output", ("D6.3",), "registers MCP tools with INTERNAL output trust")(
+    adapter_pipeline(_TrustedOutput)
+)

@@ -1,0 +1,463 @@
+"""Witnesses of decision 7: Tenant servers over HTTP only; stdio is operator-only.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
+from pydantic import ValidationError
+
+from toolproof.reference.hooks import (
+    Link,
+    McpAdapter,
+    McpTool,
+    Opening,
+    Pipeline,
+)
+from toolproof.spec import (
+    CatalogChangeKind,
+    ConfigurationError,
+    InstanceConfig,
+    JsonObject,
+    McpOrigin,
+    McpServerConfig,
+    McpTransport,
+    ReasonCode,
+    ToolExecutionContext,
+    ToolResult,
+    ToolSpec,
+)
+
+from ._registry import adapter_pipeline, witness
+
+
+class _AcceptsTenantStdio(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        allowed = [s for s in config.mcp_servers if s.url is not None]
+        super().check(config.model_copy(update={"mcp_servers": allowed}))
+
+
+witness("tenant_stdio_accepted", ("D7.1",), "accepts a tenant MCP server over stdio or in-process")(
+    adapter_pipeline(_AcceptsTenantStdio)
+)
+
+
+class _AnyHost(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        hosts = [urlsplit(s.url).hostname or "" for s in config.mcp_servers if s.url is not None]
+        super().check(config.model_copy(update={"egress_allowlist": [*config.egress_allowlist, *hosts]}))
+
+
+witness("egress_allowlist_ignored", ("D7.2",), "accepts a tenant HTTP server on any host")(adapter_pipeline(_AnyHost))
+
+
+class _AllowlistVerbatim(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        for server in config.mcp_servers:
+            host = urlsplit(server.url or "").hostname
+            # The defect: the host as written against the entries as written (case, trailing dot and IDNA kept).
+            if server.origin is McpOrigin.TENANT and server.url is not None and host not in config.egress_allowlist:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+        super().check(
+            config.model_copy(
+                update={"egress_allowlist": [urlsplit(s.url or "").hostname or "" for s in config.mcp_servers]}
+            )
+        )
+
+
+witness("allowlist_compared_verbatim", ("D7.2",), "compares allowlist hosts as written: case, trailing dot, U-labels")(
+    adapter_pipeline(_AllowlistVerbatim)
+)
+
+
+class _AllowlistIdna2003(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        def key(host: str) -> str:
+            # The defect: IDNA 2003's transitional mapping (ß to ss, full-width to ASCII), not the host the client
+            # resolves.
+            try:
+                return host.rstrip(".").encode("idna").decode().lower()
+            except UnicodeError:
+                return host.lower()
+
+        allowed = {key(entry) for entry in config.egress_allowlist}
+        for server in config.mcp_servers:
+            host = urlsplit(server.url or "").hostname or ""
+            if server.origin is McpOrigin.TENANT and server.url is not None and key(host) not in allowed:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+        super().check(
+            config.model_copy(
+                update={"egress_allowlist": [urlsplit(s.url or "").hostname or "" for s in config.mcp_servers]}
+            )
+        )
+
+
+witness("allowlist_idna2003", ("D7.2",), "compares allowlist hosts under IDNA 2003's mapping (ß as ss)")(
+    adapter_pipeline(_AllowlistIdna2003)
+)
+
+
+class _RefusesStdio(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        for server in config.mcp_servers:
+            if server.transport is McpTransport.STDIO:
+                raise ConfigurationError(f"MCP server {server.server_id!r}: stdio is not supported")
+        super().check(config)
+
+
+witness("stdio_refused", ("D7.3",), "refuses stdio servers even from the operator")(adapter_pipeline(_RefusesStdio))
+
+
+class _SuffixAllowlist(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        seen: set[str] = set()
+        for server in config.mcp_servers:
+            if server.server_id in seen:
+                raise ConfigurationError(f"MCP server_id {server.server_id!r} is configured twice (D5.5)")
+            seen.add(server.server_id)
+            if server.origin is not McpOrigin.TENANT:
+                continue
+            if server.transport is not McpTransport.HTTP:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} must use HTTP (D7.1)")
+            host = urlsplit(server.url or "").hostname or ""
+            # The defect: a host passes when it ends with an allowed host, with no dot boundary.
+            if not any(host.endswith(allowed) for allowed in config.egress_allowlist):
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+
+
+@witness("allowlist_suffix_match", ("D7.2",), "matches a tenant host against the egress allowlist by suffix")
+class _AllowlistSuffixMatch(Pipeline):
+    mcp_class = _SuffixAllowlist
+
+
+class _UserinfoHost(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        stripped = []
+        for server in config.mcp_servers:
+            if server.origin is McpOrigin.TENANT and server.url:
+                # The defect: the host is read as the authority up to its first ':' or '@', so userinfo that names
+                # an allowed host stands in for the real one.
+                host = re.split(r"[:@]", urlsplit(server.url).netloc, maxsplit=1)[0].lower()
+                if host not in config.egress_allowlist:
+                    raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+                server = server.model_copy(update={"url": f"http://{config.egress_allowlist[0]}/"})
+            stripped.append(server)
+        super().check(config.model_copy(update={"mcp_servers": stripped}))
+
+
+@witness("allowlist_userinfo_host", ("D7.2",), "reads a tenant URL's userinfo as its host for the egress allowlist")
+class _AllowlistUserinfoHost(Pipeline):
+    mcp_class = _UserinfoHost
+
+
+class _StdioEnvIgnored(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        super().check(config)
+        servers = [server.model_copy(update={"env": None, "cwd": None}) for server in config.mcp_servers]
+        self.config = config.model_copy(update={"mcp_servers": servers})
+
+
+witness("stdio_env_ignored", ("D7.4",), "starts a stdio server without its configured env and cwd")(
+    adapter_pipeline(_StdioEnvIgnored)
+)
+
+
+class _WorkerEnvInherited(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        super().check(config)
+        servers = [
+            server.model_copy(update={"env": dict(os.environ) | (server.env or {})})
+            if server.transport is McpTransport.STDIO
+            else server
+            for server in config.mcp_servers
+        ]
+        self.config = config.model_copy(update={"mcp_servers": servers})
+
+
+witness("stdio_inherits_worker_env", ("D7.4",), "starts a stdio server with the worker's whole environment")(
+    adapter_pipeline(_WorkerEnvInherited)
+)
+
+
+class _OpaqueOpenError(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        # The defect: the error says only what the SDK raised (often its task group's wrapper), not the era asked
+        # nor what the server answered.
+        return ConfigurationError(f"MCP server {opening.server.server_id!r} cannot be reached: {exc}")
+
+
+witness(
+    "opaque_open_error",
+    ("D7.7", "D7.8"),
+    "refuses a server whose opening failed with the SDK's own text (a task group's wrapper), naming neither the era "
+    "asked nor what the server answered",
+)(adapter_pipeline(_OpaqueOpenError))
+
+
+class _UnverifiedEra(McpAdapter):
+    async def verify(self, server: McpServerConfig, client: Client, opening: Opening) -> None:
+        # The defect: a 2026-07-28 connection is taken as adopted; nothing asks the server whether it speaks the era.
+        return
+
+
+witness(
+    "unverified_era",
+    ("D7.8", "D7.7"),
+    "accepts a server configured for 2026-07-28 without a server/discover probe: a handshake-only, silent or "
+    "non-JSON server opens, and fails later",
+)(adapter_pipeline(_UnverifiedEra))
+
+
+class _MalformedCrashes(McpAdapter):
+    def malformed(self, link: Link, exc: ValidationError) -> ToolResult:
+        # The defect: an answer that is no result of its era escapes the tool as the SDK's validation error, which
+        # the pipeline judges a retryable crash "before acting".
+        raise exc
+
+
+witness(
+    "malformed_is_a_crash",
+    ("D7.9",),
+    "lets a result missing its era's required fields out of the MCP tool as an exception: tool_crashed, retryable",
+)(adapter_pipeline(_MalformedCrashes))
+
+
+class _DeadServerStopsEveryRun(McpAdapter):
+    async def listed(self, link: Link) -> bool:
+        # The defect: the listing a new session (or a call) makes is not contained, so a dead server's
+        # "Connection closed" escapes from every submit, builtin calls included.
+        await self.refresh(link)
+        return True
+
+
+witness(
+    "dead_server_stops_every_run",
+    ("D7.5",),
+    "lets a lost server's listing error escape, so after it dies every new run's submit raises",
+)(adapter_pipeline(_DeadServerStopsEveryRun))
+
+
+class _NeverReconnects(McpAdapter):
+    async def reconnect(self, link: Link) -> bool:
+        # The defect: a lost server stays lost for the instance's lifetime; nothing is attempted or recorded.
+        return not link.lost
+
+
+witness(
+    "never_reconnects",
+    ("D7.6",),
+    "never restarts or reconnects a lost server: its tools answer remote_unavailable until the instance closes",
+)(adapter_pipeline(_NeverReconnects))
+
+
+class _CrashOnLostConnection(McpTool):
+    def __init__(self, adapter: McpAdapter, inner: McpTool) -> None:
+        super().__init__(adapter, inner.link, None, inner.spec)
+        self.inner = inner
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        result = await self.inner.execute(arguments, context)
+        if result.failure is not None and result.failure.kind == "REMOTE_UNAVAILABLE":
+            # The defect: "the watermark decides, as in recovery" applied to every call: a lost connection raises
+            # even when nothing was marked, so a READ_ONLY call lost mid-call completes FAILED tool_crashed.
+            raise ConnectionError(result.failure.detail or "connection lost")
+        return result
+
+
+class _UnmarkedDropRaises(McpAdapter):
+    def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
+        found = super().pinned(run_id, name)
+        if found is None:
+            return None
+        spec, tool = found
+        return spec, _CrashOnLostConnection(self, tool)
+
+
+witness(
+    "unmarked_drop_raises",
+    ("D7.5",),
+    "lets a READ_ONLY MCP call whose connection is lost mid-call raise (tool_crashed) instead of remote_unavailable",
+)(adapter_pipeline(_UnmarkedDropRaises))
+
+
+class _DefaultsOverEnv(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        super().check(config)
+        # The defect: the SDK's default environment is laid over the configured env, not under it, so a configured
+        # HOME or PATH loses to the worker's.
+        servers = [
+            server.model_copy(update={"env": server.env | get_default_environment()}) if server.env else server
+            for server in config.mcp_servers
+        ]
+        self.config = config.model_copy(update={"mcp_servers": servers})
+
+
+witness(
+    "stdio_defaults_over_env",
+    ("D7.4",),
+    "lays the SDK's default environment over a stdio server's configured env, so a configured HOME or PATH loses",
+)(adapter_pipeline(_DefaultsOverEnv))
+
+
+class _RestartForgetsEnv(McpAdapter):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: set[str] = set()
+
+    def stdio_parameters(self, server: McpServerConfig) -> StdioServerParameters:
+        parameters = super().stdio_parameters(server)
+        if server.server_id in self.started:
+            # The defect: "a dead process's settings die with it": the restart loses the configured env and cwd,
+            # so it gets the SDK's defaults and the worker's directory.
+            parameters.env, parameters.cwd = None, None
+        self.started.add(server.server_id)
+        return parameters
+
+
+witness(
+    "restart_forgets_env",
+    ("D7.4",),
+    "restarts a lost stdio server without its configured env and cwd (the first start has them)",
+)(adapter_pipeline(_RestartForgetsEnv))
+
+
+class _ErrorAnswerLosesServer(McpAdapter):
+    async def failed(self, link: Link, exc: Exception) -> None:
+        # The defect: any request that did not succeed means the server is gone, a JSON-RPC error it answered to
+        # a listing included.
+        await self.lose(link)
+
+
+witness(
+    "listing_error_loses_server",
+    ("D7.5",),
+    "takes a JSON-RPC error a live server answers to a listing (tools, prompts, resources) for a lost connection",
+)(adapter_pipeline(_ErrorAnswerLosesServer))
+
+
+class _LossTakesEveryServer(McpAdapter):
+    async def lose(self, link: Link) -> None:
+        await super().lose(link)
+        for other in self.links.values():
+            if other is not link and other.config.transport is not McpTransport.MEMORY:
+                # The defect: "one process died, so the worker's MCP children are suspect": every other
+                # subprocess or remote server is marked lost too, until its own reconnect is due.
+                await super().lose(other)
+
+
+witness(
+    "loss_takes_every_server",
+    ("D7.5",),
+    "marks every other stdio or HTTP server lost with the one whose connection dropped",
+)(adapter_pipeline(_LossTakesEveryServer))
+
+
+class _LossTakesEveryInProcessServer(McpAdapter):
+    async def lose(self, link: Link) -> None:
+        await super().lose(link)
+        for other in self.links.values():
+            if other is not link and other.config.transport is McpTransport.MEMORY:
+                # The defect, the other side of the one above: in-process servers are marked lost with it.
+                await super().lose(other)
+
+
+witness(
+    "loss_takes_in_process_servers",
+    ("D7.5",),
+    "marks every in-process server lost with the stdio or HTTP one whose connection dropped",
+)(adapter_pipeline(_LossTakesEveryInProcessServer))
+
+
+class _BackoffWithoutCap(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: the doubling is never capped, so after enough failures attempts are minutes apart.
+        return 1.0 * 2.0**attempts
+
+
+witness(
+    "backoff_without_cap",
+    ("D7.6",),
+    "doubles the reconnect backoff without a cap, so after a long outage attempts are more than 60 s apart",
+)(adapter_pipeline(_BackoffWithoutCap))
+
+
+class _BackoffCapPlusMargin(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: a second of margin on top of the cap ("so a clock that is a little fast never retries early").
+        return min(super().backoff(attempts) + 1.0, 61.0)
+
+
+witness(
+    "backoff_cap_plus_margin",
+    ("D7.6",),
+    "caps the reconnect backoff at 61 s, so a need exactly 60 s after a failed attempt makes none",
+)(adapter_pipeline(_BackoffCapPlusMargin))
+
+
+class _DueOnlyAfter(McpAdapter):
+    async def reconnect(self, link: Link) -> bool:
+        if link.lost and self.clock.now() == link.retry_at:
+            # The defect: the due time itself still waits (an exclusive bound).
+            return False
+        return await super().reconnect(link)
+
+
+witness(
+    "reconnect_due_exclusive",
+    ("D7.6",),
+    "makes no reconnect attempt at the instant it is due, only after it, so a need exactly 60 s later makes none",
+)(adapter_pipeline(_DueOnlyAfter))
+
+
+class _FailuresRecordedOnce(McpAdapter):
+    async def connection_changed(self, link: Link, kind: CatalogChangeKind, detail: str = "") -> None:
+        if kind is CatalogChangeKind.RECONNECT_FAILED and link.attempts > 1:
+            # The defect: only the first failed attempt of an outage is recorded ("the rest say the same").
+            return
+        await super().connection_changed(link, kind, detail)
+
+
+witness(
+    "failed_attempts_recorded_once",
+    ("D7.6",),
+    "records only the first failed reconnect attempt of an outage in the catalog history",
+)(adapter_pipeline(_FailuresRecordedOnce))
+
+
+class _BreakerOpens(McpAdapter):
+    async def reconnect(self, link: Link) -> bool:
+        if link.lost and link.attempts >= 8:
+            # The defect: a circuit breaker: after eight failed attempts the server is given up on for good.
+            return False
+        return await super().reconnect(link)
+
+
+witness(
+    "reconnect_breaker_opens",
+    ("D7.6",),
+    "stops reconnecting a server after eight failed attempts, so one back after a long outage is never used again",
+)(adapter_pipeline(_BreakerOpens))
+
+
+class _OnlySessionsReconnect(McpAdapter):
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        pinned_before = bool(self.store.pins(run_id))
+        found = self.pinned(run_id, name) if pinned_before else None
+        if found is not None and found[1].link.lost:
+            # The defect: a call in a running session never reconnects its server; only a new session's
+            # listing does.
+            return ReasonCode.REMOTE_UNAVAILABLE
+        return await super().resolve(run_id, name)
+
+
+witness(
+    "running_calls_never_reconnect",
+    ("D7.6",),
+    "reconnects a lost server only for a new session: a call in a running session answers remote_unavailable",
+)(adapter_pipeline(_OnlySessionsReconnect))

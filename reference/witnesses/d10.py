@@ -1,0 +1,156 @@
+"""Witnesses of decision 10: The idempotency key.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from typing import Any
+
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    ContextParts,
+    Pipeline,
+    Resolved,
+    StepFunction,
+    idempotency_key,
+)
+from toolproof.spec import (
+    JsonObject,
+    Step,
+)
+
+from ._registry import key_without, witness
+
+
+@witness("tenantless_key", ("D10.1",), "leaves the tenant out of the key")
+class _TenantlessKey(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: key_without("tenant")}
+
+
+@witness("stepless_key", ("D10.3",), "leaves step_number out of the key")
+class _SteplessKey(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: key_without("step_number")}
+
+
+@witness("versionless_key", ("D10.5",), "leaves tool_version out of the key")
+class _VersionlessKey(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: key_without("tool_version")}
+
+
+@witness("attempt_in_key", ("D10.2",), "mixes attempt_number into the key each execution carries")
+class _AttemptInKey(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        key = hashlib.sha256(f"{s.key}/{s.attempt}".encode()).hexdigest()
+        return replace(parts, identity=parts.identity.model_copy(update={"idempotency_key": key}))
+
+
+async def _order_sensitive_key(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    s.key = hashlib.sha256((s.key + json.dumps(s.call.arguments)).encode()).hexdigest()
+
+
+@witness("order_sensitive_key", ("D10.4",), "hashes the arguments in the order they arrived")
+class _OrderSensitiveKey(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _order_sensitive_key}
+
+
+async def _top_level_sorted_key(p: Pipeline, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    # The mistake: only the top-level members are put in order; a nested object hashes as it arrived.
+    top_sorted = json.dumps(dict(sorted(s.call.arguments.items())), separators=(",", ":"))
+    s.key = hashlib.sha256((s.key + top_sorted).encode()).hexdigest()
+
+
+@witness("key_sorts_top_level_only", ("D10.4",), "sorts only the top-level argument members before hashing the key")
+class _KeySortsTopLevelOnly(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _top_level_sorted_key}
+
+
+_resolve = STEP_TABLE[Step.RESOLVE]
+
+
+_execute = STEP_TABLE[Step.EXECUTE]
+
+
+def _resolve_joined(separator: str) -> StepFunction:
+    """Step 1 whose key hashes its inputs joined by `separator`: nothing marks where one input ends when the
+    separator is empty, and an input may itself contain a non-empty one, unescaped."""
+
+    async def resolve(p: Pipeline, s: CallState) -> None:
+        await _resolve(p, s)
+        version = s.resolved.spec.version if s.resolved is not None else ""
+        request = s.request
+        # The defect: the inputs are joined as plain text, no length or escape keeping them apart.
+        text = separator.join(
+            [
+                "key/1",
+                request.tenant,
+                request.run_id,
+                str(request.step_number),
+                s.call.call_id,
+                s.call.tool_name,
+                version,
+                json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":")),
+            ]
+        )
+        s.key = hashlib.sha256(text.encode()).hexdigest()
+
+    return resolve
+
+
+@witness("key_inputs_joined_unescaped", ("D10.1",), "joins the key's inputs with '|' though an input may contain it")
+class _KeyInputsJoinedUnescaped(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined("|")}
+
+
+@witness("key_inputs_run_together", ("D10.1",), "hashes the key's inputs concatenated with no boundary between them")
+class _KeyInputsRunTogether(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_joined("")}
+
+
+def _as_sets(value: Any) -> Any:
+    """``value`` with every array, at every depth, sorted: arrays read as sets."""
+    if isinstance(value, dict):
+        return {name: _as_sets(member) for name, member in value.items()}
+    if isinstance(value, list):
+        return sorted((_as_sets(item) for item in value), key=lambda item: json.dumps(item, sort_keys=True))
+    return value
+
+
+async def _resolve_arrays_as_sets(p: Pipeline, s: CallState) -> None:
+    await _resolve(p, s)
+    arguments: JsonObject = _as_sets(s.call.arguments)  # The defect: element order "is not meaningful".
+    s.key = idempotency_key(
+        tenant=s.request.tenant,
+        run_id=s.request.run_id,
+        step_number=s.request.step_number,
+        call_id=s.call.call_id,
+        tool_name=s.call.tool_name,
+        tool_version=s.resolved.spec.version if s.resolved is not None else None,
+        arguments=arguments,
+    )
+
+
+@witness("key_sorts_arrays", ("D10.4",), "sorts the elements of every array before deriving the key")
+class _KeySortsArrays(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_arrays_as_sets}
+
+
+async def _execute_one_retry_too_many(p: Pipeline, s: CallState) -> None:
+    config = p.config
+    # The defect: max_attempts read as the retries after the first execution, so one execution more is allowed.
+    p.config = config.model_copy(update={"max_attempts": config.max_attempts + 1})
+    try:
+        await _execute(p, s)
+    finally:
+        p.config = config
+
+
+@witness("max_attempts_counts_retries", ("D10.2",), "retries a TRANSIENT failure max_attempts times after the first")
+class _MaxAttemptsCountsRetries(Pipeline):
+    steps = STEP_TABLE | {Step.EXECUTE: _execute_one_retry_too_many}

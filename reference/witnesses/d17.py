@@ -1,0 +1,230 @@
+"""Witnesses of decision 17: The programmatic orchestration bridge.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import sys
+import uuid
+from typing import Any
+
+import anyio
+from anyio.streams.text import TextReceiveStream
+
+from toolproof.reference.hooks import (
+    DISPOSITION,
+    Bridge,
+    Pipeline,
+    bridge_call_id,
+    dump_json,
+)
+from toolproof.spec import (
+    Disposition,
+    ProposedCall,
+    ScriptRequest,
+    ScriptRun,
+    StepRequest,
+    Success,
+    Suspended,
+    load_object,
+)
+
+from ._registry import outside_the_pipeline, witness
+
+
+class _DirectBridge(Bridge):
+    """Calls tools straight from the bridge: no row, no key, no policy."""
+
+    async def direct(self, step: StepRequest, call: ProposedCall) -> Success:
+        found = self.pipeline.registry.resolve(call.tool_name)
+        assert found is not None
+        return await outside_the_pipeline(self.pipeline, step, call, found)
+
+
+class _BypassingPipeline(Pipeline):
+    async def run_call(self, request: StepRequest, call: ProposedCall):  # type: ignore[no-untyped-def]
+        if call.call_id.startswith("script-"):
+            bridge = _DirectBridge(self)
+            return await bridge.direct(request, call)
+        return await super().run_call(request, call)
+
+
+@witness("bridge_bypasses_pipeline", ("D17.1",), "the bridge calls tools directly instead of re-entering the pipeline")
+class _BridgeBypassesPipeline(_BypassingPipeline):
+    pass
+
+
+class _RandomIds(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        return f"script-{uuid.uuid4().hex[:16]}-{ordinal}"
+
+
+@witness("random_call_ids", ("D17.2", "D17.3"), "the bridge draws call ids from a random source")
+class _RandomCallIds(Pipeline):
+    bridge_class = _RandomIds
+
+
+class _FreshIdsOnRerun(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        # Salted with how much the run already recorded: stable within a run of the script, new on re-execution.
+        salt = len(self.pipeline.store.invocations(request.run_id)) if ordinal == 1 else self.salt
+        self.salt = salt
+        return bridge_call_id(hashlib.sha256(f"{salt}{digest}".encode()).hexdigest(), ordinal)
+
+    salt = 0
+
+
+@witness("fresh_ids_on_rerun", ("D17.4", "D17.6"), "re-executes a script under new call ids, repeating completed calls")
+class _FreshIdsOnRerunPipeline(Pipeline):
+    bridge_class = _FreshIdsOnRerun
+
+
+class _Overwrites(Bridge):
+    def divergence(self, request: ScriptRequest, call: ProposedCall, ordinal: int) -> str:
+        recorded = self.pipeline.store.by_call(request.run_id, request.step_number, call.call_id)
+        if recorded is not None and recorded.arguments_json != dump_json(call.arguments):
+            self.pipeline.store.update(
+                recorded.invocation_id,
+                {"arguments_json": dump_json(call.arguments), "status": "RECORDED", "call_id": call.call_id + "-old"},
+            )
+        return ""
+
+
+@witness("overwrites_on_divergence", ("D17.5",), "lets a diverging replay overwrite and re-run the recorded call")
+class _OverwritesOnDivergence(Pipeline):
+    bridge_class = _Overwrites
+
+
+class _NameHashBridge(Bridge):
+    def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
+        # The defect: the "script hash" is of the module:function reference only, not of its source.
+        return bridge_call_id(hashlib.sha256(request.script.encode()).hexdigest(), ordinal)
+
+
+@witness("script_hash_of_reference_only", ("D17.2",), "hashes the script's module:function name, not its source")
+class _ScriptHashOfReferenceOnly(Pipeline):
+    bridge_class = _NameHashBridge
+
+
+# A sandbox of this witness's own: the script, handed a bridge that speaks JSON lines over stdout and stdin.
+_SANDBOX = r"""
+import json, sys
+from toolproof.spec import load_object
+
+class Bridge:
+    def call(self, tool_name, arguments=None, provenance=None):
+        print(json.dumps({"call": [tool_name, arguments or {}, provenance]}), flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        return json.loads(line)
+
+try:
+    load_object(sys.argv[1], expect=callable, what="script", form="package.module:function")(Bridge())
+except SystemExit:
+    raise
+except BaseException as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+    sys.exit(1)
+print(json.dumps({"done": True}), flush=True)
+"""
+
+
+def _digest(ref: str) -> str:
+    function: Any = load_object(ref, expect=callable, what="script", form="package.module:function")
+    return hashlib.sha256(f"{ref}\n{inspect.getsource(function)}".encode()).hexdigest()
+
+
+class _PerToolBridge(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        digest = _digest(request.script)
+        counts: dict[str, int] = {}
+        call_ids: list[str] = []
+        dispositions: list[Disposition] = []
+        process = await anyio.open_process([sys.executable, "-c", _SANDBOX, request.script])
+        assert process.stdout is not None
+        assert process.stdin is not None
+        pending = ""
+        try:
+            async for chunk in TextReceiveStream(process.stdout):
+                pending += chunk
+                while "\n" in pending:
+                    line, pending = pending.split("\n", 1)
+                    message = json.loads(line)
+                    if "done" in message:
+                        return ScriptRun(status="completed", call_ids=call_ids, dispositions=dispositions)
+                    if "error" in message:
+                        text = f"the script raised at ordinal {len(call_ids) + 1}: {message['error']}"
+                        return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
+                    tool_name, arguments, provenance = message["call"]
+                    # The defect: the ordinal is the tool's ("the second orders.a"), not the script's.
+                    counts[tool_name] = counts.get(tool_name, 0) + 1
+                    call = ProposedCall(
+                        call_id=f"script-{digest[:16]}-{tool_name}-{counts[tool_name]}",
+                        tool_name=tool_name,
+                        arguments=arguments,
+                        provenance=provenance or {name: [] for name in arguments},
+                    )
+                    call_ids.append(call.call_id)
+                    diverged = self.divergence(request, call, len(call_ids))
+                    if diverged:
+                        return ScriptRun(
+                            status="diverged", call_ids=call_ids, dispositions=dispositions, message=diverged
+                        )
+                    step = StepRequest(
+                        tenant=request.tenant,
+                        run_id=request.run_id,
+                        step_number=request.step_number,
+                        calls=[call],
+                        context=request.context,
+                    )
+                    disposition = await self.pipeline.run_call(step, call)
+                    dispositions.append(disposition)
+                    if isinstance(disposition, Suspended):
+                        return ScriptRun(status="held", call_ids=call_ids, dispositions=dispositions)
+                    await process.stdin.send((DISPOSITION.dump_json(disposition).decode() + "\n").encode())
+            text = "the sandbox ended early"
+            return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
+        finally:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
+            with anyio.move_on_after(2):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+@witness("ordinal_counted_per_tool", ("D17.5",), "the bridge counts its call ordinal per tool name, not per script")
+class _OrdinalCountedPerTool(Pipeline):
+    bridge_class = _PerToolBridge
+
+
+@witness(
+    "script_calls_credit_the_context",
+    ("D17.1",),
+    "a script call's argument without contributors is credited to every context item of the request",
+)
+class _ScriptCallsCreditTheContext(Pipeline):
+    scripting = False
+
+    async def run_script(self, request: ScriptRequest) -> ScriptRun:
+        self.scripting = True
+        try:
+            return await super().run_script(request)
+        finally:
+            self.scripting = False
+
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        if self.scripting:
+            # The defect: "the script was written from the whole context", so an argument the script names no
+            # contributor for is credited to every item of the request.
+            every = [item.id for item in request.context]
+            provenance = {name: call.provenance.get(name) or every for name in call.arguments}
+            call = call.model_copy(update={"provenance": provenance})
+        return await super().run_call(request, call)

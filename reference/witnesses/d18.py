@@ -1,0 +1,36 @@
+"""Witnesses of decision 18: No tool_registry_snapshots table.
+
+Each is the reference with one deliberate defect, named for it; ``breaks`` names the rules it breaks."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Integer, MetaData, Table
+
+from toolproof.reference.hooks import (
+    CatalogRow,
+    McpAdapter,
+    Pipeline,
+)
+
+from ._registry import adapter_pipeline, witness
+
+
+class _FirstListingUnrecorded(McpAdapter):
+    def record(self, changes: list[CatalogRow]) -> None:
+        if getattr(self, "recorded_once", False):
+            super().record(changes)
+        self.recorded_once = True
+
+
+witness("first_listing_unrecorded", ("D18.2",), "keeps no history of the catalog a server first listed")(
+    adapter_pipeline(_FirstListingUnrecorded)
+)
+
+
+@witness("registry_snapshots", ("D18.1",), "keeps a tool_registry_snapshots table")
+class _RegistrySnapshots(Pipeline):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        metadata = MetaData()
+        Table("tool_registry_snapshots", metadata, Column("id", Integer, primary_key=True))
+        metadata.create_all(self.store.engine)
