@@ -20,7 +20,7 @@ from ._crash import (
 )
 from ._evidence import evidence_facts, printable, rerun_command
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
-from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._results import RunInfo, row_order, scenario_modules, selected_rules, verdict_table
 from ._verdict import RunVerdict, run_verdict
 
 _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
@@ -280,6 +280,9 @@ def _rules(
                 lines.append(
                     f'<p class="interpretation"><strong>Interpretation:</strong> {_e(rule.interpretation)}</p>'
                 )
+            if modules := scenario_modules(rows, rule.id):
+                shown = ", ".join(f"<code>{_e(m)}</code>" for m in modules)
+                lines.append(f'<p class="judged"><strong>How it is judged:</strong> the docstrings of {shown}</p>')
             if rule.review_only:
                 lines.append(
                     '<p class="interpretation"><strong>Review-only</strong> (no run can judge it, a reviewer does): '

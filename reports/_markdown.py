@@ -18,7 +18,7 @@ from ._crash import (
     unlisted_failures,
 )
 from ._evidence import evidence_facts, printable, rerun_command
-from ._results import RunInfo, row_order, selected_rules, verdict_table
+from ._results import RunInfo, row_order, scenario_modules, selected_rules, verdict_table
 from ._verdict import run_verdict
 
 # Column order of every count table; the enum's own order (pass first, not-covered last).
@@ -148,6 +148,9 @@ def _rule_entry(
     ]
     if rule.interpretation:
         lines.append(f"  - Interpretation: {_indented(rule.interpretation)}")
+    modules = scenario_modules(rows, rule.id)
+    if modules:
+        lines.append(f"  - How it is judged: the docstrings of {', '.join(_code(m) for m in modules)}")
     if rule.review_only:
         lines.append(f"  - Review-only (no run can judge it, a reviewer does): {_indented(rule.review_only)}")
     return lines

@@ -124,6 +124,15 @@ def selected_rules(info: RunInfo, catalog: Catalog | None = None) -> tuple[Rule,
     return tuple(rule for rule in catalog.rules if rule.id in wanted)
 
 
+def scenario_modules(rows: Iterable[ResultRow], rule_id: str) -> list[str]:
+    """The modules whose scenarios judged ``rule_id`` in ``rows``, sorted, as the checkout names them
+    (``scenarios/test_d09_freshness.py``): their docstrings say how the rule is judged (cells, sweeps, bounds), which
+    the rule's interpretation leaves out."""
+    return sorted(
+        {f"scenarios/{row.scenario.partition('::')[0]}" for row in rows if row.rule_id == rule_id and row.scenario}
+    )
+
+
 def rows_of(rows: Iterable[ResultRow], implementation: str) -> list[ResultRow]:
     """The rows of one implementation."""
     return [row for row in rows if row.implementation == implementation]

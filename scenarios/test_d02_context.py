@@ -1,4 +1,12 @@
-"""Decision 2: the ToolExecutionContext has nine members and no way back into the pipeline."""
+"""Decision 2: the ToolExecutionContext has nine members and no way back into the pipeline.
+
+D2.2 is judged by walking the whole object graph the context reaches (each object once, however deep) for anything
+that offers a session, a registry, another tool or the instance under test. Behind the driver protocol the walk runs
+over the context the implementation handed the tool, as the driver describes it with each execution: every public
+member, with its kind and type name, and the members of every object it leads to, each object where a breadth-first
+walk first reaches it, up to ``spec.CONTEXT_DESCRIPTION_OBJECTS`` objects and ``spec.CONTEXT_DESCRIPTION_DEPTH``
+levels.
+"""
 
 from __future__ import annotations
 

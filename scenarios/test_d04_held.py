@@ -5,6 +5,12 @@ EXTERNAL_WRITE NON_IDEMPOTENT tool with an argument from an EXTERNAL_UNTRUSTED p
 (``conversation.ask_user``); another worker picks the row up by a sweep, or by a replay of the
 step. Neither may run the call: it opens the hold or the suspension the recorded decision asks
 for. A resumed control call that a crash interrupts runs, once recovered, with its answer.
+(The crash cells of ``test_d04_recovery`` judge D4.14 and D4.15 at every crash point up to step 7.)
+
+D4.17 is judged by two workers, each in its own thread, event loop and connections, submitting
+the same untrusted consequential step at the same instant (a barrier), the exploration profile's
+lease races / 20 times (at least 10; each race of the reference's old adopt path executed the
+call): no race may execute the call, and exactly one approval_requested event may be recorded.
 """
 
 from __future__ import annotations

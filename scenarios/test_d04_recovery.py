@@ -6,6 +6,26 @@ last in its batch, in-process; and every point x class with the worker really ki
 on each decision path (allowed, held for approval, a control suspension), recovered by a
 sweep and by a replay of the step alone: nothing consequential from untrusted content runs
 unapproved, and a control call never runs without its suspension and its answer.
+
+The recovering worker is another instance over the same store (in-process crashes) or another
+process (SIGKILL), started after the lease expired on the injected clock; it sweeps, then the
+step is replayed (D4.8). Each cell judges the rule the recovery table gives its crash point,
+class and path (``_recovery.expectation``), among them:
+
+- D4.12: the cells at after_complete (every class, every batch position, every crash mode): the
+  replay answers from the terminal row and the world sees no second effect;
+- D4.14 and D4.15: the approval and the control path at every crash point up to and including
+  step 7, recovered by a sweep and by a replay (after step 7 a held path's cell judges the rule
+  the allowed call would);
+- D4.16: the control path at every crash point after step 7.
+
+D4.9 is judged twice. By racing: two workers, each in its own thread, event loop and
+connections, sweep the same expired lease at the same instant (a barrier), as many times as the
+exploration profile says (``TOOLPROOF_HYPOTHESIS_PROFILE``; ci, the default: 200), on SQLite
+and, given a database URL, on PostgreSQL. And without racing luck: one worker is paused at each
+reading of its injected clock (so between any read of the row and the claim that follows it)
+while a second worker runs the same call to completion, both submitting it or both sweeping its
+orphan; the paused worker's claim from its stale read has to lose, so the tool runs once.
 """
 
 from __future__ import annotations

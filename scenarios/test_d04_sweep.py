@@ -3,6 +3,9 @@
 Another worker's call still running under a live lease, and an approval hold older than the
 lease but short of its bound, are not orphans: a sweep leaves their rows as they are and
 records no ``tool_call.recovered`` for them. (Suspended control calls: D16.3.)
+
+D4.18 is judged with another worker's tool still executing, the sweep run one second before the
+lease expires on the injected clock.
 """
 
 from __future__ import annotations

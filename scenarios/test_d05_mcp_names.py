@@ -1,4 +1,10 @@
-"""Decision 5, MCP part: names come from the operator's server_id and one pinned normalization."""
+"""Decision 5, MCP part: names come from the operator's server_id and one pinned normalization.
+
+D5.6 is judged against spec ``normalize_remote_name`` in its order, over names built to tell orders apart
+(NormalizationOrderServer: compatibility forms that are upper case, long names around the cap that start with a
+non-letter), Unicode tricks and overlong names, in two instances over fresh stores, two sessions each: an order that
+gives another name for some remote name (lower case before NFKC, the cut before ``t_``) fails it.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,15 @@
 """Decision 5 with decision 8: a server's prompts are named apart from every tool, so a tool and a prompt of one name
-both stay available; prompts that normalize alike are both dropped."""
+both stay available; prompts that normalize alike are both dropped.
+
+D5.9 is judged on TwinNamesServer, which ships what a real fetch server does (a tool and a prompt named alike), a
+prompt named ``read_resource`` beside its resources, and prompts that normalize alike. A call resolves only among
+tools, and a normalized remote name never contains a dot, so a skill's fourth segment keeps every skill apart from
+every tool, the synthetic read_resource tool included, on one server and beside a server whose id is ``prompt``.
+Every skill is named with the segment, a prompt no tool is named like included. The two prompts that clash (each
+other's case variant) are both dropped, and the clash costs those skills only: the session still pins its tools and
+every other skill (a pin that lost everything over one clash fails D5.9). Both eras in-memory; 2026-07-28 over stdio
+and streamable HTTP, marked slow.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,20 @@
 """A server's protocol era at open: a broken opening is one typed refusal (D7.7), a 2026-07-28 server is verified
 before open returns and never switched to another era (D7.8), and an answer that breaks the era fails only its own
-call (D7.9)."""
+call (D7.9).
+
+D7.7 and D7.8 judge the kind of error (one ConfigurationError, never an exception of the MCP SDK, its validation or a
+task group's wrapper), that it names the server and the era asked, and that it says what the server did; they never
+measure how long open took. The message's form is spec.McpOpenError's: 'MCP server ID refused at open: asked era
+ERA; the server ANSWER; cause: TYPE: TEXT', where ANSWER is its error, 'gave no answer within N s', 'exited before
+answering' (with the last lines of its stderr log) or 'wrote non-JSON to stdout (LINE)'. The reference also keeps a
+stdio server's stderr in STORE_DIR/mcp-SERVER_ID.stderr.log (appended across restarts, one marker line per start) and
+records the same text as a failed reconnect attempt's (D7.6); no scenario judges either.
+
+D7.8 needs a probe because the SDK adopts a 2026-07-28 connection without sending anything: unprobed, a
+handshake-only server is accepted and every later request fails. The refusal names the era the server answered with
+(Method not found to server/discover: the handshake era; otherwise the versions its discover lists), and the same
+server opens in its own era, so the refusal is about the era, not the server.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,14 @@
 """A server's failure is that server's (D7.5), a lost server is reconnected (D7.6), and a connection lost after a
-marked call leaves the outcome to the watermark (D4.2)."""
+marked call leaves the outcome to the watermark (D4.2).
+
+A lost server's tools answer UNAVAILABLE remote_unavailable until it is back (or succeed, once it is), in the pinned
+run and in new runs, while builtin calls run; whether the adapter already restarted the server is its own business.
+A READ_ONLY call whose server exits after receiving it is D7.5's too (UNAVAILABLE remote_unavailable: it marked
+nothing, so no effect can be pending and a retry is safe), never D4.20's tool_crashed, which is for a tool that
+raises; the same loss after a marked NON_IDEMPOTENT call is D4.2's, UNCERTAIN effect_unknown. Over stdio and
+streamable HTTP, both eras. ``test_d07_mcp_reconnect`` sweeps the rest: a server error is no loss, one loss is one
+server's, and D7.6's schedule.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,20 @@
 """A lost server, swept: a server error is no loss and one loss is one server's (D7.5), the reconnect schedule over a
-long outage and the first need after it (D7.6), and a restarted stdio server's environment (D7.4)."""
+long outage and the first need after it (D7.6), and a restarted stdio server's environment (D7.4).
+
+D7.5: an error the server answers, to a call or to a listing, is not a lost connection and records no disconnected
+entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, in-memory, over
+stdio and over streamable HTTP); a loss is one server's, so the other servers' calls run at once, with no entry of
+theirs and no wait for the clock (which stands still).
+
+D7.6's limit (``_mcp.CAP_S``): attempts at most 60 s apart on the instance clock, each one catalog-history entry
+(reconnected or reconnect_failed), as the loss is (disconnected). The bound is inclusive: a need exactly 60 s after
+the last attempt (or after the loss, before the first attempt) is due an attempt; a need sooner may make one or not.
+Backoff never stops: however many attempts failed, the next is at most 60 s away (no circuit breaker gives a server
+up), so the outage runs past where a doubling backoff, or 10% on top of a 60 s cap, would pass 60 s, then both sides
+of the boundary (``_mcp.DOWN_SCHEDULE``). Once the server is back, the first need is a call in the running session.
+A scenario advances the instance clock (past 60 s, or to exactly 60 s after the last attempt) and waits a bounded
+time for the attempt's entry; it never measures how long anything took.
+"""
 
 from __future__ import annotations
 

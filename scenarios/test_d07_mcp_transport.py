@@ -1,4 +1,16 @@
-"""Decision 7: tenant servers over HTTP to allowlisted hosts only; stdio from the operator."""
+"""Decision 7: tenant servers over HTTP to allowlisted hosts only; stdio from the operator.
+
+D7.4 is judged by value and by name. By value: the worker's own key is planted in the harness's process (seen only
+by a driver in that process), and the server has to see the configured key or none. By name, wherever the driver
+runs: the server reports the names of its environment variables, and any beyond the SDK's safe list (HOME, LOGNAME,
+PATH, SHELL, TERM, USER), LC_CTYPE (Python's own locale coercion) and the configured ones is the worker's. A
+configured name the default list also has takes the configured value, and every start of the server, a restart after
+a lost connection included, gets the same env and cwd (``test_d07_mcp_reconnect``). No scenario judges what
+spec.McpServerConfig refuses before any implementation sees it (env or cwd on a server that is not stdio, a cwd that
+is not absolute, an env name outside POSIX's ``[A-Za-z_][A-Za-z0-9_]*``, a NUL in a value; its errors never echo the
+input, since a value may be a key), nor that it leaves unset env and cwd out of the wire form, so a driver of an
+earlier revision still accepts the configuration.
+"""
 
 from __future__ import annotations
 

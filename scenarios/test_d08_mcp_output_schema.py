@@ -1,4 +1,13 @@
-"""Decisions 1, 6 and 13 on MCP: a server's structured result is judged against the output schema the session pinned."""
+"""Decisions 1, 6 and 13 on MCP: a server's structured result is judged against the output schema the session pinned.
+
+D8.11 is swept over structure that breaks the schema in one way each (a wrong type, a missing required field, an
+extra field under additionalProperties false, a wrong type inside an array, an empty object), beside a conforming
+result that has to be delivered unchanged; D8.12 over a text-only success and an isError result without structure
+(FAILED tool_error, its text the external_detail: an MCP schema binds only a success). Both eras, in-memory, over
+stdio and over streamable HTTP. An implementation on the MCP SDK meets one trap here: the SDK client checks
+structure against its own latest listing, not the session's pin, and raises in its own words; the reference turns
+that check off and judges at step 11, as for every tool.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Decisions 8 and 13: a result refused over its server's cap is the adapter's verdict, and says so."""
+"""Decisions 8 and 13: a result refused over its server's cap is the adapter's verdict, and says so.
+
+D8.10 is swept over every kind of result a server can send over its cap (``RESULTS``: text in one part and in
+several, isError, structured, a resource read), both eras in-memory, and text, isError and resource reads over stdio.
+"""
 
 from __future__ import annotations
 

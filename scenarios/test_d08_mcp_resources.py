@@ -1,4 +1,12 @@
-"""Decision 8: a server gets the synthetic read tool only when it has resources to read."""
+"""Decision 8: a server gets the synthetic read tool only when it has resources to read.
+
+D8.9 is judged over every shape of a server's resources surface (``HAS_RESOURCES``): resources/list not answered,
+answered empty, only a template (RFC 6570 URIs, read with a concrete URI), only resources, and both. It is judged at
+each listing, like any tool of the catalog: a server whose resources or templates appear or go after its first
+listing gets, or loses, the tool in the next new session (``CHANGES``). Both eras in-memory; over stdio and
+streamable HTTP (marked slow), the empty and the template-only shape in the handshake era and the changes in
+2026-07-28.
+"""
 
 from __future__ import annotations
 

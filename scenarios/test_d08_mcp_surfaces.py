@@ -1,4 +1,9 @@
-"""Decision 8: resources, prompts, sampling and roots map deliberately; every call re-enters the pipeline."""
+"""Decision 8: resources, prompts, sampling and roots map deliberately; every call re-enters the pipeline.
+
+D8.8's cap counts UTF-8 bytes over the whole result, never characters and never one part at a time: it is judged
+around a 100-byte cap (under, at and one unit over it, for every UTF-8 width and over several parts), for successes,
+isError results and resource reads, and with a 512 KiB result over a 256 KiB cap.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,24 @@
-"""Decision 9 (and 18's MCP half): a session's catalog is pinned; changes are recorded, never applied."""
+"""Decision 9 (and 18's MCP half): a session's catalog is pinned; changes are recorded, never applied.
+
+D9.1: the pinned hashes have to be spec ``definition_sha256`` to the bit (sha256, as 64 lower-case hex digits, of the
+RFC 8785 canonical JSON of the wire definition's ``DEFINITION_FIELDS``, a field the tool lacks as null), judged on
+definitions whose RFC 8785 form differs from sorted-keys JSON (float bounds, non-BMP property names, control
+characters) in-memory, over stdio and over streamable HTTP. A definition without that form (an integer bound no
+double holds, say) has no hash and is not advertised; the reference records it as a dropped entry.
+
+D9.2: notices are counted, not timed. A burst is sent while the instance clock stands still, as a coarse clock
+would, and each notice is still one entry; both eras in-memory, 2026-07-28 over stdio and streamable HTTP.
+(``test_d09_lifecycle``: a notice sent while the connection is set up; ``test_d09_mid_session``: a flood during a
+call in flight.)
+
+D9.4 here: a changed tool keeps its pin and is never called, and a recorded tools/list_changed makes the listing
+stale at once for an IDEMPOTENT READ_ONLY read inside its max age. ``test_d09_mid_session`` and
+``test_d09_freshness`` judge when a listing may be reused.
+
+D18.2 replays the catalog history (added and changed set a hash, withdrawn removes) up to each session's
+``as_of_seq``, over catalogs with changes and withdrawals and over every page of a paginated one. (The reference
+keeps the pin in ``mcp_session_pins`` and the history in ``mcp_catalog_history``.)
+"""
 
 from __future__ import annotations
 

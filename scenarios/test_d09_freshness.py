@@ -1,9 +1,23 @@
 """Decision 9: when a listing stops being fresh before its max age (D9.4), and a change it hid is recorded (D9.5).
 
-The server's own ttlMs (2026-07-28) shortens the age and never lengthens it, and never lets a consequential call
-reuse a listing; a tools/list_changed that arrives while a listing is in flight makes that listing stale; a lost
-connection makes the last listing stale, so the first read once a reconnect is due reconnects and lists again.
-In-memory, but for the lost connection (a process must exit and be started again, over stdio, marked slow).
+Fresh, as D9.4 reads it: only an IDEMPOTENT READ_ONLY call may run on the server's last listing, and only while that
+listing is younger than the server's ``listing_max_age_s`` (McpServerConfig, default 30 s; 0 never reuses one; a
+listing exactly that old is stale), counted on the instance clock from when the listing began. The server's ttlMs,
+where its era sends one (2026-07-28: the shortest of its pages, in milliseconds), shortens that age and never
+lengthens it: a listing exactly the ttlMs old is stale, and a ttlMs of 0 is stale at once. cacheScope changes
+nothing, since only the connection that listed reuses a listing. A ttlMs says how long a listing may be kept, not
+that the tools stay as listed, so it lets no consequential call reuse a listing. A tools/list_changed from the server
+makes the listing stale at once: a notice in the catalog history has already made every listing before it stale,
+one in flight included. So does a lost connection, so the first read once a reconnect is due (D7.6) reconnects and
+lists again. A silent change thus reaches at most the idempotent reads of one max age.
+
+Judged here: an idempotent read from a 2026-07-28 server under a ttlMs above the max age (inside, at and past the
+age), under one below it (inside, at and past the ttlMs), under 0, and under two pages of different ttlMs in either
+order (``TTL_CASES``); a consequential call of each classification inside a positive ttlMs; an idempotent read 1 s
+after a listing during which the server sent a notice, in both eras; and the first idempotent read once a reconnect
+is due, inside the max age, after a lost stdio connection whose restarted server lists a changed tool, in both eras
+(a process has to exit and start again, so over stdio, marked slow). The rest is in-memory. D9.5: a change found by
+an idempotent read once a ttlMs shorter than the max age has passed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Decision 9 around the connection's lifecycle: a notice a server sends while the client is still connecting."""
+"""Decision 9 around the connection's lifecycle: a notice a server sends while the client is still connecting.
+
+D9.2 counts a notice sent before the adapter has listed anything as one entry like any other: some servers send one
+right after initialize, and a 2026-07-28 server may lead a listen stream with one. Both eras; in-memory, over stdio
+and over streamable HTTP.
+"""
 
 from __future__ import annotations
 

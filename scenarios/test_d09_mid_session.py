@@ -1,6 +1,16 @@
 """Decision 9 in the middle of a session: a flood of notices during a long call, a silent change between two calls.
 
 Both eras, in-memory and over the subprocess transports (stdio and streamable HTTP, marked slow).
+
+D9.2: every notice of a flood sent while a call to that server is still in flight is one entry.
+
+D9.4 is judged between two calls of one session, on tools whose description, title or output schema alone, or
+description, input schema and annotations at once, changed silently (``_listing.DRIFTS``): a consequential call,
+of each classification one step from IDEMPOTENT READ_ONLY (a write of any idempotency, a NON_IDEMPOTENT or
+CONDITIONALLY_IDEMPOTENT read: ``_listing.CONSEQUENTIAL``), inside the max age in both eras, and a NON_IDEMPOTENT
+external write also over stdio and streamable HTTP; and an idempotent read after max ages of 0, exactly the age, past
+it and long past it (``READ_AGES``). ``test_d09_freshness`` judges the server's ttlMs, a notice during a listing and a
+lost connection. D9.5: each hashed field changed alone, and several at once, found by a consequential call.
 """
 
 from __future__ import annotations

@@ -1,4 +1,21 @@
-"""Decision 10: the idempotency key."""
+"""Decision 10: the idempotency key.
+
+The scenarios judge properties of keys, never their values. D10.1: inputs that run together alike when concatenated
+(tenant t1 with run r, tenant t with run 1r, and so at every boundary between adjacent inputs), or that contain the
+character a key could join them with, are still different calls. Where keys have to agree across implementations,
+the derivation to use is spec ``idempotency_key``: sha256 of the RFC 8785 canonical JSON of ["toolproof-key/2",
+tenant, run, step_number, call_id, tool name, tool_version or null, arguments], with vectors in
+spec/vectors/canonical-hashes.json.
+
+D10.2: the key across the attempts of a retried tool, and the bound for max_attempts 1, 2 (the default) and 3 with a
+tool that reports TRANSIENT every time and one that reports it once.
+
+D10.4: member order at every depth (property-based) keeps the key; an array's order, its length, and a scalar's JSON
+type change it (JSON's data model, RFC 8259: an object is unordered, an array ordered, so sorting arrays would change
+the value). That 1 and 1.0 are one value and -0.0 is 0, and that arguments without a canonical form (NaN, an
+infinity, 2**53 + 1, a lone surrogate) are refused by spec ProposedCall, naming where, are the spec's own, checked by
+the harness's tests and vectors, not by a scenario.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Decision 12: large output is excerpted head-and-tail and artifactized, never summarized."""
+"""Decision 12: large output is excerpted head-and-tail and artifactized, never summarized.
+
+D12.6 is judged in-process with tracemalloc: while an 8 MiB output is excerpted, memory newly allocated stays under
+half the output's size (the tool already holds the output). It judges copying, not speed. Behind a driver, the driver
+measures itself (submit with probe=memory): peak bytes from its tools' results arriving to the step's end, so the
+transport's own copy is not counted.
+"""
 
 from __future__ import annotations
 

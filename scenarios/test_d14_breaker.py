@@ -1,4 +1,10 @@
-"""Decision 14: one breaker, one counter, one notion of identical."""
+"""Decision 14: one breaker, one counter, one notion of identical.
+
+D14.2, D14.3 and D14.4 are judged with the identical calls spread over consecutive steps in every way and also all
+in one batch: a sequential batch, whose members are earlier calls of one another (D14.1). Which identical member of a
+parallel batch (every member READ_ONLY and IDEMPOTENT) the breaker refuses is not judged. The reference counts
+identical calls by spec ``call_hash``: sha256 of the RFC 8785 canonical JSON of [tool name, arguments].
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Decision 17: the bridge is the enforcement point only if every script call re-enters the one pipeline."""
+"""Decision 17: the bridge is the enforcement point only if every script call re-enters the one pipeline.
+
+D17.1's unsourced arguments are judged with no provenance, provenance for some arguments only, and an empty
+contributor list, over a USER and a SYSTEM+USER context: a consequential call is held, a read-only one completes.
+"""
 
 from __future__ import annotations
 

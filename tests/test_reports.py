@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import random
 import re
@@ -293,10 +294,31 @@ def test_report_names_a_failing_rule_with_its_catalog_text_and_evidence(tmp_path
     assert f"- **D1.1** (core): {rule.text}\n  - Verdict: ref **fail**\n" in report
     assert "  - Scenarios: `test_d01.py::test_claimed_status`\n" in report
     assert f"  - Interpretation: {rule.interpretation}\n" in report
+    assert "  - How it is judged: the docstrings of `scenarios/test_d01.py`\n" in report
     assert "## D1. ToolResult: what a tool returns, and no status" in report
     failures = report[report.index("## Failures") :]
     assert "### ref: D1.1, `test_d01.py::test_claimed_status` (fail)" in failures
     assert f"```text\n{FAIL_EVIDENCE}\n```" in failures
+
+
+def test_report_names_each_module_that_judges_a_rule_once(tmp_path: Path) -> None:
+    rows = [
+        row("D1.2", "test_d01_b.py::test_two[x]", Verdict.PASS),
+        row("D1.2", "test_d01_a.py::test_one", Verdict.PASS),
+        row("D1.2", "test_d01_b.py::test_three", Verdict.PASS, implementation="other"),
+    ]
+    write_run(tmp_path, info("ref", "other"), rows)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+
+    def entry(rule_id: str) -> list[str]:
+        lines = report[report.index(f"- **{rule_id}**") :].splitlines()
+        return [lines[0], *itertools.takewhile(lambda line: line.startswith("  - "), lines[1:])]
+
+    assert (
+        entry("D1.2")[-1]
+        == "  - How it is judged: the docstrings of `scenarios/test_d01_a.py`, `scenarios/test_d01_b.py`"
+    )
+    assert not any("How it is judged" in line for line in entry("D2.1"))  # No scenario judged it: no module to name.
 
 
 def test_report_counts_verdicts_per_implementation_and_decision() -> None:

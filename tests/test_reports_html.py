@@ -140,6 +140,10 @@ def test_every_rule_shows_its_text_interpretation_scenarios_and_verdicts(page: s
     article = article[: article.index("</article>")]
     assert f'<p class="text">{html.escape(rule.text)}</p>' in article
     assert f"<strong>Interpretation:</strong> {html.escape(rule.interpretation)}" in article
+    assert (
+        '<p class="judged"><strong>How it is judged:</strong> the docstrings of <code>scenarios/test_d1_1.py</code></p>'
+        in article
+    )
     assert '<th scope="row"><code>test_d1_1.py::test_it</code></th><td class="none">—</td>' in article
     assert '<td class="v v-error">⚠ error</td>' in article
 
