@@ -1,4 +1,4 @@
-"""A newcomer's first hour through the real CLI: each defect of issue 16, its exit status and its one line."""
+"""A newcomer's first hour through the real CLI: each first slip of an implementer, its exit status and its one line."""
 
 from __future__ import annotations
 

@@ -258,8 +258,9 @@ def _matches(line: str, expected: str) -> bool:
     return line == expected or ("\\(" in expected and re.fullmatch(expected, line) is not None)
 
 
-def test_the_readmes_example_file_reads(tmp_path: Path) -> None:
-    section = (ROOT / "README.md").read_text().split("### Connecting the reference to a real server", 1)[1]
+def test_the_docs_example_file_reads(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "check-server.md").read_text()
+    section = page.split("## Connecting the reference to a real server", 1)[1]
     example = section.split("```toml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "servers.toml").write_text(example)
     assert [s.server_id for s in load_mcp_servers(tmp_path / "servers.toml")] == ["fetch", "search"]

@@ -1,6 +1,6 @@
-"""The README's query recipes for results.duckdb, run against a database write_run wrote.
+"""The query recipes for results.duckdb in docs/reports.md, run against a database write_run wrote.
 
-The README's section "Querying results.duckdb" must carry exactly these queries, in this order,
+The page's section "Querying results.duckdb" must carry exactly these queries, in this order,
 one ```sql block each: the last test compares them.
 """
 
@@ -15,8 +15,8 @@ import pytest
 from toolproof.reports import RunInfo, write_run
 from toolproof.spec import CrashCell, ResultRow, Verdict
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-README_SECTION = "## Querying results.duckdb"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "reports.md"
+SECTION = "## Querying results.duckdb"
 _LATEST = "(SELECT run_id FROM runs ORDER BY started_at::TIMESTAMPTZ DESC LIMIT 1)"
 _RULE_ORDER = "string_split(ltrim(rule_id, 'D'), '.')::INTEGER[]"
 
@@ -189,13 +189,12 @@ def test_crash_cells_that_went_wrong(db: Path) -> None:
     ]
 
 
-def test_the_readme_carries_exactly_these_recipes() -> None:
-    text = README.read_text(encoding="utf-8")
-    if README_SECTION not in text:
-        pytest.skip(f"README.md has no {README_SECTION!r} section yet")
-    section = text[text.index(README_SECTION) :]
-    following = re.search(r"\n## ", section[len(README_SECTION) :])
+def test_the_page_carries_exactly_these_recipes() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert SECTION in text, f"docs/reports.md has no {SECTION!r} section"
+    section = text[text.index(SECTION) :]
+    following = re.search(r"\n## ", section[len(SECTION) :])
     if following:
-        section = section[: len(README_SECTION) + following.start()]
+        section = section[: len(SECTION) + following.start()]
     blocks = re.findall(r"```sql\n(.*?)\n```", section, re.DOTALL)
     assert blocks == list(RECIPES.values())
