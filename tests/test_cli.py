@@ -76,7 +76,7 @@ def test_rules_json_covers_every_decision_with_well_formed_unique_ids() -> None:
     assert all(re.fullmatch(r"D([1-9]|1[0-8])\.[1-9][0-9]*", rule_id) for rule_id in ids)
     assert {rule["decision"] for rule in payload["rules"]} == set(range(1, 19))
     assert [d["number"] for d in payload["decisions"]] == list(range(1, 19))
-    assert 60 <= len(ids) <= 150  # Atomic rules (issue 15) split bundled ones: 121 after the D2-D17 splits.
+    assert 60 <= len(ids) <= 150  # Atomic rules: bundled ones were split, 121 after the D2-D17 splits.
 
 
 def test_rules_can_be_filtered_by_profile() -> None:

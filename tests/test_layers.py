@@ -53,7 +53,7 @@ ALLOWED_INTERNAL = {
     "mutation": {"spec", "driver"},
 }
 ALLOWED_EXTERNAL = {
-    # rfc8785: the canonical JSON every interop hash is defined on (issue 20), one pure-Python module.
+    # rfc8785: the canonical JSON every interop hash is defined on, one pure-Python module.
     # idna: the IDNA 2008 form in which D7.2 compares hosts, the form the SDK's HTTP client resolves.
     "spec": {"pydantic", "rfc8785", "idna"},
     "reports": {"pydantic", "duckdb"},

@@ -333,7 +333,7 @@ class _SkillClashLosesPin(McpAdapter):
         ]
 
     def write_pin(self, run_id: str, rows: Sequence[PinRow | SessionPinTable]) -> list[PinRow]:
-        # The defect (the reference's, before round 5): the rows are written as they come; a name clash breaks the
+        # The defect (the reference's own, once): the rows are written as they come; a name clash breaks the
         # pin's unique key, the failed write is taken for another worker's pin, and the session reads back nothing.
         self.store.pin(rows)
         return self.store.pins(run_id)

@@ -1,10 +1,11 @@
-"""Issue 17's MCP witnesses over HTTP: each, served behind the driver protocol, fails the rules it breaks.
+"""The MCP lifecycle, catalog and result witnesses over HTTP: each, served behind the driver protocol, fails the rules
+it breaks.
 
 ``tests/test_witnesses.py`` rejects these witnesses in-process; ``tests/test_witness_transport.py``
-serves every witness over HTTP in one long module. This module judges only issue 17's lifecycle,
+serves every witness over HTTP in one long module. This module judges only the MCP lifecycle,
 catalog, result and hostile-kit witnesses, one test each, so a change to the MCP adapter or its scenarios can be
 checked over the driver protocol without the whole matrix: ``pytest -m transport_matrix -n 0
-tests/test_witness_transport_i17.py``. A witness here has to read ``fail`` over HTTP on every rule it
+tests/test_witness_transport_mcp.py``. A witness here has to read ``fail`` over HTTP on every rule it
 breaks: none of these rules is judged only in-process.
 """
 
@@ -33,7 +34,7 @@ ISSUE_17 = (
     "stdio_env_ignored",
     "stdio_inherits_worker_env",
 )
-"""The witnesses of issue 17's defects, in the order the issue lists them."""
+"""The witnesses of the MCP lifecycle, catalog and result defects."""
 
 HOSTILE_KIT = (
     "schema_verdict_as_remote",
@@ -42,7 +43,7 @@ HOSTILE_KIT = (
     "notices_dropped_during_call",
     "drift_judged_by_input_schema",
 )
-"""The witnesses of issue 17's hostile kit mid-session: structure against its schema, a flood, a silent change."""
+"""The witnesses of the hostile kit mid-session: structure against its schema, a flood, a silent change."""
 
 
 def test_every_issue_17_witness_is_registered() -> None:
