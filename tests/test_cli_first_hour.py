@@ -275,7 +275,7 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
     import logging
 
     import toolproof._cli
-    from toolproof import _interrupt
+    from toolproof import _interrupt, _main
 
     def app() -> None:
         _interrupt.interrupted(signal.SIGINT, None)
@@ -288,7 +288,7 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
     before = {stopping: signal.getsignal(stopping) for stopping in (signal.SIGINT, signal.SIGTERM)}
     try:
         with warnings.catch_warnings(), pytest.raises(SystemExit) as exit_:
-            _interrupt.main()
+            _main.main()
     finally:
         for stopping, handler in before.items():
             signal.signal(stopping, handler)

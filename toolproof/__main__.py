@@ -1,5 +1,5 @@
 """``python -m toolproof``."""
 
-from toolproof._interrupt import main
+from toolproof._main import main
 
 main()

@@ -15,7 +15,8 @@ from toolproof.reports import ServerCheck, ServerCheckReport, render_server_chec
 from toolproof.spec import ConfigurationError, McpServerConfig, McpTransport, load_mcp_servers
 
 from . import __version__
-from ._check_server import Call, check_server, parse_call
+from ._check_call import Call, parse_call
+from ._check_server import check_server
 
 COMMAND_SERVER_ID = "server"
 """The server id (name prefix ``mcp.server.``) of a server given as a command or a URL."""

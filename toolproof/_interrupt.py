@@ -1,9 +1,9 @@
 """Ctrl-C or SIGTERM, whatever it interrupts: one line on stderr, cleanup, and exit status 130 or 143.
 
-Only the standard library is imported here, so the console script installs the handler before it imports the
-command line (typer, rich, pydantic), and an interrupt while those load is handled like any other. SIGTERM (a CI
-job cancelled, ``kill``) unwinds like Ctrl-C, so what the run started (fake MCP servers, worker processes) is
-stopped, not orphaned.
+Only the standard library is imported here, so the console script (``toolproof._main``) installs the handler
+before it imports the command line (typer, rich, pydantic), and an interrupt while those load is handled like any
+other. SIGTERM (a CI job cancelled, ``kill``) unwinds like Ctrl-C, so what the run started (fake MCP servers, worker
+processes) is stopped, not orphaned.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 import warnings
+from collections.abc import Callable
 from types import FrameType
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -87,14 +88,13 @@ def exit_interrupted() -> None:
     sys.exit(interrupted_status())
 
 
-def main() -> None:
-    """Console-script entry point (``toolproof`` and ``python -m toolproof``)."""
+def handle_interrupts(command: Callable[[], object]) -> None:
+    """Install the SIGINT and SIGTERM handler, then run ``command``: an interrupt it leaves unhandled is the one line
+    and exit status 130 (143 after SIGTERM)."""
     for stopping in STOPPING_SIGNALS:
         signal.signal(stopping, interrupted)
     try:
-        from toolproof._cli import app
-
-        app()
+        command()
     except KeyboardInterrupt:  # Interrupted before a command could handle it, e.g. while the command line loads.
         exit_interrupted()
     except SystemExit as exit_:

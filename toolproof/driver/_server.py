@@ -1,10 +1,8 @@
 """The driver side of the driver protocol: any Python implementation behind ``/v1`` (starlette).
 
 ``toolproof serve-reference`` runs it for the reference; ``serve(MyImplementation(), ...)``
-runs it for yours. Each open instance lives in its own task (an implementation's context
-manager and task groups must be entered and left by one task); requests reach it through a
-channel and run concurrently inside it, so a reader can look at a row while a step is still
-executing its tool.
+runs it for yours. This module is the protocol's routes; each open instance lives in its own
+task (``_instances``), which a route's work is handed to.
 """
 
 from __future__ import annotations
@@ -12,14 +10,10 @@ from __future__ import annotations
 import base64
 import time
 import tracemalloc
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import anyio
-import anyio.abc
 import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -34,13 +28,11 @@ from toolproof.spec import (
     ArtifactRef,
     ArtifactUpload,
     CatalogHistory,
-    ConfigurationError,
     Credential,
     Dispositions,
     DriverInfo,
     Events,
     Implementation,
-    Instance,
     InstanceHandle,
     Invocations,
     Metrics,
@@ -49,7 +41,6 @@ from toolproof.spec import (
     ScopeQuery,
     ScriptModule,
     ScriptRequest,
-    SimulatedCrash,
     StepRequest,
     Tables,
     ToolExecutionContext,
@@ -57,7 +48,8 @@ from toolproof.spec import (
 )
 
 from ._admission import DriverOptions, admit
-from ._hosted import ContextRegistry, HostedTool, PushedClock
+from ._hosted import ContextRegistry
+from ._instances import HostedInstance, OpenInstances, Work
 from ._problems import Refused, problem
 from ._scripts import ScriptFolder
 
@@ -80,16 +72,6 @@ class _RunIdConvertor(Convertor[str]):
 register_url_convertor("run_id", _RunIdConvertor())
 
 
-@dataclass
-class _Hosted:
-    """One open instance and the channel its requests arrive on."""
-
-    clock: PushedClock
-    send: anyio.abc.ObjectSendStream[tuple[Callable[[Instance], Awaitable[Any]], anyio.abc.ObjectSendStream[Any]]]
-    dead: bool = False
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
 class Driver:
     """The driver protocol's server for one implementation; ``app()`` is the ASGI application.
 
@@ -103,21 +85,17 @@ class Driver:
         self.implementation = implementation
         self.options = options
         self.url = url
-        self.instances: dict[str, _Hosted] = {}
         self.contexts = ContextRegistry()
+        self.instances = OpenInstances(implementation, url, self.contexts)
         self.scripts = ScriptFolder(options.root)
-        self.group: anyio.abc.TaskGroup | None = None
-        self._receive: dict[str, anyio.abc.ObjectReceiveStream[Any]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Instances live in this task group for the server's lifetime."""
-        async with anyio.create_task_group() as group:
-            self.group = group
+        """Instances live in a task group of the server's lifetime."""
+        async with self.instances.hosting():
             yield
-            group.cancel_scope.cancel()
 
     def app(self) -> Starlette:
         """The starlette application."""
@@ -158,10 +136,8 @@ class Driver:
             where = ".".join(str(p) for p in first["loc"]) or "body"
             raise Refused(422, "invalid-request", f"{where}: {first['msg']}", where) from None
 
-    def _hosted(self, request: Request) -> _Hosted:
-        hosted = self.instances.get(request.path_params["instance_id"])
-        if hosted is None or hosted.dead:
-            raise Refused(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
+    def _hosted(self, request: Request) -> HostedInstance:
+        hosted = self.instances.find(request.path_params["instance_id"])
         raw = request.headers.get(NOW_HEADER)
         if raw is not None:
             try:
@@ -173,74 +149,8 @@ class Driver:
             hosted.clock.push(now)
         return hosted
 
-    async def _on(self, request: Request, work: Callable[[Instance], Awaitable[Any]]) -> Any:
-        hosted = self._hosted(request)
-        reply_send, reply_receive = anyio.create_memory_object_stream[Any](1)
-        try:
-            await hosted.send.send((work, reply_send))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise Refused(404, "not-found", "the instance closed", "instance_id") from None
-        async with reply_receive:
-            try:
-                result = await reply_receive.receive()
-            except anyio.EndOfStream:
-                raise Refused(404, "not-found", "the instance closed", "instance_id") from None
-        if isinstance(result, SimulatedCrash):
-            raise Refused(409, "simulated-crash", "the instance died at its crash point")
-        if isinstance(result, ConfigurationError):
-            raise Refused(422, "configuration-error", str(result))
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    async def _host(self, instance_id: str, body: OpenInstance, started: anyio.Event, failed: list[str]) -> None:
-        hosted = self.instances[instance_id]
-        receive = self._receive[instance_id]
-        tools = [HostedTool(spec, body.tool_host, self.url, self.contexts) for spec in body.tools]
-        try:
-            async with self.implementation.open(body.config, tools, hosted.clock) as instance:
-                for tool in tools:
-                    tool.instance = instance
-                started.set()
-                async with anyio.create_task_group() as group, receive:
-                    async for work, reply in receive:
-                        group.start_soon(self._run, instance, work, reply, hosted, group)
-        except BaseException as exc:
-            if isinstance(exc, ConfigurationError):
-                failed.append(str(exc))
-            elif _is_crash(exc):
-                pass  # The instance died at its crash point.
-            elif isinstance(exc, Exception):  # boundary: a failing implementation is reported, not crashed on
-                failed.append(f"the implementation failed: {type(exc).__name__}: {exc}")
-            else:
-                raise
-        finally:
-            hosted.dead = True
-            started.set()
-            hosted.done.set()
-
-    async def _run(
-        self,
-        instance: Instance,
-        work: Callable[[Instance], Awaitable[Any]],
-        reply: anyio.abc.ObjectSendStream[Any],
-        hosted: _Hosted,
-        group: anyio.abc.TaskGroup,
-    ) -> None:
-        async with reply:
-            try:
-                result: Any = await work(instance)
-            except BaseException as exc:
-                if not _is_crash(exc):
-                    if not isinstance(exc, Exception):
-                        raise  # Cancellation and the like belong to the task group.
-                    result = exc  # boundary: every failure becomes an answer, never a dead server
-                else:
-                    hosted.dead = True
-                    await reply.send(SimulatedCrash("simulated crash"))
-                    group.cancel_scope.cancel()  # The instance is dead: leave its context now.
-                    return
-            await reply.send(result)
+    async def _on(self, request: Request, work: Work) -> Any:
+        return await self.instances.on(self._hosted(request), work)
 
     # -- routes ------------------------------------------------------------------------------
 
@@ -256,19 +166,7 @@ class Driver:
     async def open_instance(self, request: Request) -> Response:
         """``POST /v1/instances``."""
         body = admit(await self._body(request, OpenInstance), self.options)
-        assert self.group is not None  # Invariant: set by the lifespan before any request.
-        instance_id = uuid.uuid4().hex
-        send, receive = anyio.create_memory_object_stream[Any](64)
-        self.instances[instance_id] = _Hosted(clock=PushedClock(_now_of(request)), send=send)
-        self._receive[instance_id] = receive
-        started, failed = anyio.Event(), list[str]()
-        self.group.start_soon(self._host, instance_id, body, started, failed)
-        await started.wait()
-        if failed:
-            self.instances.pop(instance_id, None)
-            return problem(422, "configuration-error", failed[0])
-        if self.instances[instance_id].dead:
-            return problem(409, "simulated-crash", "the instance died while opening")
+        instance_id = await self.instances.open(body, _now_of(request))
         return JSONResponse(InstanceHandle(instance_id=instance_id).model_dump(mode="json"), status_code=201)
 
     async def place_script(self, request: Request) -> Response:
@@ -279,12 +177,8 @@ class Driver:
 
     async def close_instance(self, request: Request) -> Response:
         """``DELETE /v1/instances/{id}``."""
-        hosted = self.instances.pop(request.path_params["instance_id"], None)
-        if hosted is None:
+        if not await self.instances.close(request.path_params["instance_id"]):
             return problem(404, "not-found", f"no open instance {request.path_params['instance_id']!r}", "instance_id")
-        await hosted.send.aclose()
-        with anyio.move_on_after(30):
-            await hosted.done.wait()
         return Response(status_code=204)
 
     async def submit(self, request: Request) -> Response:
@@ -377,13 +271,6 @@ class Driver:
         context = self._context(request)
         query = await self._body(request, ScopeQuery)
         return _json(Credential(credential=await context.credential_resolver.resolve(query.scope)))
-
-
-def _is_crash(exc: BaseException) -> bool:
-    """Whether ``exc`` is a SimulatedCrash, bare or inside the implementation's task groups."""
-    if isinstance(exc, SimulatedCrash):
-        return True
-    return isinstance(exc, BaseExceptionGroup) and any(_is_crash(e) for e in exc.exceptions)
 
 
 def _now_of(request: Request) -> float:

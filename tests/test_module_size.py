@@ -1,0 +1,47 @@
+"""Small modules with one job (style.md, guideline 12): no module of the CLI's folder past 400 lines.
+
+The CLI's folder holds the driver, the bench and the expectations too. ``reference/`` and ``contracts/`` are being
+split by their owners (issue 30); their folders can join ``CHECKED`` once that lands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 400
+CHECKED = ("toolproof",)
+"""Folders (from the checkout) whose every module keeps under ``LIMIT``."""
+LONGER: dict[str, str] = {}
+"""Module (path from the checkout) -> why it may be longer than ``LIMIT``; none today."""
+
+
+def long_modules(root: Path, folders: tuple[str, ...], limit: int) -> dict[str, int]:
+    """Every module under ``folders`` of ``root`` longer than ``limit`` lines, with its length."""
+    found = {}
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            length = len(path.read_text(encoding="utf-8").splitlines())
+            if length > limit:
+                found[path.relative_to(root).as_posix()] = length
+    return found
+
+
+def test_no_module_is_longer_than_the_limit_without_its_reason() -> None:
+    unexplained = {path: length for path, length in long_modules(ROOT, CHECKED, LIMIT).items() if path not in LONGER}
+    if unexplained:
+        lines = [f"  {path}: {length} lines" for path, length in unexplained.items()]
+        pytest.fail(
+            f"modules past {LIMIT} lines: split each along a seam a reader can name, or give its reason in LONGER\n"
+            + "\n".join(lines),
+            pytrace=False,
+        )
+
+
+def test_a_long_module_is_found(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "_long.py").write_text("x = 1\n" * 401, encoding="utf-8")
+    (tmp_path / "pkg" / "_short.py").write_text("x = 1\n" * 400, encoding="utf-8")
+    assert long_modules(tmp_path, ("pkg",), 400) == {"pkg/_long.py": 401}
