@@ -154,8 +154,11 @@ class MinimalInstance:
             c.reason = ReasonCode.INVALID_ARGUMENTS
 
     async def _label(self, c: _Call) -> None:
-        trust = {item.id: item.trust for item in c.request.context}
-        c.origin = lowest_trust(*trust.values())
+        # An id names every item that bears it: a contributor counts as the lowest of their labels.
+        trust: dict[str, TrustLabel] = {}
+        for item in c.request.context:
+            trust[item.id] = lowest_trust(item.trust, trust.get(item.id, item.trust))
+        c.origin = lowest_trust(*(item.trust for item in c.request.context))
         # Provenance is carried, never inferred: an unknown argument or contributor is untrusted.
         per_argument = [
             lowest_trust(*(trust.get(i, _UNTRUSTED) for i in c.call.provenance.get(name, [])))

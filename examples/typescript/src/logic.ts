@@ -2,6 +2,7 @@
 
 import { type Call, DENIALS, type Parts, type Registered, UNTRUSTED } from "./call.js";
 import { callHash, idempotencyKey } from "./keys.js";
+import type { TrustLabel } from "./wire.js";
 
 export async function resolve(p: Parts, c: Call): Promise<null> {
   const name = c.call.tool_name;
@@ -28,8 +29,14 @@ export async function validate(_p: Parts, c: Call): Promise<null> {
 }
 
 export async function label(p: Parts, c: Call): Promise<null> {
-  const trust = new Map((c.request.context ?? []).map((item) => [item.id, item.trust]));
-  c.origin = p.lowest(...trust.values());
+  const context = c.request.context ?? [];
+  // An id names every item that bears it: a contributor counts as the lowest of their labels.
+  const trust = new Map<string, TrustLabel>();
+  for (const item of context) {
+    const seen = trust.get(item.id);
+    trust.set(item.id, seen === undefined ? item.trust : p.lowest(seen, item.trust));
+  }
+  c.origin = p.lowest(...context.map((item) => item.trust));
   // Provenance is carried, never inferred: an unknown argument or contributor is untrusted.
   const provenance = (c.call.provenance ?? {}) as Record<string, string[]>;
   const perArgument = Object.keys(c.args).map((name) =>
