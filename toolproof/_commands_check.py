@@ -65,7 +65,7 @@ def check_server_command(
         list[str] | None,
         typer.Argument(
             metavar="FILE.toml | URL | -- COMMAND ARGS...",
-            help="An operator MCP server file (TOML, one \\[\\[server]] table each; see the README), a streamable-HTTP"
+            help="An operator MCP server file (TOML, one \\[\\[server]] table each; see docs/check-server.md), a streamable-HTTP"
             " URL, or after -- the command line of a stdio server.",
             show_default=False,
         ),

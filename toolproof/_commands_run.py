@@ -72,7 +72,7 @@ def run(
         typer.Option(
             "--expectations",
             metavar="FILE",
-            help="An expectations file (TOML; see the README): the failures it declares for the implementation "
+            help="An expectations file (TOML; see docs/expectations.md): the failures it declares for the implementation "
             "it names read xfail, and an entry the run contradicts (a pass, or nothing selected ran) is stale "
             "and fails the run. Repeatable.",
         ),

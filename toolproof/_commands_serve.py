@@ -70,7 +70,7 @@ def serve_reference(
         typer.Option(
             "--mcp-config",
             metavar="FILE",
-            help="The operator's MCP servers (TOML, one \\[\\[server]] table each; see the README): every instance"
+            help="The operator's MCP servers (TOML, one \\[\\[server]] table each; see docs/check-server.md): every instance"
             " opened gets them besides the servers its client sends, stdio commands included. Not for a"
             " conformance run: the scenarios would see their tools too.",
         ),
