@@ -20,7 +20,8 @@ from toolproof.spec import ConfigurationError, ContractViolation, IdempotencyCla
 
 from ._arguments import arguments_strategy
 from ._confine import confinement_unavailable
-from ._execute import PROBE_DEADLINE_S, Runner
+from ._example import PROBE_DEADLINE_S
+from ._execute import Runner
 from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
 from ._judge import judge_deadline_probe, judge_example, judge_reads_only, judge_remote_probe, owes_watermark, repeats
 from ._options import CheckOptions, KeyCarrier, Observation
@@ -31,6 +32,7 @@ PYTHON_BLIND_SPOTS = (
     "writes by native code outside the workspace (C extensions, ctypes, memory maps)",
     "writes through file handles and connections opened before the check",
     "what a started process does (process starts are refused)",
+    "signals sent other than with os.kill and os.killpg",
 )
 """What Python-level observation cannot see: every partial verdict names them."""
 

@@ -10,28 +10,32 @@ trace from the tracer's log (``_observe``) and what the recording service receiv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from toolproof.spec import ConfigurationError, HarnessError, JsonObject
+from toolproof.spec import ConfigurationError, HarnessError, JsonObject, Tool, ToolSpec
 
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
-from ._confine import Layout, kill_group, launch
-from ._execute import GRACE_S, ExampleRun, Runner  # _execute imports this module only to run an example
+from ._confine import Layout, launch, stop
+from ._example import GRACE_S, ExampleRun
+from ._inherited import repoint_inherited
 from ._observe import Observer, Scene
 from ._result import describe_error
 from ._syscalls import parse_log
 from ._trace import EventKind, Trace
 from ._transport import TransportMode, service_state
-from ._view import repoint_inherited
-from ._world import show_path, snapshot, under
+from ._view import aspects_since
+from ._world import ContractWorld, show_path, snapshot, under
 
 
 class _Channel:
@@ -88,7 +92,9 @@ def _warm_up() -> None:
 
 
 def run_confined(
-    runner: Runner,
+    factory: Callable[[], Tool],
+    spec: ToolSpec,
+    world: ContractWorld,
     arguments: JsonObject,
     attempts: int,
     mode: TransportMode,
@@ -98,7 +104,6 @@ def run_confined(
     label: str,
 ) -> ExampleRun:
     """Run one example confined and build its trace from what the system saw."""
-    world = runner.world
     assert world.net is not None
     _warm_up()
     folder = world.example_dir()
@@ -117,17 +122,19 @@ def run_confined(
 
     def example() -> int:
         channel = _Channel(write_fd, workspace)
-        files, cut = repoint_inherited({write_fd}, lambda path: under(path, root))
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)  # the check's event loop may have set it: its socket is cut below
+        inherited = repoint_inherited({write_fd}, lambda path: under(path, root))
         streams = [_target(1), _target(2)]
-        channel.send({"type": "hello", "pid": os.getpid(), "cut": cut, "files": files, "streams": streams})
+        channel.send({"type": "hello", "cut": inherited.cut, "baselines": inherited.baselines, "streams": streams})
         try:
-            tool = runner.factory()
+            tool = factory()
         except Exception as exc:
             channel.send({"type": "factory", "text": f"{type(exc).__name__}: {exc}"})
             return 0
         into: list[AttemptRun] = []
         try:
-            anyio.run(run_attempts, tool, runner.spec, plan, channel, into)
+            anyio.run(run_attempts, tool, spec, plan, channel, into)
         except BaseException as exc:
             channel.send({"type": "error", "text": describe_error(exc)})
             return 0
@@ -140,7 +147,7 @@ def run_confined(
         os.close(write_fd)
         os.close(trace_fd)
     try:
-        messages, abandoned = _follow(read_fd, recorder.release)
+        messages, abandoned = _follow(read_fd, recorder.release, lambda: stop(layout))
     finally:
         os.close(read_fd)
         os.waitpid(pid, 0)
@@ -149,14 +156,8 @@ def run_confined(
     if failure is not None:
         raise failure
     hello = next(m for m in messages.values() if m["type"] == "hello")
-    # Reopening an inherited file for writing copies it up whether or not the tool writes: its writes are judged
-    # from the trace, and the real file may go on changing under the overlay's copy.
-    repointed = set(hello["files"].values())
-    changes = [
-        {**change, "path": show_path(change["path"], world.root, workspace)}
-        for change in json.loads(layout.changes.read_text(encoding="utf-8"))
-        if change["path"] not in repointed
-    ]
+    changes = _kept_changes(json.loads(layout.changes.read_text(encoding="utf-8")), hello["baselines"])
+    changes = [{**change, "path": show_path(change["path"], world.root, workspace)} for change in changes]
     scene = Scene(
         workspace=str(workspace),
         cwd=cwd,
@@ -167,6 +168,8 @@ def run_confined(
         show=lambda path: show_path(path, world.root, workspace),
         std_streams={s for s in hello["streams"] if s},
         cut=hello["cut"],
+        init_pid=int(layout.init_pid.read_text(encoding="ascii")),
+        harness_first=True,
     )
     trace = Observer(scene).build(parse_log(log.read_text(encoding="utf-8", errors="replace")))
     run = ExampleRun(arguments, trace, confined=True, changes=changes)
@@ -182,6 +185,25 @@ def run_confined(
     return run
 
 
+def _kept_changes(changes: list[dict[str, Any]], baselines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The overlay's changes the tool made.
+
+    Reopening an inherited file for writing (or mapping it for shared writing) copies it into the overlay whether
+    or not the tool writes it, and the real file may go on changing under that copy: such a file is compared with
+    its state when it was reopened, not with the real one.
+    """
+    kept = []
+    for change in changes:
+        baseline = baselines.get(change["path"])
+        state = change.pop("state", None)
+        if baseline is not None and change["change"] == "changed":
+            change["aspects"] = aspects_since(baseline, state)
+            if not change["aspects"]:
+                continue
+        kept.append(change)
+    return kept
+
+
 def _target(fd: int) -> str:
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
@@ -189,12 +211,14 @@ def _target(fd: int) -> str:
         return ""
 
 
-def _follow(read_fd: int, release: Any) -> tuple[dict[int, dict[str, Any]], bool]:
+def _follow(
+    read_fd: int, release: Callable[[], None], kill: Callable[[], None]
+) -> tuple[dict[int, dict[str, Any]], bool]:
     """Read the example's lines until it ends; kill it once it overstays a deadline by the grace period."""
     messages: dict[int, dict[str, Any]] = {}
     buffer = b""
     deadline = float("inf")
-    pid: int | None = None
+    started = False
     abandoned = False
     while True:
         ready = select.select([read_fd], [], [], 0.02)[0]
@@ -209,14 +233,14 @@ def _follow(read_fd: int, release: Any) -> tuple[dict[int, dict[str, Any]], bool
                 message = json.loads(body)
                 messages[int(number)] = message
                 if message["type"] == "hello":
-                    pid = int(message["pid"])
+                    started = True
                 elif message["type"] == "release":
                     release()
                 elif message["type"] == "event":
                     deadline = float(message["deadline"]) if message["kind"] != EventKind.END else float("inf")
-        if not abandoned and pid is not None and time.time() > deadline + GRACE_S:
+        if not abandoned and started and time.time() > deadline + GRACE_S:
             abandoned = True
-            kill_group(pid)
+            kill()
     return messages, abandoned
 
 

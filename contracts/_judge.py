@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolproof.spec import IdempotencyClass, SideEffect, ToolSpec
 
 from ._attempts import AttemptRun
-from ._execute import GRACE_S, PROBE_DEADLINE_S, ExampleRun
+from ._example import GRACE_S, PROBE_DEADLINE_S, ExampleRun
 from ._findings import Finding, finding
 from ._options import CheckOptions, KeyPlace
 from ._trace import EventKind, TraceEvent

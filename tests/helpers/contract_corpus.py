@@ -675,7 +675,7 @@ class Case:
     warning: bool = False
     """A warning is expected in the headline (no observable effect)."""
     blind: str | None = None
-    """The Python-level blind spot its effect falls in (``native``, ``handle``, ``process``), if any."""
+    """The Python-level blind spot its effect falls in (``native``, ``handle``, ``process``, ``signal``), if any."""
     needs: str | None = None
     """A module that must be installed."""
 
@@ -731,5 +731,6 @@ BLIND_SPOTS = {
     "native": "writes by native code",
     "handle": "connections opened before the check",
     "process": "what a started process does",
+    "signal": "signals sent other than with os.kill and os.killpg",
 }
 """Each blind-spot kind of Python-level observation and the words its partial verdict uses for it."""
