@@ -24,6 +24,7 @@ from ._example import PROBE_DEADLINE_S
 from ._execute import Runner
 from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
 from ._judge import judge_deadline_probe, judge_example, judge_reads_only, judge_remote_probe, owes_watermark, repeats
+from ._leftovers import AFTER_RETURN_S
 from ._options import CheckOptions, KeyCarrier, Observation
 from ._transport import TransportMode
 from ._world import ContractWorld
@@ -195,6 +196,11 @@ def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, opt
                 "or --requests-act)"
             )
         (warnings if owes_watermark(spec) else notes).append(unjudged)
+    if runner.left_running:
+        warnings.append(
+            f"work the tool left running ({runner.left_running[0]}) was still running {AFTER_RETURN_S}s after "
+            f"execute ended, in {len(runner.left_running)} run(s), so an effect it made later was not observed (D3.9)"
+        )
     if runner.deadlines_reached:
         notes.append(f"{runner.deadlines_reached} example(s) ran into their deadline and were cancelled")
     partial = None

@@ -29,6 +29,7 @@ from ._attempts import AttemptPlan, AttemptRun, run_attempts
 from ._confine import Layout, launch, stop
 from ._example import GRACE_S, ExampleRun
 from ._inherited import repoint_inherited
+from ._leftovers import Leftovers, namespace_processes
 from ._observe import Observer, Scene
 from ._result import describe_error
 from ._syscalls import parse_log
@@ -47,6 +48,7 @@ class _Channel:
         self._number = 0
         self._attempt = 0
         self._deadline = 0.0
+        self._leftovers = Leftovers(namespace_processes)
 
     def send(self, payload: dict[str, Any]) -> None:
         self._number += 1
@@ -58,6 +60,10 @@ class _Channel:
 
     def begin(self, number: int, deadline: float) -> None:
         self._attempt, self._deadline = number, deadline
+        self._leftovers.begin()
+
+    def running(self) -> str:
+        return self._leftovers.running()
 
     def event(self, kind: EventKind, text: str) -> None:
         self.send(

@@ -23,6 +23,7 @@ from . import _gate
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
 from ._confined import run_confined
 from ._example import GRACE_S, NORMAL_DEADLINE_S, ExampleRun
+from ._leftovers import Leftovers
 from ._options import CheckOptions
 from ._result import describe_error
 from ._trace import EventKind
@@ -43,13 +44,20 @@ class _ThreadHost:
     def __init__(self, example: ExampleWorld, progress: _Progress) -> None:
         self.example = example
         self.progress = progress
+        self._leftovers = Leftovers()
 
     def begin(self, number: int, deadline: float) -> None:
         self.example.trace.attempt = number
         self.progress.deadline = deadline
+        self._leftovers.begin()
 
     def event(self, kind: EventKind, text: str) -> None:
+        if kind is EventKind.END:
+            self.progress.deadline = math.inf  # execute has ended: what it left running is waited for, bounded
         self.example.trace.add(kind, text)
+
+    def running(self) -> str:
+        return self._leftovers.running()
 
     async def settle(self) -> None:
         await self.example.recorder.settle()
@@ -82,6 +90,8 @@ class Runner:
         """The first example whose only contact with the world was safe requests."""
         self.deadlines_reached = 0
         """Ordinary examples that ran into their deadline."""
+        self.left_running: list[str] = []
+        """What runs (examples and probes) left running past the wait after an execution (``1 thread``), one each."""
 
     @property
     def confined(self) -> bool:
@@ -133,6 +143,9 @@ class Runner:
             self.reads_only = run
         if deadline_s is None and any(a.cancelled for a in run.attempts):
             self.deadlines_reached += 1
+        still = next((a.left_running for a in run.attempts if a.left_running), "")
+        if still:
+            self.left_running.append(still)
         return run
 
     def make_tool(self) -> Tool:

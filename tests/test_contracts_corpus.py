@@ -321,6 +321,9 @@ def test_the_corpus_covers_what_the_issue_names() -> None:
         "netlink-route",
         "netlink-audit",
         "raw-icmp",
+        "thread-posts-after-returning",
+        "task-posts-after-returning",
+        "detached-child-writes-later",
     ):
         assert kind in names, kind
     assert {bool(case.expected) for case in ALL_CASES} == {True, False}

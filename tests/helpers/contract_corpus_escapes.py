@@ -1,13 +1,15 @@
 """Corpus tools that reach past the files and the network a check watches first: other processes, handles opened
-before the check, and sockets of other families.
+before the check, sockets of other families, and effects made after ``execute`` returned.
 
 Each one is written the way such code is written (``os.kill`` on a pid file, a module-level SQLite connection in
-WAL mode, a ``/proc/self/fd`` reopen, a syslog datagram), with the verdict ADR-0021 expects. What they reach is set by the test (``ELSEWHERE``) before a check, so a confined example, forked from the
+WAL mode, a ``/proc/self/fd`` reopen, a syslog datagram, a fire-and-forget thread), with the verdict ADR-0021
+expects. What they reach is set by the test (``ELSEWHERE``) before a check, so a confined example, forked from the
 test's process, inherits it as a tool module's import-time state would be inherited.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import mmap
@@ -16,9 +18,13 @@ import signal
 import socket
 import sqlite3
 import struct
+import subprocess
+import threading
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, ClassVar, TextIO
 
 import anyio
 
@@ -30,6 +36,9 @@ _IDEM = IdempotencyClass.IDEMPOTENT
 _EXTERNAL = SideEffect.EXTERNAL_WRITE
 _WORKSPACE = SideEffect.WORKSPACE_WRITE
 _READ_ONLY = SideEffect.READ_ONLY
+
+LATE_S = 0.2
+"""How long after ``execute`` returned the late tools act."""
 
 
 @dataclass
@@ -229,6 +238,77 @@ class PingsOutsideHost(_Tool):
             sock.sendto(echo, ("198.51.100.7", 0))
 
 
+# -- effects after execute returned ------------------------------------------------------------------------
+
+
+def _post(url: str) -> None:
+    request = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5) as answer:
+        answer.read()
+
+
+class PostsAfterReturningUnmarked(_Tool):
+    """NON_IDEMPOTENT: returns at once and leaves a thread that POSTs to the target a moment later, unmarked."""
+
+    spec = _spec("posts_after_returning", _EXTERNAL, _NON)
+    delay: ClassVar[float] = LATE_S
+
+    async def act(self, text: str, context: ToolExecutionContext) -> None:
+        url, delay = f"{context.target}/later", self.delay
+
+        def later() -> None:
+            time.sleep(delay)
+            with contextlib.suppress(OSError):
+                _post(url)
+
+        threading.Thread(target=later, name="corpus-later").start()
+
+
+class PostsLongAfterReturning(PostsAfterReturningUnmarked):
+    """As ``PostsAfterReturningUnmarked``, 1.5 s later: past every deadline and grace of the check, within its wait."""
+
+    delay: ClassVar[float] = 1.5
+
+
+class LeavesIdleThreadRunning(_Tool):
+    """READ_ONLY: leaves a worker thread that waits for work it is never given (it never ends, never acts)."""
+
+    spec = _spec("leaves_idle_thread", _READ_ONLY, _IDEM)
+
+    async def act(self, text: str, context: ToolExecutionContext) -> None:
+        threading.Thread(target=threading.Event().wait, name="corpus-idle-worker", daemon=True).start()
+
+
+class PostsFromTaskAfterReturning(_Tool):
+    """NON_IDEMPOTENT: marks, then leaves a fire-and-forget asyncio task that POSTs a moment after it returned."""
+
+    spec = _spec("task_after_returning", _EXTERNAL, _NON)
+    tasks: ClassVar[set[Any]] = set()
+
+    async def act(self, text: str, context: ToolExecutionContext) -> None:
+        await context.mark_effect_sent()
+        url = f"{context.target}/later"
+
+        async def later() -> None:
+            await anyio.sleep(LATE_S)
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(_post, url)
+
+        task = asyncio.get_running_loop().create_task(later())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+
+class WritesFromDetachedChildLater(_Tool):
+    """IDEMPOTENT workspace write: starts a detached shell that writes a file in the workspace a moment later."""
+
+    spec = _spec("detached_child_later", _WORKSPACE, _IDEM)
+
+    async def act(self, text: str, context: ToolExecutionContext) -> None:
+        script = f"sleep {LATE_S}; echo done > {context.workspace / 'late.txt'}"
+        subprocess.Popen(["sh", "-c", script], start_new_session=True)  # noqa: ASYNC220 - left running, as such tools do
+
+
 ESCAPE_CASES: tuple[Case, ...] = (
     Case("sighup-daemon-outside", ReloadsDaemonWithSighup, ("D2.7",)),
     Case("killpg-daemon-outside", SignalsDaemonGroup, ("D2.7",)),
@@ -244,5 +324,8 @@ ESCAPE_CASES: tuple[Case, ...] = (
     Case("netlink-route-query", ListsInterfaces, ()),
     Case("netlink-audit-query", QueriesAuditStatus, ("D2.7",)),
     Case("raw-icmp-outside", PingsOutsideHost, ("D2.7",)),
+    Case("thread-posts-after-returning", PostsAfterReturningUnmarked, ("D4.10", "D3.9")),
+    Case("task-posts-after-returning", PostsFromTaskAfterReturning, ("D3.9",)),
+    Case("detached-child-writes-later", WritesFromDetachedChildLater, ("D3.9",), blind="process"),
 )
 """The escape tools with their expected verdicts."""
