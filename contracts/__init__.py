@@ -7,12 +7,14 @@ from ._check import DEFAULT_SETTINGS, PYTHON_BLIND_SPOTS, assert_conforms, check
 from ._cli import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, load_factory, run_check_tool
 from ._confine import confinement_unavailable
 from ._context import ContractContext
-from ._execute import GRACE_S, NORMAL_DEADLINE_S, PROBE_DEADLINE_S
+from ._example import GRACE_S, NORMAL_DEADLINE_S, PROBE_DEADLINE_S
 from ._findings import CONTRACT_RULES, PROVISIONAL_RULES, ContractReport, ContractRule, Finding, rule_text
+from ._leftovers import AFTER_RETURN_S
 from ._options import KeyCarrier, KeyPlace, Observation
 from ._transport import IDEMPOTENCY_HEADER, REMOTE_ERROR_TEXT, SAFE_METHODS
 
 __all__ = [
+    "AFTER_RETURN_S",
     "CONTRACT_RULES",
     "DEFAULT_SETTINGS",
     "EXIT_BAD_INPUT",

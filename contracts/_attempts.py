@@ -19,6 +19,7 @@ import anyio
 from toolproof.spec import Identity, JsonObject, Tool, ToolSpec, canonical_sha256
 
 from ._context import ContractContext, request_cancellation
+from ._leftovers import AFTER_RETURN_S
 from ._result import describe_error, describe_result, judge_result, narrated, reports_ok
 from ._trace import EventKind
 from ._transport import short_key
@@ -50,6 +51,8 @@ class AttemptRun:
     """The service's distinct effects when the attempt ended (sorted)."""
     keys: list[str] = field(default_factory=list)
     """Idempotency keys the service received during the attempt."""
+    left_running: str = ""
+    """What the tool left running was still running ``AFTER_RETURN_S`` after the execution ended (``1 thread``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The attempt as JSON (what a confined example sends back)."""
@@ -84,6 +87,10 @@ class AttemptHost(Protocol):
 
     def deadline_passed(self) -> None:
         """The deadline passed: held answers are released."""
+        ...
+
+    def running(self) -> str:
+        """What the tool started since the attempt began and left running, in words; "" when nothing is."""
         ...
 
     async def finish(self, attempt: AttemptRun) -> None:
@@ -203,4 +210,22 @@ async def _attempt(tool: Tool, spec: ToolSpec, plan: AttemptPlan, host: AttemptH
         host.event(EventKind.END, f"raised {attempt.raised}")
     else:
         host.event(EventKind.END, "cancelled at its deadline")
+    attempt.left_running = await _wait_for_leftovers(host)
+    if attempt.left_running:
+        host.event(
+            EventKind.END,
+            f"{attempt.left_running} it left still running {AFTER_RETURN_S}s after the execution ended: "
+            "what came later is not observed",
+        )
+    await host.settle()
     await host.finish(attempt)
+
+
+async def _wait_for_leftovers(host: AttemptHost) -> str:
+    """Wait, observing, until what the tool left running has ended; what still runs at the bound, in words."""
+    end = time.monotonic() + AFTER_RETURN_S
+    while running := host.running():
+        if time.monotonic() >= end:
+            return running
+        await anyio.sleep(0.01)
+    return ""

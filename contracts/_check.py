@@ -20,9 +20,11 @@ from toolproof.spec import ConfigurationError, ContractViolation, IdempotencyCla
 
 from ._arguments import arguments_strategy
 from ._confine import confinement_unavailable
-from ._execute import PROBE_DEADLINE_S, Runner
+from ._example import PROBE_DEADLINE_S
+from ._execute import Runner
 from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
 from ._judge import judge_deadline_probe, judge_example, judge_reads_only, judge_remote_probe, owes_watermark, repeats
+from ._leftovers import AFTER_RETURN_S
 from ._options import CheckOptions, KeyCarrier, Observation
 from ._transport import TransportMode
 from ._world import ContractWorld
@@ -31,6 +33,7 @@ PYTHON_BLIND_SPOTS = (
     "writes by native code outside the workspace (C extensions, ctypes, memory maps)",
     "writes through file handles and connections opened before the check",
     "what a started process does (process starts are refused)",
+    "signals sent other than with os.kill and os.killpg",
 )
 """What Python-level observation cannot see: every partial verdict names them."""
 
@@ -193,6 +196,11 @@ def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, opt
                 "or --requests-act)"
             )
         (warnings if owes_watermark(spec) else notes).append(unjudged)
+    if runner.left_running:
+        warnings.append(
+            f"work the tool left running ({runner.left_running[0]}) was still running {AFTER_RETURN_S}s after "
+            f"execute ended, in {len(runner.left_running)} run(s), so an effect it made later was not observed (D3.9)"
+        )
     if runner.deadlines_reached:
         notes.append(f"{runner.deadlines_reached} example(s) ran into their deadline and were cancelled")
     partial = None

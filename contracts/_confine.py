@@ -1,19 +1,22 @@
 """Confinement at the operating-system boundary: namespaces, an overlay view of the system, a tracer.
 
-A confined example runs in three processes forked from the check:
+A confined example runs in four processes forked from the check:
 
 - the *supervisor* enters a private mount namespace, lays an overlay over every writable
   file system (their upper layers on a private tmpfs) and read-only binds over the
   pseudo file systems, binds the example's workspace in read-write, and joins the check's
   private network namespace, whose only addresses are loopback and ``NetNamespace.TARGET``;
-- the *example* chroots into that view, waits until it is traced, and runs the tool;
-- the *tracer* chroots into the same view and runs ``strace -f`` on the example, so every
-  system call that can leave a mark, by the tool, by native code, or by any process it
-  starts, is logged in order with the paths and sockets it touched.
+- the *tracer* chroots into that view and runs ``strace -f`` on the namespace's first
+  process, so every system call that can leave a mark, by the tool, by native code, or by
+  any process it starts, is logged in order with the paths and sockets it touched;
+- the namespace's first process (``_pidns``), in a PID namespace of its own, makes the view
+  its root, mounts the namespace's own ``/proc`` and, once traced, forks
+- the *example*, which points what it inherited at the view (``_inherited``) and runs the tool.
 
 Nothing the tool writes outside the workspace reaches the real system: it lands in an
 upper layer, which the supervisor lists (data, metadata, new and removed files) once the
-example has ended. Nothing it sends leaves the namespace.
+example has ended. Nothing it sends leaves the namespace, and no process outside the PID
+namespace can be signalled from it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from typing import Any, NoReturn
 
 from toolproof.spec import HarnessError
 
-from ._view import CLONE_NEWNET, CLONE_NEWNS, MS_PRIVATE, MS_REC, build_view, changes, libc_call, mount
+from ._pidns import die_with_parent, run_init
+from ._view import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, MS_PRIVATE, MS_REC, build_view, changes, libc_call, mount
 
 _TRACED_WAIT_S = 10.0
 
@@ -47,9 +51,10 @@ TRACED_CALLS = (
     "?truncate,ftruncate,fallocate,?rename,renameat,?renameat2,?unlink,unlinkat,?mkdir,mkdirat,?rmdir,"
     "?link,linkat,?symlink,symlinkat,?mknod,mknodat,?chmod,fchmod,fchmodat,?chown,fchown,?lchown,fchownat,"
     "?utime,?utimes,utimensat,?futimesat,setxattr,lsetxattr,fsetxattr,removexattr,lremovexattr,"
-    "fremovexattr,mmap,connect,sendto,sendmsg,sendmmsg,execve,execveat,chdir,fchdir,clone,?clone3,?fork,?vfork"
+    "fremovexattr,mmap,socket,connect,sendto,sendmsg,sendmmsg,execve,execveat,chdir,fchdir,clone,?clone3,?fork,"
+    "?vfork,kill,tkill,tgkill,rt_sigqueueinfo,rt_tgsigqueueinfo,?pidfd_open,?pidfd_send_signal"
 )
-"""The system calls the tracer logs: every one that can leave a mark, connect, send, or start a program."""
+"""The system calls the tracer logs: every one that can leave a mark, connect, send, signal, or start a program."""
 
 # -- availability --------------------------------------------------------------------------------
 
@@ -78,7 +83,7 @@ def _probe() -> str | None:
         if pid == 0:  # pragma: no cover - the child reports through the pipe
             os.close(read)
             try:
-                libc_call("unshare", CLONE_NEWNS | CLONE_NEWNET)
+                libc_call("unshare", CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
                 mount(None, "/", None, MS_REC | MS_PRIVATE)
                 layers, lower, merged = (os.path.join(scratch, name) for name in ("layers", "lower", "merged"))
                 for folder in (layers, lower, merged):
@@ -158,7 +163,7 @@ class NetNamespace:
         os.close(self.fd)
 
 
-# -- the three processes -----------------------------------------------------------------------------
+# -- the four processes ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,11 @@ class Layout:
         """The tmpfs holding the upper layers."""
         return str(self.folder / "layers")
 
+    @property
+    def init_pid(self) -> Path:
+        """Where the supervisor writes the pid (in the check's namespace) of the namespace's first process."""
+        return self.folder / "init.pid"
+
 
 def launch(layout: Layout, example: Callable[[], int], close_in_example: list[int]) -> int:
     """Fork the supervisor of one confined example; return its pid (it leads its own process group).
@@ -204,20 +214,32 @@ def launch(layout: Layout, example: Callable[[], int], close_in_example: list[in
 def _supervise(layout: Layout, example: Callable[[], int], close_in_example: list[int]) -> NoReturn:
     status = 1
     try:
-        _die_with_parent()
+        die_with_parent()
         os.setpgid(0, 0)
-        overlays = build_view(layout)
+        overlays = build_view(layout.layers, layout.merged, str(layout.workspace))
         libc_call("setns", layout.net_fd, CLONE_NEWNET)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            child = os.fork()
-        if child == 0:
-            _run_example(layout, example, close_in_example)
+        tracer_reads, to_tracer = os.pipe()
         tracer = os.fork()
         if tracer == 0:
-            _run_tracer(layout, child)
-        os.waitpid(child, 0)
-        kill_group(child)  # a process the tool started and left running ends with the example
+            _run_tracer(layout, tracer_reads)
+        os.close(tracer_reads)
+        go_reads, go = os.pipe()
+        libc_call("unshare", CLONE_NEWPID)  # the next child is the namespace's first process
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            init = os.fork()
+        if init == 0:
+            os.close(go)
+            harness = [*close_in_example, layout.trace_fd, layout.net_fd, to_tracer]
+            run_init(layout.merged, os.getcwd(), go_reads, lambda released: _run_example(example, released, harness))
+        os.close(go_reads)
+        layout.init_pid.write_text(str(init), encoding="ascii")
+        os.write(to_tracer, str(init).encode())
+        os.close(to_tracer)
+        _wait_traced(init)
+        os.write(go, b"g")
+        os.close(go)
+        os.waitpid(init, 0)  # the namespace, and whatever the tool left in it, ends with its first process
         os.waitpid(tracer, 0)
         layout.changes.write_text(json.dumps(changes(overlays)), encoding="utf-8")
         status = 0
@@ -229,35 +251,37 @@ def _supervise(layout: Layout, example: Callable[[], int], close_in_example: lis
     os._exit(status)
 
 
-def _die_with_parent() -> None:
-    # PR_SET_PDEATHSIG: if the check dies, its example does not live on unobserved.
-    libc_call("prctl", 1, signal.SIGKILL, 0, 0, 0)
+def _wait_traced(pid: int) -> None:
+    deadline = time.monotonic() + _TRACED_WAIT_S
+    while not _traced(pid):
+        if time.monotonic() > deadline:
+            raise HarnessError(f"the tracer did not attach within {_TRACED_WAIT_S}s")
+        time.sleep(0.001)
 
 
-def _enter_view(layout: Layout) -> None:
-    cwd = os.getcwd()
-    os.chroot(layout.merged)
+def _traced(pid: int) -> bool:
     try:
-        os.chdir(cwd)
-    except OSError:
-        os.chdir("/")
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("TracerPid:"):
+                    return line.split()[1] != "0"
+    except FileNotFoundError:
+        raise HarnessError("the namespace's first process ended before it was traced") from None
+    return False
 
 
-def _run_example(layout: Layout, example: Callable[[], int], close_in_example: list[int]) -> NoReturn:
+def _run_example(example: Callable[[], int], released: int, harness: list[int]) -> NoReturn:
     status = 70
     try:
-        _die_with_parent()
-        os.setpgid(0, 0)  # the tool's own processes share this group, ended with the example
-        for fd in (*close_in_example, layout.trace_fd, layout.net_fd):
+        die_with_parent()
+        os.setpgid(0, 0)  # the tool's own processes share this group
+        for fd in harness:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        _enter_view(layout)
+        while os.read(released, 1):
+            pass  # the namespace's first process closes what it held of the check's; then the tool may run
+        os.close(released)
         sys.dont_write_bytecode = True
-        deadline = time.monotonic() + _TRACED_WAIT_S
-        while not _traced():
-            if time.monotonic() > deadline:
-                raise HarnessError(f"the tracer did not attach within {_TRACED_WAIT_S}s")
-            time.sleep(0.001)
         status = example()
     except BaseException as exc:
         os.write(2, f"toolproof: the confined example failed: {type(exc).__name__}: {exc}\n".encode())
@@ -268,28 +292,27 @@ def _run_example(layout: Layout, example: Callable[[], int], close_in_example: l
         os._exit(status)
 
 
-def _traced() -> bool:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("TracerPid:"):
-                return line.split()[1] != "0"
-    return False
-
-
-def _run_tracer(layout: Layout, child: int) -> NoReturn:
+def _run_tracer(layout: Layout, reads_pid: int) -> NoReturn:
     try:
-        _enter_view(layout)
+        pid = int(os.read(reads_pid, 32) or b"0")
+        os.close(reads_pid)
+        cwd = os.getcwd()
+        os.chroot(layout.merged)
+        try:
+            os.chdir(cwd)
+        except OSError:
+            os.chdir("/")
         out = f"/proc/self/fd/{layout.trace_fd}"
         command = ["strace", "-f", "-q", "-yy", "-s", "96", "-e", f"trace={TRACED_CALLS}", "-e", "signal=none"]
-        os.execvp("strace", [*command, "-o", out, "-p", str(child)])
+        os.execvp("strace", [*command, "-o", out, "-p", str(pid)])
     finally:
         os._exit(71)
 
 
-def kill_group(pid: int) -> None:
-    """End a process group (an example that will not stop)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, 9)
+def stop(layout: Layout) -> None:
+    """End a confined example that will not stop: its namespace's first process, and with it every process in it."""
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(layout.init_pid.read_text(encoding="ascii")), signal.SIGKILL)
 
 
 def errno_name(code: int) -> str:

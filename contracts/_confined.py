@@ -10,28 +10,33 @@ trace from the tracer's log (``_observe``) and what the recording service receiv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from toolproof.spec import ConfigurationError, HarnessError, JsonObject
+from toolproof.spec import ConfigurationError, HarnessError, JsonObject, Tool, ToolSpec
 
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
-from ._confine import Layout, kill_group, launch
-from ._execute import GRACE_S, ExampleRun, Runner  # _execute imports this module only to run an example
+from ._confine import Layout, launch, stop
+from ._example import GRACE_S, ExampleRun
+from ._inherited import repoint_inherited
+from ._leftovers import Leftovers, namespace_processes
 from ._observe import Observer, Scene
 from ._result import describe_error
 from ._syscalls import parse_log
 from ._trace import EventKind, Trace
 from ._transport import TransportMode, service_state
-from ._view import repoint_inherited
-from ._world import show_path, snapshot, under
+from ._view import aspects_since
+from ._world import ContractWorld, show_path, snapshot, under
 
 
 class _Channel:
@@ -43,6 +48,7 @@ class _Channel:
         self._number = 0
         self._attempt = 0
         self._deadline = 0.0
+        self._leftovers = Leftovers(namespace_processes)
 
     def send(self, payload: dict[str, Any]) -> None:
         self._number += 1
@@ -54,6 +60,10 @@ class _Channel:
 
     def begin(self, number: int, deadline: float) -> None:
         self._attempt, self._deadline = number, deadline
+        self._leftovers.begin()
+
+    def running(self) -> str:
+        return self._leftovers.running()
 
     def event(self, kind: EventKind, text: str) -> None:
         self.send(
@@ -88,7 +98,9 @@ def _warm_up() -> None:
 
 
 def run_confined(
-    runner: Runner,
+    factory: Callable[[], Tool],
+    spec: ToolSpec,
+    world: ContractWorld,
     arguments: JsonObject,
     attempts: int,
     mode: TransportMode,
@@ -98,7 +110,6 @@ def run_confined(
     label: str,
 ) -> ExampleRun:
     """Run one example confined and build its trace from what the system saw."""
-    world = runner.world
     assert world.net is not None
     _warm_up()
     folder = world.example_dir()
@@ -117,17 +128,19 @@ def run_confined(
 
     def example() -> int:
         channel = _Channel(write_fd, workspace)
-        files, cut = repoint_inherited({write_fd}, lambda path: under(path, root))
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)  # the check's event loop may have set it: its socket is cut below
+        inherited = repoint_inherited({write_fd}, lambda path: under(path, root))
         streams = [_target(1), _target(2)]
-        channel.send({"type": "hello", "pid": os.getpid(), "cut": cut, "files": files, "streams": streams})
+        channel.send({"type": "hello", "cut": inherited.cut, "baselines": inherited.baselines, "streams": streams})
         try:
-            tool = runner.factory()
+            tool = factory()
         except Exception as exc:
             channel.send({"type": "factory", "text": f"{type(exc).__name__}: {exc}"})
             return 0
         into: list[AttemptRun] = []
         try:
-            anyio.run(run_attempts, tool, runner.spec, plan, channel, into)
+            anyio.run(run_attempts, tool, spec, plan, channel, into)
         except BaseException as exc:
             channel.send({"type": "error", "text": describe_error(exc)})
             return 0
@@ -140,7 +153,7 @@ def run_confined(
         os.close(write_fd)
         os.close(trace_fd)
     try:
-        messages, abandoned = _follow(read_fd, recorder.release)
+        messages, abandoned = _follow(read_fd, recorder.release, lambda: stop(layout))
     finally:
         os.close(read_fd)
         os.waitpid(pid, 0)
@@ -149,14 +162,8 @@ def run_confined(
     if failure is not None:
         raise failure
     hello = next(m for m in messages.values() if m["type"] == "hello")
-    # Reopening an inherited file for writing copies it up whether or not the tool writes: its writes are judged
-    # from the trace, and the real file may go on changing under the overlay's copy.
-    repointed = set(hello["files"].values())
-    changes = [
-        {**change, "path": show_path(change["path"], world.root, workspace)}
-        for change in json.loads(layout.changes.read_text(encoding="utf-8"))
-        if change["path"] not in repointed
-    ]
+    changes = _kept_changes(json.loads(layout.changes.read_text(encoding="utf-8")), hello["baselines"])
+    changes = [{**change, "path": show_path(change["path"], world.root, workspace)} for change in changes]
     scene = Scene(
         workspace=str(workspace),
         cwd=cwd,
@@ -167,6 +174,8 @@ def run_confined(
         show=lambda path: show_path(path, world.root, workspace),
         std_streams={s for s in hello["streams"] if s},
         cut=hello["cut"],
+        init_pid=int(layout.init_pid.read_text(encoding="ascii")),
+        harness_first=True,
     )
     trace = Observer(scene).build(parse_log(log.read_text(encoding="utf-8", errors="replace")))
     run = ExampleRun(arguments, trace, confined=True, changes=changes)
@@ -182,6 +191,25 @@ def run_confined(
     return run
 
 
+def _kept_changes(changes: list[dict[str, Any]], baselines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The overlay's changes the tool made.
+
+    Reopening an inherited file for writing (or mapping it for shared writing) copies it into the overlay whether
+    or not the tool writes it, and the real file may go on changing under that copy: such a file is compared with
+    its state when it was reopened, not with the real one.
+    """
+    kept = []
+    for change in changes:
+        baseline = baselines.get(change["path"])
+        state = change.pop("state", None)
+        if baseline is not None and change["change"] == "changed":
+            change["aspects"] = aspects_since(baseline, state)
+            if not change["aspects"]:
+                continue
+        kept.append(change)
+    return kept
+
+
 def _target(fd: int) -> str:
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
@@ -189,12 +217,14 @@ def _target(fd: int) -> str:
         return ""
 
 
-def _follow(read_fd: int, release: Any) -> tuple[dict[int, dict[str, Any]], bool]:
+def _follow(
+    read_fd: int, release: Callable[[], None], kill: Callable[[], None]
+) -> tuple[dict[int, dict[str, Any]], bool]:
     """Read the example's lines until it ends; kill it once it overstays a deadline by the grace period."""
     messages: dict[int, dict[str, Any]] = {}
     buffer = b""
     deadline = float("inf")
-    pid: int | None = None
+    started = False
     abandoned = False
     while True:
         ready = select.select([read_fd], [], [], 0.02)[0]
@@ -209,14 +239,14 @@ def _follow(read_fd: int, release: Any) -> tuple[dict[int, dict[str, Any]], bool
                 message = json.loads(body)
                 messages[int(number)] = message
                 if message["type"] == "hello":
-                    pid = int(message["pid"])
+                    started = True
                 elif message["type"] == "release":
                     release()
                 elif message["type"] == "event":
                     deadline = float(message["deadline"]) if message["kind"] != EventKind.END else float("inf")
-        if not abandoned and pid is not None and time.time() > deadline + GRACE_S:
+        if not abandoned and started and time.time() > deadline + GRACE_S:
             abandoned = True
-            kill_group(pid)
+            kill()
     return messages, abandoned
 
 

@@ -14,8 +14,6 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
@@ -23,35 +21,14 @@ from toolproof.spec import ConfigurationError, HarnessError, JsonObject, Tool, T
 
 from . import _gate
 from ._attempts import AttemptPlan, AttemptRun, run_attempts
+from ._confined import run_confined
+from ._example import GRACE_S, NORMAL_DEADLINE_S, ExampleRun
+from ._leftovers import Leftovers
 from ._options import CheckOptions
 from ._result import describe_error
-from ._trace import EventKind, Trace
+from ._trace import EventKind
 from ._transport import TransportMode
 from ._world import ContractWorld, ExampleWorld, snapshot
-
-NORMAL_DEADLINE_S = 1.0
-"""Cap on the deadline of an ordinary example (the spec's ``deadline_s`` when shorter)."""
-PROBE_DEADLINE_S = 0.2
-"""The deadline of the deadline probe."""
-GRACE_S = 0.5
-"""How long a tool may take to stop once cancelled before it is abandoned."""
-
-
-@dataclass
-class ExampleRun:
-    """One example: its arguments, its trace, and its attempts."""
-
-    arguments: JsonObject
-    trace: Trace
-    attempts: list[AttemptRun] = field(default_factory=list)
-    abandoned: bool = False
-    """The tool was still running ``GRACE_S`` after a deadline."""
-    confined: bool = False
-    """Observed at the operating-system boundary."""
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    """What the overlay kept from the real system outside the workspace (confined only)."""
-    stray_keys: list[str] = field(default_factory=list)
-    """Where unsafe requests carried the contract's key outside the declared carrier (``body:request.key``)."""
 
 
 class _Progress:
@@ -67,13 +44,20 @@ class _ThreadHost:
     def __init__(self, example: ExampleWorld, progress: _Progress) -> None:
         self.example = example
         self.progress = progress
+        self._leftovers = Leftovers()
 
     def begin(self, number: int, deadline: float) -> None:
         self.example.trace.attempt = number
         self.progress.deadline = deadline
+        self._leftovers.begin()
 
     def event(self, kind: EventKind, text: str) -> None:
+        if kind is EventKind.END:
+            self.progress.deadline = math.inf  # execute has ended: what it left running is waited for, bounded
         self.example.trace.add(kind, text)
+
+    def running(self) -> str:
+        return self._leftovers.running()
 
     async def settle(self) -> None:
         await self.example.recorder.settle()
@@ -106,6 +90,8 @@ class Runner:
         """The first example whose only contact with the world was safe requests."""
         self.deadlines_reached = 0
         """Ordinary examples that ran into their deadline."""
+        self.left_running: list[str] = []
+        """What runs (examples and probes) left running past the wait after an execution (``1 thread``), one each."""
 
     @property
     def confined(self) -> bool:
@@ -130,9 +116,18 @@ class Runner:
         limit = deadline_s if deadline_s is not None else min(self.spec.deadline_s, NORMAL_DEADLINE_S)
         hold_s = limit + 3 * GRACE_S
         if self.confined:
-            from ._confined import run_confined
-
-            run = run_confined(self, copy.deepcopy(arguments), attempts, mode, limit, hold_s, stall, label)
+            run = run_confined(
+                self.factory,
+                self.spec,
+                self.world,
+                copy.deepcopy(arguments),
+                attempts,
+                mode,
+                limit,
+                hold_s,
+                stall,
+                label,
+            )
         else:
             run = self._run_in_thread(copy.deepcopy(arguments), attempts, mode, limit, hold_s, stall, label)
         events = run.trace.events()
@@ -148,6 +143,9 @@ class Runner:
             self.reads_only = run
         if deadline_s is None and any(a.cancelled for a in run.attempts):
             self.deadlines_reached += 1
+        still = next((a.left_running for a in run.attempts if a.left_running), "")
+        if still:
+            self.left_running.append(still)
         return run
 
     def make_tool(self) -> Tool:

@@ -62,6 +62,13 @@ _RULES: tuple[ContractRule, ...] = (
         "requests that change something), or stop leaving the mark.",
     ),
     ContractRule(
+        "D3.9",
+        "effect after execute ended",
+        "Make every effect before `execute` returns: await the thread, task or process that makes it (join the "
+        "thread, await the task, wait for the process), or make the effect in `execute` itself; never leave work "
+        "running that acts after the call.",
+    ),
+    ContractRule(
         "D10.6",
         "a repeat under the same key changed the world again",
         "Make the effect idempotent: overwrite or upsert keyed by the arguments (IDEMPOTENT), or hand the "

@@ -2,9 +2,10 @@
 
 An audit hook cannot be removed, so it is installed once per process and does nothing
 unless a check has opened the gate (``watching``). While open, every write to a file,
-every socket connect, every name lookup and every process start is handed to the active
-``GateWatch``, which records it and may refuse it by raising (the exception propagates
-from the operation, so a refused write never happens).
+every socket connect, every name lookup, every process start and every signal sent with
+``os.kill`` or ``os.killpg`` is handed to the active ``GateWatch``, which records it and may
+refuse it by raising (the exception propagates from the operation, so a refused write never
+happens).
 
 Only one check can watch at a time: the hook sees the whole process.
 """
@@ -34,6 +35,10 @@ class GateWatch(Protocol):
 
     def process(self, op: str, what: str) -> None:
         """A process start."""
+        ...
+
+    def signal(self, op: str, pid: int, number: int) -> None:
+        """A signal sent to process (or group) ``pid``."""
         ...
 
 
@@ -116,6 +121,14 @@ def _on_process(op: str) -> Callable[[GateWatch, tuple[Any, ...]], None]:
     return handle
 
 
+def _on_signal(op: str) -> Callable[[GateWatch, tuple[Any, ...]], None]:
+    def handle(watch: GateWatch, args: tuple[Any, ...]) -> None:
+        if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], int):
+            watch.signal(op, args[0], args[1])
+
+    return handle
+
+
 _HANDLERS: dict[str, Callable[[GateWatch, tuple[Any, ...]], None]] = {
     "open": _on_open,
     "os.remove": _on_path("remove", 0, 1),
@@ -139,6 +152,8 @@ _HANDLERS: dict[str, Callable[[GateWatch, tuple[Any, ...]], None]] = {
     "os.exec": _on_process("exec"),
     "os.posix_spawn": _on_process("start process"),
     "os.spawn": _on_process("start process"),
+    "os.kill": _on_signal("process"),
+    "os.killpg": _on_signal("process group"),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolproof.spec import IdempotencyClass, SideEffect, ToolSpec
 
 from ._attempts import AttemptRun
-from ._execute import GRACE_S, PROBE_DEADLINE_S, ExampleRun
+from ._example import GRACE_S, PROBE_DEADLINE_S, ExampleRun
 from ._findings import Finding, finding
 from ._options import CheckOptions, KeyPlace
 from ._trace import EventKind, TraceEvent
@@ -92,6 +92,7 @@ def _judge_attempt(judge: _Judge, attempt: AttemptRun) -> None:
                 f"({judge.at(marks[0])})",
             )
     _judge_declared(judge, [e for e in effects if e.kind is not EventKind.OUTSIDE])
+    _judge_after_end(judge, events)
     if attempt.finished:
         for rule_id, seen in attempt.result_findings:
             judge.add(rule_id, seen)
@@ -102,6 +103,18 @@ def _judge_attempt(judge: _Judge, attempt: AttemptRun) -> None:
             "D13.7",
             f"for arguments its schema accepts the tool raised {attempt.raised}; "
             f"the pipeline can only record {outcome}",
+        )
+
+
+def _judge_after_end(judge: _Judge, events: list[TraceEvent]) -> None:
+    """D3.9: an effect on the trace after the execution's end came from what the tool left running."""
+    end = next((e for e in events if e.kind is EventKind.END), None)
+    late = next((e for e in events if end is not None and e.seq > end.seq and e.effect), None)
+    if end is not None and late is not None:
+        judge.add(
+            "D3.9",
+            f"after the execution ended ({end.text}, {judge.at(end)}), what the tool left running left an effect: "
+            f"{late.text} ({judge.at(late)})",
         )
 
 

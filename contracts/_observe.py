@@ -5,10 +5,11 @@ travel on a pipe, and each is one ``write`` the tracer logs among the tool's cal
 the log orders them against everything else. Every other call is judged by what it
 touched: a write, a metadata change or a new file in the workspace is an effect; outside
 the workspace (and off the pseudo files a process may always use) it is an effect outside,
-kept from the real system by the overlay; bytes to the target are matched to what the
-recording service received (an HTTP request is an effect unless its method is safe and the
-tool does not declare that its requests act; any other bytes are); a connect or send
-anywhere else is outside; a program started is observed, and its calls are judged alike.
+kept from the real system by the overlay. Sockets, signals and programs are ``_contacts``'s
+to judge: bytes to the target are matched to what the recording service received (an HTTP
+request is an effect unless its method is safe and the tool does not declare that its
+requests act; any other bytes are); a connect, send or signal anywhere else is outside; a
+program started is observed, and its calls are judged alike.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._syscalls import Syscall, decoration, endpoints, inode, sockaddr, split_args, unquote
+from ._contacts import SENDS, SIGNAL_CALLS, Contacts, Event, Reach
+from ._syscalls import Syscall, decoration, unquote
 from ._trace import EventKind, Trace
-from ._transport import Arrival, ArrivalKind
+from ._transport import Arrival
 
 _MESSAGE = re.compile(r'^"(\d+) ')
 _IGNORED_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom")
 _IGNORED_TREES = ("/dev/pts", "/dev/fd", "/proc/self", "/proc/thread-self")
+_MEMORY = "/memfd:"
+"""A memfd's name: memory, never a file of the system (an inherited nameless file becomes one)."""
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 
 # name -> (index of the directory descriptor or None, index of the path, verb)
@@ -72,7 +76,6 @@ _FD_CALLS: dict[str, tuple[int, str]] = {
     "fsetxattr": (0, "changed an extended attribute of"),
     "fremovexattr": (0, "changed an extended attribute of"),
 }
-_SENDS = frozenset({"sendto", "sendmsg", "sendmmsg", "write", "writev"})
 
 
 @dataclass
@@ -92,9 +95,13 @@ class Scene:
     std_streams: set[str] = field(default_factory=set)
     """What the example's standard output and error are: writes there are not effects."""
     cut: dict[str, str] = field(default_factory=dict)
-    """Inherited sockets the example was cut from: replacement inode -> what the socket was."""
+    """Inherited sockets and pipes the example was cut from: replacement inode -> what it was."""
     existed: Callable[[str], bool] = os.path.lexists
     """Whether a path outside the workspace existed before the example (the overlay leaves the real one as it was)."""
+    init_pid: int = 0
+    """The pid, in the tracer's namespace, of the PID namespace's first process (not the tool's)."""
+    harness_first: bool = False
+    """The calls before the example's first line are the harness's own (pointing what it inherited at the view)."""
 
 
 class Observer:
@@ -107,21 +114,26 @@ class Observer:
         self._last_text: str | None = None
         self._known: set[str] = set()
         self._gone: set[str] = set()
-        self._sent: set[str] = set()
-        self._reported: set[str] = set()
         self._cwd: dict[int, str] = {}
         self._pid = 0
-        self._tcp = {a.peer[1]: a for a in scene.arrivals if a.kind is not ArrivalKind.UDP}
-        self._udp = [a for a in scene.arrivals if a.kind is ArrivalKind.UDP]
+        self.contacts = Contacts(
+            Reach(scene.target, scene.workspace, scene.arrivals, scene.show, scene.cut, scene.init_pid)
+        )
 
     def build(self, calls: list[Syscall]) -> Trace:
-        """The trace: the example's events and every observed effect, in the order the calls began."""
+        """The trace: the example's events and every observed effect, in the order the calls began.
+
+        With ``Scene.harness_first``, calls before the example's first line are not judged.
+        """
+        started = not self.scene.harness_first
         for call in calls:
             number = self._message_number(call)
             if number is not None:
+                started = True
                 self._emit_messages(number)
                 continue
-            for kind, text, effect in self._classify(call):
+            events = self._classify(call)
+            for kind, text, effect in events if started else []:
                 self._add(kind, text, effect)
         self._emit_messages(max(self.scene.messages, default=0))
         return self.trace
@@ -142,13 +154,13 @@ class Observer:
                 continue
             kind = EventKind(message["kind"])
             if kind is EventKind.ATTEMPT:
-                self.trace.attempt = int(message["attempt"])
+                self.trace.attempt = self.contacts.attempt = int(message["attempt"])
             self._last_text = None
             self.trace.add(kind, str(message["text"]))
 
     def _add(self, kind: EventKind, text: str, effect: bool) -> None:
-        if text == self._last_text:
-            return  # one event for a run of identical calls (a loop of writes to one file)
+        if text == self._last_text and kind is not EventKind.NETWORK:
+            return  # one event for a run of identical calls (a loop of writes to one file); every datagram counts
         self._last_text = text
         self.trace.add(kind, text, effect=effect)
 
@@ -171,15 +183,20 @@ class Observer:
         elif call.name == "fchdir":
             self._cwd[call.pid] = decoration(call.arg(0)) or self._cwd.get(call.pid, self.scene.cwd)
 
-    def _classify(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
+    def _classify(self, call: Syscall) -> list[Event]:
         self._follow_cwd(call)
+        self.contacts.note(call)
         name = call.name
         if name in ("execve", "execveat"):
-            return self._process(call)
+            return self.contacts.process(call)
         if name == "connect":
-            return self._connect(call)
-        if name in _SENDS and self._is_socket(call.arg(0)):
-            return self._send(call)
+            return self.contacts.connect(call)
+        if name in SIGNAL_CALLS:
+            return self.contacts.signal(call)
+        if name in SENDS and self.contacts.is_socket(call.arg(0)):
+            return self.contacts.send(call)
+        if name in ("write", "writev") and (decoration(call.arg(0)) or "").startswith("pipe:"):
+            return self.contacts.cut_write(call)
         if name in ("open", "openat", "openat2", "creat"):
             return self._open(call)
         if name in ("rename", "renameat", "renameat2"):
@@ -211,11 +228,11 @@ class Observer:
             return "in the workspace"
         if path in _IGNORED_FILES or any(_under(path, tree) for tree in _IGNORED_TREES):
             return ""
-        if "__pycache__" in path.split("/"):
-            return ""  # an interpreter caching bytecode is not the tool's effect
+        if "__pycache__" in path.split("/") or path.startswith(_MEMORY):
+            return ""  # an interpreter caching bytecode is not the tool's effect, nor is memory
         return "outside the workspace"
 
-    def _file(self, call: Syscall, path: str, verb: str) -> list[tuple[EventKind, str, bool]]:
+    def _file(self, call: Syscall, path: str, verb: str) -> list[Event]:
         where = self._where(path)
         if not where:
             return []
@@ -228,7 +245,7 @@ class Observer:
             return [(EventKind.OUTSIDE, f"tried to {_infinitive(verb)} {shown!r} outside the workspace", True)]
         return []
 
-    def _fd_effect(self, call: Syscall, index: int, verb: str) -> list[tuple[EventKind, str, bool]]:
+    def _fd_effect(self, call: Syscall, index: int, verb: str) -> list[Event]:
         what = decoration(call.arg(index))
         if what is None or not what.startswith("/") or what in self.scene.std_streams:
             return []
@@ -243,7 +260,7 @@ class Observer:
             path = os.path.join(base or self._cwd.get(self._pid, self.scene.cwd), path)
         return os.path.normpath(path)
 
-    def _open(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
+    def _open(self, call: Syscall) -> list[Event]:
         if call.name == "creat":
             dir_arg, path_arg, flags = "AT_FDCWD", call.arg(0), "O_CREAT|O_WRONLY|O_TRUNC"
         elif call.name == "open":
@@ -267,7 +284,7 @@ class Observer:
             return self._file(call, path, "created")
         return []
 
-    def _rename(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
+    def _rename(self, call: Syscall) -> list[Event]:
         if call.name == "rename":
             old, new = self._path("AT_FDCWD", call.arg(0)), self._path("AT_FDCWD", call.arg(1))
         else:
@@ -282,103 +299,10 @@ class Observer:
                 return self._file(call, path, "renamed")
         return self._file(call, new, f"renamed {self.scene.show(old)!r} to")
 
-    def _mmap(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
+    def _mmap(self, call: Syscall) -> list[Event]:
         if "PROT_WRITE" not in call.arg(2) or "MAP_SHARED" not in call.arg(3):
             return []
         return self._fd_effect(call, 4, "mapped for shared writing")
-
-    # -- network and processes -------------------------------------------------------------------
-
-    def _is_socket(self, arg: str) -> bool:
-        what = decoration(arg) or ""
-        return what.startswith(("TCP", "UDP", "UNIX", "NETLINK", "socket:"))
-
-    def _connect(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
-        address = sockaddr(call.arg(1))
-        if address is None:
-            return []
-        family, where = address
-        if family == "AF_UNIX":
-            if not where or where.startswith("@") or call.error == "ENOENT":
-                return []  # an abstract socket lives in the private namespace; a missing one is no effect
-            verb = "connected" if call.ok else "tried to connect"
-            return self._outside(f"{verb} to the Unix socket {self.scene.show(where)!r}", where)
-        if family not in ("AF_INET", "AF_INET6") or where == self.scene.target:
-            return []
-        protocol = (endpoints(decoration(call.arg(0)) or "")[0] or "TCP").replace("v6", "")
-        if where.endswith(":53"):
-            return self._outside("looked a name up over DNS, which is not context.target", "dns")
-        if call.error:
-            text = f"tried to connect to {where} ({protocol}), which is not context.target: {call.error}, since "
-            text += "nothing else is reachable in the check"
-        else:
-            text = f"connected to {where} ({protocol}), which is not context.target"
-        return self._outside(text, where)
-
-    def _outside(self, text: str, what: str) -> list[tuple[EventKind, str, bool]]:
-        if what in self._reported:
-            return []
-        self._reported.add(what)
-        return [(EventKind.OUTSIDE, text, True)]
-
-    def _send(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
-        what = decoration(call.arg(0)) or ""
-        protocol, local, remote = endpoints(what)
-        if protocol is None:
-            return []
-        cut = inode(what)
-        if cut is not None and cut in self.scene.cut:
-            was = self.scene.cut[cut]
-            return self._outside(f"sent on {was}, opened before the check: the check had cut it", f"cut:{cut}")
-        destination = remote
-        named = sockaddr(call.arg(4) if call.name == "sendto" else call.arg(1))
-        if named is not None and named[0] in ("AF_INET", "AF_INET6"):
-            destination = named[1]
-        if destination is None or not call.ok:
-            return []
-        if destination != self.scene.target:
-            if destination.endswith(":53"):
-                return self._outside("looked a name up over DNS, which is not context.target", "dns")
-            return self._outside(f"sent to {destination} ({protocol}), which is not context.target", destination)
-        if protocol == "TCP":
-            return self._tcp_arrival(local)
-        return self._udp_arrival(local)
-
-    def _tcp_arrival(self, local: str | None) -> list[tuple[EventKind, str, bool]]:
-        if local is None or local in self._sent:
-            return []
-        self._sent.add(local)
-        arrival = self._tcp.pop(_port(local), None)
-        if arrival is None:
-            return [(EventKind.NETWORK, "bytes over TCP at the target (the service recorded none)", True)]
-        arrival.attempt = self.trace.attempt
-        kind = EventKind.HTTP if arrival.kind is ArrivalKind.HTTP else EventKind.NETWORK
-        return [(kind, arrival.text, arrival.effect)]
-
-    def _udp_arrival(self, local: str | None) -> list[tuple[EventKind, str, bool]]:
-        port = _port(local) if local else None
-        chosen = next((a for a in self._udp if port is None or a.peer[1] == port), None)
-        if chosen is None:
-            return [(EventKind.NETWORK, "a UDP datagram to the target (the service recorded none)", True)]
-        self._udp.remove(chosen)
-        chosen.attempt = self.trace.attempt
-        self._last_text = None  # every datagram is its own effect
-        return [(EventKind.NETWORK, chosen.text, True)]
-
-    def _process(self, call: Syscall) -> list[tuple[EventKind, str, bool]]:
-        if not call.ok:
-            return []  # a search along PATH tries and fails before it finds the program
-        argv_arg = call.arg(2) if call.name == "execveat" else call.arg(1)
-        argv = [unquote(part) or part for part in split_args(argv_arg.strip()[1:-1])]
-        shown = [self.scene.show(arg) if arg.startswith("/") else arg for arg in argv[:8]]
-        line = " ".join(shown)
-        line = line if len(line) <= 100 else line[:97] + "..."
-        program = os.path.basename(argv[0]) if argv else "?"
-        return [(EventKind.PROCESS, f"started the program {program!r}: {line}", False)]
-
-
-def _port(endpoint: str) -> int:
-    return int(endpoint.rsplit(":", 1)[1])
 
 
 def _under(path: str, directory: str) -> bool:

@@ -187,8 +187,8 @@ def endpoints(decorated: str) -> tuple[str | None, str | None, str | None]:
 
 
 def inode(decorated: str) -> str | None:
-    """The inode of an unconnected socket's decoration (``TCP:[12345]`` -> ``12345``)."""
-    match = re.match(r"^(?:TCP|UDP|UNIX)[A-Z6-]*:\[(\d+)\]$", decorated)
+    """The inode of an unconnected socket's or a pipe's decoration (``TCP:[12345]``, ``pipe:[7]`` -> the number)."""
+    match = re.match(r"^(?:[A-Z][A-Za-z0-9-]*|socket|pipe):\[(\d+)\]$", decorated)
     return match.group(1) if match else None
 
 

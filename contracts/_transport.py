@@ -157,8 +157,6 @@ class Recorder:
         key_in: KeyCarrier = DEFAULT_KEY_CARRIER,
         requests_act: bool = False,
     ) -> None:
-        from ._endpoints import serve  # the endpoints call back into the recorder
-
         self.key_in = key_in
         self.requests_act = requests_act
         self.target = target
@@ -170,7 +168,6 @@ class Recorder:
         self._connects = 0
         self._accepted = 0
         self._udp = udp
-        self._stop = serve(self, tcp, udp)
 
     @property
     def port(self) -> int:
@@ -341,9 +338,8 @@ class Recorder:
         )
 
     def close(self) -> None:
-        """Stop the service."""
+        """Stop recording (the endpoints that deliver to it are stopped by whoever started them)."""
         self.end()
-        self._stop()
 
 
 def _stray(request: Request) -> str | None:

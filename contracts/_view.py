@@ -5,29 +5,31 @@ gets an overlay whose upper layer lives on a private tmpfs, pseudo and read-only
 are bound read-only (``devpts`` stays writable, for terminals), and the example's workspace
 is bound in read-write. After the example the upper layers are compared with the real files
 below them, so a change outside the workspace (data, mode, owner, times, a new or removed
-file) is listed, never made. Descriptors the example inherited are pointed at the view too.
+file) is listed, never made. Descriptors and maps the example inherited are pointed at the
+view too (``_inherited``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import filecmp
+import hashlib
 import os
-import socket
 import stat
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._confine import Layout
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 """unshare(2): a new mount namespace."""
 CLONE_NEWNET = 0x40000000
 """unshare(2): a new network namespace."""
+CLONE_NEWPID = 0x20000000
+"""unshare(2): a new PID namespace (for the caller's next children)."""
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+"""umount2(2): detach now, however busy."""
+DIGEST_LIMIT = 64 << 20
+"""Files up to this size are compared by content digest when a baseline is kept (``file_state``)."""
 
 _PSEUDO = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs", "securityfs"})
 _PSEUDO |= frozenset({"pstore", "bpf", "configfs", "fusectl", "hugetlbfs", "binfmt_misc", "autofs", "efivarfs"})
@@ -67,18 +69,19 @@ def _mount_table() -> list[tuple[str, str, set[str]]]:
     return [(point, *found[point]) for point in ordered]
 
 
-def build_view(layout: Layout) -> list[tuple[str, str]]:
-    """Mount the example's view of the system; return (mount point, upper layer) per overlay."""
+def build_view(layers: str, merged: str, workspace: str) -> list[tuple[str, str]]:
+    """Mount the example's view of the system at ``merged``, upper layers on a tmpfs at ``layers``, the real
+    ``workspace`` bound in; return (mount point, upper layer) per overlay."""
     libc_call("unshare", CLONE_NEWNS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     table = _mount_table()
-    mount("tmpfs", layout.layers, "tmpfs", 0, "mode=0700")
+    mount("tmpfs", layers, "tmpfs", 0, "mode=0700")
     overlays: list[tuple[str, str]] = []
-    own = (layout.layers, layout.merged)
+    own = (layers, merged)
     for index, (point, fstype, options) in enumerate(table):
         if any(point == mine or point.startswith(mine + "/") for mine in own):
             continue
-        target = layout.merged + ("" if point == "/" else point)
+        target = merged + ("" if point == "/" else point)
         if not os.path.isdir(target):
             continue  # its parent is a file system whose view hides it
         keep = (MS_NOSUID if "nosuid" in options else 0) | (MS_NODEV if "nodev" in options else 0)
@@ -88,12 +91,12 @@ def build_view(layout: Layout) -> list[tuple[str, str]]:
             if fstype != "devpts":
                 mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
             continue
-        upper, work = f"{layout.layers}/{index}/upper", f"{layout.layers}/{index}/work"
+        upper, work = f"{layers}/{index}/upper", f"{layers}/{index}/work"
         os.makedirs(upper)
         os.makedirs(work)
         mount("overlay", target, "overlay", keep, f"lowerdir={point},upperdir={upper},workdir={work}")
         overlays.append((point, upper))
-    mount(str(layout.workspace), layout.merged + str(layout.workspace), None, MS_BIND)
+    mount(workspace, merged + workspace, None, MS_BIND)
     return overlays
 
 
@@ -113,8 +116,60 @@ def changes(overlays: list[tuple[str, str]]) -> list[dict[str, Any]]:
                 path = os.path.normpath(os.path.join(point, relative))
                 change = _compare(entry, path)
                 if change is not None:
+                    if change["change"] == "changed" and os.path.isfile(entry) and not os.path.islink(entry):
+                        change["state"] = file_state(entry)
                     found.append({"path": path, **change})
     return sorted(found, key=lambda change: change["path"])
+
+
+def file_state(where: str | int) -> dict[str, Any]:
+    """What a file's change is judged on: size, mode, owner, modification time, and its digest when it is small.
+
+    ``where`` is a path or an open descriptor (of any mode: it is read through its ``/proc/self/fd`` link).
+    """
+    info = os.stat(where) if isinstance(where, int) else os.lstat(where)
+    state: dict[str, Any] = {
+        "size": info.st_size,
+        "mode": stat.S_IMODE(info.st_mode),
+        "owner": [info.st_uid, info.st_gid],
+        "mtime_ns": info.st_mtime_ns,
+        "sha256": None,
+    }
+    if info.st_size <= DIGEST_LIMIT:
+        path = f"/proc/self/fd/{where}" if isinstance(where, int) else where
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            digest, offset = hashlib.sha256(), 0
+            while chunk := os.pread(fd, 1 << 20, offset):
+                digest.update(chunk)
+                offset += len(chunk)
+            state["sha256"] = digest.hexdigest()
+        finally:
+            os.close(fd)
+    return state
+
+
+def aspects_since(baseline: dict[str, Any], now: dict[str, Any] | None) -> list[str]:
+    """What changed in a file between two ``file_state`` readings (no reading now: its data, to be safe).
+
+    A file too large for a digest is taken to have new data when its size or modification time changed.
+    """
+    if now is None:
+        return ["data"]
+    aspects = []
+    if baseline["sha256"] is None or now["sha256"] is None:
+        data = now["size"] != baseline["size"] or now["mtime_ns"] != baseline["mtime_ns"]
+    else:
+        data = now["size"] != baseline["size"] or now["sha256"] != baseline["sha256"]
+    if data:
+        aspects.append("data")
+    if now["mode"] != baseline["mode"]:
+        aspects.append("mode")
+    if now["owner"] != baseline["owner"]:
+        aspects.append("owner")
+    if now["mtime_ns"] != baseline["mtime_ns"]:
+        aspects.append("times")
+    return aspects
 
 
 def _compare(upper: str, lower: str) -> dict[str, Any] | None:
@@ -158,73 +213,3 @@ def describe_changes(changes: list[dict[str, Any]]) -> str:
         aspects = f" ({', '.join(change['aspects'])})" if change["aspects"] else ""
         parts.append(f"{change['change']} {change['path']!r}{aspects}")
     return "; ".join(parts)
-
-
-def repoint_inherited(keep: set[int], inside: Callable[[str], bool]) -> tuple[dict[int, str], dict[str, str]]:
-    """Point the example's inherited descriptors at its view, so nothing opened earlier writes to the real system.
-
-    A regular file open for writing outside the workspace is opened again by its path (now
-    the overlay's) in its mode and at its offset; a socket is replaced by an unconnected one of
-    its kind. The standard output and error, under whatever number, are left alone. Returns the re-pointed files (descriptor -> path) and the cut sockets
-    (the replacement's inode -> what the original was connected to).
-    """
-    files: dict[int, str] = {}
-    cut: dict[str, str] = {}
-    streams = set()
-    for fd in (1, 2):
-        with contextlib.suppress(OSError):
-            info = os.fstat(fd)
-            streams.add((info.st_dev, info.st_ino))
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd in keep or fd <= 2:
-            continue
-        try:
-            info = os.fstat(fd)
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if (info.st_dev, info.st_ino) in streams:
-            continue  # the process's own output, held open again (by a test runner capturing it)
-        if stat.S_ISSOCK(info.st_mode):
-            cut.update(_cut_socket(fd))
-        elif stat.S_ISREG(info.st_mode) and target.startswith("/") and not inside(target):
-            flags = _fd_flags(fd)
-            if flags & (os.O_WRONLY | os.O_RDWR) and not target.endswith(" (deleted)"):
-                _reopen(fd, target, flags)
-                files[fd] = target
-    return files, cut
-
-
-def _fd_flags(fd: int) -> int:
-    with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
-        for line in info:
-            if line.startswith("flags:"):
-                return int(line.split()[1], 8)
-    return 0
-
-
-def _reopen(fd: int, path: str, flags: int) -> None:
-    offset = os.lseek(fd, 0, os.SEEK_CUR)
-    keep = flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_SYNC | os.O_DSYNC)
-    fresh = os.open(path, keep)
-    os.lseek(fresh, offset, os.SEEK_SET)
-    os.dup2(fresh, fd, inheritable=os.get_inheritable(fd))
-    os.close(fresh)
-
-
-def _cut_socket(fd: int) -> dict[str, str]:
-    original = socket.socket(fileno=os.dup(fd))
-    try:
-        family, kind = original.family, original.type
-        try:
-            peer = original.getpeername()
-            was = f"a connection to {peer[0]}:{peer[1]}" if isinstance(peer, tuple) else f"a socket at {peer!r}"
-        except OSError:
-            was = "a socket"
-    finally:
-        original.close()
-    fresh = socket.socket(family, kind)
-    os.dup2(fresh.fileno(), fd, inheritable=os.get_inheritable(fd))
-    fresh.close()
-    return {str(os.fstat(fd).st_ino): was}

@@ -15,6 +15,7 @@ import hashlib
 import ipaddress
 import os
 import shutil
+import signal as signals
 import socket
 import stat
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 from toolproof.spec import HarnessError
 
 from ._confine import NetNamespace
+from ._endpoints import serve
 from ._options import CheckOptions
 from ._trace import EventKind, Trace
 from ._transport import Recorder, TransportMode
@@ -110,6 +112,16 @@ class ExampleWorld:
         self.trace.add(EventKind.PROCESS, text)
         raise PermissionError(errno.EACCES, f"toolproof contract check refused: {op} {Path(what).name!r}")
 
+    def signal(self, op: str, pid: int, number: int) -> None:
+        """A signal: every process but the check's runs outside it (process starts are refused), so it is refused."""
+        if number == 0:
+            return  # signal 0 only asks whether the process exists
+        try:
+            name = signals.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        self._refuse(f"send {name} to the {op} {pid}, which the tool did not start")
+
     def _refuse(self, text: str) -> None:
         self.outside.append(text)
         self.trace.add(EventKind.OUTSIDE, f"{text}: refused")
@@ -177,6 +189,7 @@ class ContractWorld:
                 tcp, udp = _loopback_sockets()
                 target = f"http://127.0.0.1:{tcp.getsockname()[1]}"
             self.recorder = Recorder(tcp, udp, target=target, key_in=options.key_in, requests_act=options.requests_act)
+            self._stop_serving = serve(self.recorder, tcp, udp)
         except BaseException:
             if self.net is not None:
                 self.net.close()
@@ -204,6 +217,7 @@ class ContractWorld:
     def close(self) -> None:
         """Stop the transport and remove every workspace."""
         self.recorder.close()
+        self._stop_serving()
         if self.net is not None:
             self.net.close()
         shutil.rmtree(self.root, ignore_errors=True)

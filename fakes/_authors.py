@@ -9,8 +9,11 @@ zero-argument factory.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import threading
+import time
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -192,6 +195,24 @@ class MarksAfterPostTool(SendsMessageTool):
         return reply(status, text)
 
 
+class PostsAfterReturningTool(SendsMessageTool):
+    """Leaves its effect to a thread: marks, returns at once, and its thread POSTs a moment later (D3.9)."""
+
+    spec = _spec("messages.send_later", SideEffect.EXTERNAL_WRITE, IdempotencyClass.NON_IDEMPOTENT, _TEXT_SCHEMA)
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        await context.mark_effect_sent()
+        target, body = context.target or "", json.dumps(arguments).encode()
+
+        def later() -> None:
+            time.sleep(0.05)
+            with contextlib.suppress(OSError):  # nobody is left to tell
+                _post_blocking(target, "/messages", body, {})
+
+        threading.Thread(target=later, name="messages-send-later").start()
+        return ToolResult(ok=True, content=[ContentPart(text="queued")])
+
+
 class MarksTwiceTool(AppendsLineTool):
     """Marks twice: marks before each of its two appends (D4.13)."""
 
@@ -345,6 +366,7 @@ BAD_AUTHOR_TOOLS: dict[type, str] = {
     PostsUnmarkedTool: "D4.10",
     MarksAfterPostTool: "D4.1",
     MarksTwiceTool: "D4.13",
+    PostsAfterReturningTool: "D3.9",
     RaisesTrustTool: "D1.3",
     ReturnsStatusTool: "D1.1",
     IgnoresCancellationTool: "D2.4",

@@ -9,10 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hypothesis
 import pytest
 from helpers.contract_corpus import BodyKeyOrder, GetWebhookUnmarked
+from helpers.contract_corpus_escapes import LeavesIdleThreadRunning, PostsLongAfterReturning
 
-from toolproof.contracts import EXIT_BAD_INPUT, EXIT_CONFORMS, EXIT_FINDINGS, _confine, check_tool, run_check_tool
+from toolproof.contracts import (
+    AFTER_RETURN_S,
+    EXIT_BAD_INPUT,
+    EXIT_CONFORMS,
+    EXIT_FINDINGS,
+    _confine,
+    check_tool,
+    run_check_tool,
+)
 from toolproof.fakes._authors import PutsFileTool
 from toolproof.spec import ConfigurationError
 
@@ -114,3 +124,36 @@ def test_a_check_writes_nothing_to_the_working_directory(tmp_path: Path) -> None
     )
     assert result.returncode == EXIT_CONFORMS, result.stderr
     assert sorted(os.listdir(tmp_path)) == []
+
+
+_ONE_EXAMPLE = hypothesis.settings(max_examples=1, phases=(hypothesis.Phase.generate,))
+"""One example, not shrunk: these tests judge what the check waits for, and every run of the tool waits."""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("confinement")
+def test_an_effect_made_long_after_execute_returned_is_still_seen_within_the_wait() -> None:
+    # 1.5 s is past every deadline (1 s) and grace (0.5 s) of the check: only the wait for what was left running
+    # (which ends when the thread does, not after a fixed time) sees the POST.
+    report = check_tool(PostsLongAfterReturning, settings=_ONE_EXAMPLE)
+    assert [f.rule_id for f in report.findings] == ["D4.10", "D3.9"], report.render()
+    (late,) = [f for f in report.findings if f.rule_id == "D3.9"]
+    assert late.seen.startswith("after the execution ended (returned ToolResult(ok=True), trace event 1), ")
+    assert late.seen.endswith(
+        "left an effect: POST /later (no Idempotency-Key) at the transport -> 200 (trace event 2)"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("confinement")
+def test_work_left_running_past_the_wait_is_a_warning_never_a_plain_pass() -> None:
+    report = check_tool(LeavesIdleThreadRunning, settings=_ONE_EXAMPLE)
+    assert report.findings == []
+    assert report.passed
+    # One example, the deadline probe and the remote-failure probe: three runs.
+    assert report.warnings == [
+        f"work the tool left running (1 thread) was still running {AFTER_RETURN_S}s after execute ended, in 3 "
+        "run(s), so an effect it made later was not observed (D3.9)"
+    ]
+    assert "conforms to the tool-author contract" not in report.headline()
+    assert not check_tool(LeavesIdleThreadRunning, settings=_ONE_EXAMPLE, strict=True).passed

@@ -46,7 +46,7 @@ def check_tool_command(
 ) -> None:
     """Check one tool against the tool-author contract (watermark before effect, and the other tool-side rules).
 
-    Each example runs confined (private mount and network namespaces, an overlay over the system, strace)
+    Each example runs confined (private mount, network and PID namespaces, an overlay over the system, strace)
     where Linux allows it; elsewhere the verdict says the observation was partial.
     Exit status: 0 when the tool passes; 1 with one finding per violated rule (or, with --strict, a warning);
     2 for bad input.
