@@ -18,7 +18,7 @@ from test_layers import FOLDERS, ROOT
 PENDING: frozenset[frozenset[str]] = frozenset(
     frozenset(circle)
     for circle in [
-        # Issue 30: Pipeline imports its steps and the steps import Pipeline; being broken by the reference's owner.
+        # Pipeline imports its steps and the steps import Pipeline.
         {
             "toolproof.reference._pipeline",
             "toolproof.reference._bridge",
@@ -29,13 +29,9 @@ PENDING: frozenset[frozenset[str]] = frozenset(
             "toolproof.reference._state",
             "toolproof.reference._steps",
         },
-        # Issue 30: three pairs in the contract suite, being broken by the contracts' owner.
-        {"toolproof.contracts._confine", "toolproof.contracts._view"},
-        {"toolproof.contracts._confined", "toolproof.contracts._execute"},
-        {"toolproof.contracts._endpoints", "toolproof.contracts._transport"},
     ]
 )
-"""Circles known today and being removed in other branches, each as its exact set of modules.
+"""Circles known today and being removed, each as its exact set of modules.
 
 Tolerated until they go, and checked to be still there: a circle listed here that no longer exists fails the
 test, so the list shrinks to empty as they are broken. A circle not listed here fails the test."""
