@@ -15,7 +15,7 @@ import inspect
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 from anyio.abc import Process
@@ -34,11 +34,9 @@ from toolproof.spec import (
 )
 from toolproof.spec import script_hash as spec_script_hash
 
+from ._host import PipelineHost
 from ._state import DISPOSITION
 from ._tables import dump_json
-
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
 
 # The sandbox: loads the script (through the one loader, as the host did), hands it a bridge, speaks
 # JSON lines. Kept as source so the child imports nothing of the pipeline, only the spec.
@@ -94,7 +92,7 @@ def bridge_call_id(digest: str, ordinal: int) -> str:
 class Bridge:
     """Runs scripts for one pipeline."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: PipelineHost) -> None:
         self.pipeline = pipeline
 
     def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:

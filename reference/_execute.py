@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -24,24 +24,22 @@ from toolproof.spec import (
 )
 
 from ._excerpt import chunked, excerpt_parts
-from ._state import CallState, Prepared, Resolved, resolved_step
-
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
+from ._host import PipelineHost, resolved_step
+from ._state import CallState, Prepared, Resolved
 
 FULL_OUTPUT_ARTIFACT = "full-output.txt"
 """Name of the artifact that holds an excerpted output whole."""
 
 
 @resolved_step
-async def prepare(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def prepare(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """9. Build the ToolExecutionContext."""
     parts = p.context_parts(s, r)
     s.prepared = Prepared(parts=parts, context=p.context_for(parts))
 
 
 @resolved_step
-async def execute(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def execute(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """10. The only step that touches the world; a TRANSIENT failure is retried under the same key."""
     await _run_tool(s, r)
     while _may_retry(p, s, r):
@@ -52,7 +50,7 @@ async def execute(p: Pipeline, s: CallState, r: Resolved) -> None:
         await _run_tool(s, r)
 
 
-def _may_retry(p: Pipeline, s: CallState, r: Resolved) -> bool:
+def _may_retry(p: PipelineHost, s: CallState, r: Resolved) -> bool:
     result = p.parse_result(s.raw_result)
     transient = result is not None and result.failure is not None and result.failure.kind == FailureKind.TRANSIENT
     escaped = s.marked and r.spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
@@ -81,7 +79,7 @@ async def _run_tool(s: CallState, r: Resolved) -> None:
 
 
 @resolved_step
-async def normalize(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def normalize(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """11. Judge what the tool did; a tool never sets the status."""
     spec = r.spec
     if s.timed_out or s.error is not None:
@@ -132,7 +130,7 @@ def envelope(part: ContentPart, floor: TrustLabel, source: str) -> Envelope:
     return Envelope(trust=floor if part.trust is None else min(floor, part.trust), source=source, text=part.text)
 
 
-async def excerpt(p: Pipeline, s: CallState) -> None:
+async def excerpt(p: PipelineHost, s: CallState) -> None:
     """12. Over the limit: head, marker and tail, each piece in its own envelope; the whole to an artifact."""
     if not isinstance(s.disposition, Success) or s.prepared is None:
         return

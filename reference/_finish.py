@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolproof.spec import EventKind, InvocationStatus, Outcome
 
+from ._host import PipelineHost
 from ._persist import invocation_row
 from ._state import DISPOSITION, CallState
 from ._store import DuplicateKey
 
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
 
-
-async def complete(p: Pipeline, s: CallState) -> None:
+async def complete(p: PipelineHost, s: CallState) -> None:
     """13. Terminal status, outcome and events in one transaction."""
     if s.leave_row:
         return
@@ -47,5 +45,5 @@ async def complete(p: Pipeline, s: CallState) -> None:
         s.disposition = DISPOSITION.validate_json(existing.disposition_json)
 
 
-async def publish(p: Pipeline, s: CallState) -> None:
+async def publish(p: PipelineHost, s: CallState) -> None:
     """14. Return. Metrics and the breaker's counts were committed with step 13; nothing is held in memory."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema
 
@@ -21,17 +21,15 @@ from toolproof.spec import (
     lowest_trust,
 )
 
+from ._host import PipelineHost, resolved_step
 from ._keys import idempotency_key
 from ._policy import Decision
 from ._policy import decide as policy_decision
-from ._state import CallState, Resolved, resolved_step
+from ._state import CallState, Resolved
 from ._tables import dump_json
 
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
 
-
-async def resolve(p: Pipeline, s: CallState) -> None:
+async def resolve(p: PipelineHost, s: CallState) -> None:
     """1. Name to registered spec; unknown or ungrammatical names are denied; MCP names resolve in the
     session's pin, and a pinned tool its server withdrew or changed is unavailable."""
     found: tuple[ToolSpec, Tool] | ReasonCode | None
@@ -58,19 +56,19 @@ async def resolve(p: Pipeline, s: CallState) -> None:
 
 
 @resolved_step
-async def validate(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def validate(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """2. Arguments against the input schema."""
     if not conforms(s.call.arguments, r.spec.input_schema):
         s.finish(ReasonCode.INVALID_ARGUMENTS)
 
 
-async def label(p: Pipeline, s: CallState) -> None:
+async def label(p: PipelineHost, s: CallState) -> None:
     """3. origin_trust over the request's context; argument_trust from carried provenance."""
     s.origin_trust = origin_trust(s.request.context)
     s.argument_trust = argument_trust(s.call, s.request.context, s.origin_trust)
 
 
-async def guard(p: Pipeline, s: CallState) -> None:
+async def guard(p: PipelineHost, s: CallState) -> None:
     """4. The one breaker; a replay of a recorded call is not another proposal."""
     s.existing = p.store.find_by_key(s.key)
     if s.existing is not None:
@@ -81,7 +79,7 @@ async def guard(p: Pipeline, s: CallState) -> None:
 
 
 @resolved_step
-async def decide(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def decide(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """5. Policy: deny, hold for approval, suspend (control), or allow."""
     if s.existing is not None:
         s.decision = Decision(s.existing.decision or Decision.ALLOW)

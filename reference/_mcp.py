@@ -5,7 +5,8 @@ pipeline re-enters its one function with it; everything a server sends is data, 
 classification, identity or trust. It is four layers, one module each, each a subclass of
 the one before:
 
-- ``_mcp_connection``: connecting the servers, decision 7's configuration checks, one ``Link`` each;
+- ``_mcp_connection``: connecting the servers, decision 7's configuration checks, one ``Link`` each (``_mcp_link``: what a
+  link holds, and how an opening fails);
 - ``_mcp_catalog``: names, definition hashes and the recorded catalog history (drift);
 - ``_mcp_classify``: the operator's classification, the pinned spec, and results as ToolResults;
 - ``_mcp_pins``: session pins, advertisement, and step 1 for ``mcp.*`` names.

@@ -28,7 +28,8 @@ from toolproof.spec import (
     replay_history,
 )
 
-from ._mcp_connection import Link, McpConnections, RemoteTool
+from ._mcp_connection import McpConnections
+from ._mcp_link import Link, RemoteTool
 from ._store import Store
 from ._tables import CatalogRow
 

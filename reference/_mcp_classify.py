@@ -27,7 +27,7 @@ from toolproof.spec import (
 )
 
 from ._mcp_catalog import READ_RESOURCE_SCHEMA, McpCatalog
-from ._mcp_connection import Link, RemoteTool, connection_lost
+from ._mcp_link import Link, RemoteTool, connection_lost
 
 
 class McpClassifier(McpCatalog):

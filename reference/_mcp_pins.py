@@ -26,7 +26,7 @@ from toolproof.spec import (
 
 from ._mcp_catalog import collector_paused_async
 from ._mcp_classify import McpClassifier, McpTool
-from ._mcp_connection import Link, connection_lost
+from ._mcp_link import Link, connection_lost
 from ._tables import PinRow, SessionPinTable
 
 SESSION_MARKER = "session"

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolproof.spec import EventKind, InvocationStatus, ReasonCode, Suspended
 
+from ._host import PipelineHost, resolved_step
 from ._policy import Decision
-from ._state import DISPOSITION, CallState, Resolved, resolved_step
+from ._state import DISPOSITION, CallState, Resolved
 from ._store import DuplicateKey
 from ._tables import InvocationTable, dump_json
 
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
 
-
-def invocation_values(p: Pipeline, s: CallState, status: InvocationStatus) -> dict[str, Any]:
+def invocation_values(p: PipelineHost, s: CallState, status: InvocationStatus) -> dict[str, Any]:
     """The column values ``s`` is recorded with, with ``status``: every column but ``seq`` (step 6 inserts them)."""
     spec = s.resolved.spec if s.resolved else None
     return {
@@ -48,7 +46,7 @@ def invocation_values(p: Pipeline, s: CallState, status: InvocationStatus) -> di
     }
 
 
-def invocation_row(p: Pipeline, s: CallState, status: InvocationStatus) -> InvocationTable:
+def invocation_row(p: PipelineHost, s: CallState, status: InvocationStatus) -> InvocationTable:
     """The row ``s`` is recorded as, with ``status`` (step 13 inserts it when step 6 never did)."""
     return InvocationTable(**invocation_values(p, s, status))
 
@@ -62,7 +60,7 @@ def adopt(s: CallState, row: InvocationTable) -> None:
         s.answer = row.control_answer
 
 
-async def record(p: Pipeline, s: CallState) -> None:
+async def record(p: PipelineHost, s: CallState) -> None:
     """6. Insert the row; a replay adopts the row its key already has."""
     if s.existing is not None:
         adopt(s, s.existing)
@@ -76,7 +74,7 @@ async def record(p: Pipeline, s: CallState) -> None:
         adopt(s, existing)
 
 
-async def hold(p: Pipeline, s: CallState) -> None:
+async def hold(p: PipelineHost, s: CallState) -> None:
     """7. Open an approval hold, or suspend a control call through the nullable marker, as the recorded decision says.
 
     A row found already recorded (a replay, a recovered orphan, a lost insert race) is held here too when it never
@@ -109,7 +107,7 @@ async def hold(p: Pipeline, s: CallState) -> None:
 
 
 @resolved_step
-async def claim(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def claim(p: PipelineHost, s: CallState, r: Resolved) -> None:
     """8. Dedupe against a terminal row, else take the lease and go RUNNING."""
     row = p.store.columns(s.invocation_id)  # Its column values: no row object is built for the common path.
     status = InvocationStatus(row["status"])

@@ -48,11 +48,12 @@ from toolproof.spec import (
 from ._bridge import Bridge
 from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from ._execute import parse_result, wall_clock
+from ._host import StepFunction
 from ._logic import conforms
 from ._mcp import McpAdapter
 from ._policy import Decision, breaker
 from ._registry import Registry
-from ._state import CallState, Resolved, StepFunction
+from ._state import CallState, Resolved
 from ._steps import FINISHING, STEP_TABLE, step_table
 from ._store import Store
 from ._tables import InvocationTable, reason_or_none

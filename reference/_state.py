@@ -1,17 +1,14 @@
-"""What one call carries through the steps, and the shape of a step.
+"""What one call carries through the steps: its state, and the records steps 1 and 9 add to it.
 
-A step is ``async def step(pipeline, state) -> None``; ``_steps`` maps every ``Step`` to one.
-Step 1 resolves the call's name into a ``Resolved`` record; the steps that need it (2, 5, 8-11)
-are written as ``async def step(pipeline, state, resolved)`` and adapted by ``resolved_step``.
+Step 1 resolves the call's name into a ``Resolved`` record; step 9 builds the ``Prepared`` context. The shape of
+a step is ``_host.StepFunction``.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -31,9 +28,6 @@ from toolproof.spec import (
 from ._context import ContextParts
 from ._policy import Decision
 from ._tables import InvocationTable
-
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
 
 DISPOSITION: TypeAdapter[Disposition] = TypeAdapter(Disposition)
 """Reads and writes a disposition as the JSON a row keeps."""
@@ -92,28 +86,3 @@ class CallState:
     def finish(self, reason: ReasonCode, detail: Envelope | None = None) -> None:
         """Decide a non-success outcome from the table."""
         self.disposition = Outcome.of(reason, self.invocation_id, detail)
-
-
-StepFunction: TypeAlias = Callable[["Pipeline", CallState], Awaitable[None]]
-"""One entry of the step table."""
-ResolvedStepFunction: TypeAlias = Callable[["Pipeline", CallState, Resolved], Awaitable[None]]
-"""A step that needs what step 1 resolved."""
-
-
-def resolved_step(step: ResolvedStepFunction) -> StepFunction:
-    """Adapt a step that needs what step 1 resolved to the table's signature.
-
-    Invariant: ``drive`` runs steps 2-11 only on an undecided call, and step 1 decides every call it
-    cannot resolve, so ``resolved`` is set whenever one of them runs.
-    """
-
-    @functools.wraps(step)
-    async def run(pipeline: Pipeline, state: CallState) -> None:
-        if state.resolved is None:
-            raise RuntimeError(
-                f"step function {step.__qualname__} ran on call_id={state.call.call_id!r}, which step 1 did not "
-                "resolve; run it only on an undecided call (drive skips decided ones)"
-            )
-        await step(pipeline, state, state.resolved)
-
-    return run

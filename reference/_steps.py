@@ -15,9 +15,9 @@ from toolproof.spec import STEPS, Step
 
 from ._execute import excerpt, execute, normalize, prepare
 from ._finish import complete, publish
+from ._host import StepFunction
 from ._logic import decide, guard, label, resolve, validate
 from ._persist import claim, hold, record
-from ._state import StepFunction
 
 
 def step_table(entries: Mapping[Step, StepFunction], *, owner: str) -> MappingProxyType[Step, StepFunction]:

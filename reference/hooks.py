@@ -1,6 +1,7 @@
 """What a witness, or a fork of the reference, may replace: the public hook surface of the reference.
 
-- The step table: ``STEP_TABLE`` maps every ``spec.Step`` to ``async def step(pipeline, state)``;
+- The step table: ``STEP_TABLE`` maps every ``spec.Step`` to ``async def step(pipeline, state)``, the pipeline
+  seen as a ``PipelineHost`` (the members a step may use);
   a ``Pipeline`` subclass replaces entries (``steps = STEP_TABLE | {Step.NORMALIZE: mine}``) and its
   table is checked against ``spec.STEPS`` when the class is defined. ``resolved_step`` adapts a step
   that needs what step 1 resolved.
@@ -21,17 +22,18 @@ from toolproof.spec import publish_exports as _publish_exports
 from ._bridge import Bridge, bridge_call_id
 from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
 from ._excerpt import excerpt_parts
+from ._host import PipelineHost, StepFunction, resolved_step
 from ._instance import ReferenceImplementation
 from ._keys import idempotency_key
 from ._mcp import McpAdapter
 from ._mcp_catalog import wire
 from ._mcp_classify import McpTool
-from ._mcp_connection import Link, Opening, RemoteTool, connection_lost
+from ._mcp_link import Link, Opening, RemoteTool, connection_lost
 from ._persist import invocation_row
 from ._pipeline import Pipeline, structure_accepted
 from ._policy import Decision
 from ._registry import Registry
-from ._state import DISPOSITION, CallState, Prepared, Resolved, StepFunction, resolved_step
+from ._state import DISPOSITION, CallState, Prepared, Resolved
 from ._steps import FINISHING, STEP_TABLE, step_table
 from ._store import Store
 from ._tables import CatalogHistoryTable, CatalogRow, EventTable, InvocationTable, PinRow, SessionPinTable, dump_json
@@ -57,6 +59,7 @@ __all__ = [
     "Opening",
     "PinRow",
     "Pipeline",
+    "PipelineHost",
     "Prepared",
     "ReferenceImplementation",
     "Registry",

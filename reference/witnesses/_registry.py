@@ -11,6 +11,7 @@ from toolproof.reference.hooks import (
     CallState,
     McpAdapter,
     Pipeline,
+    PipelineHost,
     ReferenceImplementation,
     Resolved,
     StepFunction,
@@ -67,10 +68,10 @@ def moved(move: Step, after: Step) -> Mapping[Step, StepFunction]:
     """The reference step table with step ``move`` run right after step ``after`` instead of in its own place."""
     run_moved, run_after = STEP_TABLE[move], STEP_TABLE[after]
 
-    async def in_its_place(p: Pipeline, s: CallState) -> None:
+    async def in_its_place(p: PipelineHost, s: CallState) -> None:
         return None  # It runs later, right after ``after``.
 
-    async def after_then_moved(p: Pipeline, s: CallState) -> None:
+    async def after_then_moved(p: PipelineHost, s: CallState) -> None:
         await run_after(p, s)
         if s.disposition is None or move in FINISHING:  # What drive would skip, this skips too.
             await run_moved(p, s)
@@ -79,7 +80,7 @@ def moved(move: Step, after: Step) -> Mapping[Step, StepFunction]:
 
 
 async def outside_the_pipeline(
-    pipeline: Pipeline, step: StepRequest, call: ProposedCall, found: tuple[ToolSpec, Tool]
+    pipeline: PipelineHost, step: StepRequest, call: ProposedCall, found: tuple[ToolSpec, Tool]
 ) -> Success:
     """Execute ``call``'s tool directly: no row, no key, no policy (the defect of a bypassing witness)."""
     state = CallState(request=step, call=call, resolved=Resolved(*found), attempt=1, key=call.call_id)
@@ -107,7 +108,7 @@ def adapter_pipeline(adapter: type[McpAdapter]) -> type[Pipeline]:
 def key_without(*blank: str) -> StepFunction:
     """Step 1, then the key computed again with the ``blank`` inputs blanked."""
 
-    async def resolve(p: Pipeline, s: CallState) -> None:
+    async def resolve(p: PipelineHost, s: CallState) -> None:
         await STEP_TABLE[Step.RESOLVE](p, s)
         inputs = {
             "tenant": s.request.tenant,

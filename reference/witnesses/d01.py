@@ -18,6 +18,7 @@ from toolproof.reference.hooks import (
     CallState,
     FileArtifactWriter,
     Pipeline,
+    PipelineHost,
     Resolved,
     resolved_step,
 )
@@ -78,7 +79,7 @@ class _BareNotOkIsToolError(Pipeline):
         return super().parse_result(raw)
 
 
-async def _rejects_unstructured(p: Pipeline, s: CallState) -> None:
+async def _rejects_unstructured(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     if isinstance(s.disposition, Success) and s.disposition.structured is None:
         s.finish(ReasonCode.INVALID_TOOL_RESULT)
@@ -90,7 +91,7 @@ class _OverStrictResults(Pipeline):
 
 
 @resolved_step
-async def _raises_trust(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def _raises_trust(p: PipelineHost, s: CallState, r: Resolved) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     result = p.parse_result(s.raw_result)
     if isinstance(s.disposition, Success) and result is not None:
@@ -107,7 +108,7 @@ class _TrustRaising(Pipeline):
 
 
 @resolved_step
-async def _skips_output_schema(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def _skips_output_schema(p: PipelineHost, s: CallState, r: Resolved) -> None:
     if r.spec.output_schema is not None:
         s.resolved = replace(r, spec=r.spec.model_copy(update={"output_schema": {}}))
     await STEP_TABLE[Step.NORMALIZE](p, s)
@@ -118,7 +119,7 @@ class _UnvalidatedStructure(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _skips_output_schema}
 
 
-async def _drops_structure(p: Pipeline, s: CallState) -> None:
+async def _drops_structure(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     if isinstance(s.disposition, Success):
         content = [e.model_copy(update={"source": "tool"}) for e in s.disposition.content]
@@ -130,7 +131,7 @@ class _DropsStructure(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _drops_structure}
 
 
-async def _structure_without_schema(p: Pipeline, s: CallState) -> None:
+async def _structure_without_schema(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     d, resolved = s.disposition, s.resolved
     if not (isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT and resolved is not None):
@@ -156,7 +157,7 @@ class _StructureWithoutSchemaPasses(Pipeline):
 _excerpt = STEP_TABLE[Step.EXCERPT]
 
 
-async def _excerpt_keeps_only_the_whole(p: Pipeline, s: CallState) -> None:
+async def _excerpt_keeps_only_the_whole(p: PipelineHost, s: CallState) -> None:
     before = s.disposition
     await _excerpt(p, s)
     if s.disposition is not before and isinstance(s.disposition, Success):

@@ -22,6 +22,7 @@ from toolproof.reference.hooks import (
     ExecutionContext,
     FileArtifactWriter,
     Pipeline,
+    PipelineHost,
     Prepared,
     Resolved,
     ScopedCredentials,
@@ -76,7 +77,7 @@ class _DeafSignal(CancellationSignal):
         pass  # Nor when the deadline scope fires.
 
 
-async def _deadline_as_crash(p: Pipeline, s: CallState) -> None:
+async def _deadline_as_crash(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.EXECUTE](p, s)
     if s.timed_out:
         s.timed_out, s.error = False, TimeoutError("deadline")
@@ -158,7 +159,7 @@ GRACE_S = 1.0
 """How long past its deadline the grace witness lets a tool run."""
 
 
-async def _prepare_once(p: Pipeline, s: CallState) -> None:
+async def _prepare_once(p: PipelineHost, s: CallState) -> None:
     if s.prepared is None:
         await _prepare(p, s)
 
@@ -172,7 +173,7 @@ class _RetryReusesFirstContext(Pipeline):
     steps = STEP_TABLE | {Step.PREPARE: _prepare_once}
 
 
-async def _prepare_with_grace(p: Pipeline, s: CallState) -> None:
+async def _prepare_with_grace(p: PipelineHost, s: CallState) -> None:
     await _prepare(p, s)
     assert s.prepared is not None
     # The defect: the tool is told its deadline, but the watchdog waits a grace period past it.

@@ -12,6 +12,7 @@ from toolproof.reference.hooks import (
     CallState,
     InvocationTable,
     Pipeline,
+    PipelineHost,
     Resolved,
     invocation_row,
     resolved_step,
@@ -39,13 +40,13 @@ class _ExecutesBeforeClaim(Pipeline):
     steps = moved(Step.CLAIM, after=Step.EXECUTE)
 
 
-async def _record_in_memory(p: Pipeline, s: CallState) -> None:
+async def _record_in_memory(p: PipelineHost, s: CallState) -> None:
     existing = p.store.find_by_key(s.key)
     if existing is not None:
         s.invocation_id, s.recorded = existing.invocation_id, True
 
 
-async def _claim_if_recorded(p: Pipeline, s: CallState) -> None:
+async def _claim_if_recorded(p: PipelineHost, s: CallState) -> None:
     if s.recorded:
         await STEP_TABLE[Step.CLAIM](p, s)
     s.attempt = max(s.attempt, 1)
@@ -64,7 +65,7 @@ class _OneTransaction(Pipeline):
         s.marked = True
 
 
-async def _complete_successes_only(p: Pipeline, s: CallState) -> None:
+async def _complete_successes_only(p: PipelineHost, s: CallState) -> None:
     d = s.disposition
     if s.recorded and isinstance(d, Outcome) and d.status is InvocationStatus.FAILED:
         return  # The mistake: "a failed call's row can wait for the next sweep to settle it".
@@ -81,7 +82,7 @@ class _ValidatesAfterExecute(Pipeline):
     steps = moved(Step.VALIDATE, after=Step.EXECUTE)
 
 
-async def _claims_terminal_rows(p: Pipeline, s: CallState) -> None:
+async def _claims_terminal_rows(p: PipelineHost, s: CallState) -> None:
     row = p.store.get(s.invocation_id)
     if InvocationStatus(row.status).is_terminal:
         p.store.update(s.invocation_id, {"status": InvocationStatus.RECORDED.value})
@@ -93,7 +94,7 @@ class _NoDedupe(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claims_terminal_rows}
 
 
-async def _reruns_invalid_results(p: Pipeline, s: CallState) -> None:
+async def _reruns_invalid_results(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.INVALID_TOOL_RESULT:
         s.disposition = None
@@ -127,7 +128,7 @@ class _DeviceShortcut(Pipeline):
         )
 
 
-async def _completes_without_requested(p: Pipeline, s: CallState) -> None:
+async def _completes_without_requested(p: PipelineHost, s: CallState) -> None:
     if s.recorded or s.leave_row:
         await STEP_TABLE[Step.COMPLETE](p, s)
         return
@@ -143,7 +144,7 @@ class _NoRequestedOnRefusal(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _completes_without_requested}
 
 
-async def _completed_twice(p: Pipeline, s: CallState) -> None:
+async def _completed_twice(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     p.store.update(s.invocation_id, {}, [EventKind.COMPLETED])
 
@@ -182,7 +183,7 @@ _claim = STEP_TABLE[Step.CLAIM]
 
 
 @resolved_step
-async def _claim_reruns_failures(p: Pipeline, s: CallState, r: Resolved) -> None:
+async def _claim_reruns_failures(p: PipelineHost, s: CallState, r: Resolved) -> None:
     row = p.store.get(s.invocation_id)
     status = InvocationStatus(row.status)
     if status.is_terminal and status is not InvocationStatus.SUCCEEDED and row.effect_sent_at is None:
@@ -209,7 +210,7 @@ class _ReplayRerunsFailed(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claim_reruns_failures}
 
 
-async def _claim_then_own_the_answer(p: Pipeline, s: CallState) -> None:
+async def _claim_then_own_the_answer(p: PipelineHost, s: CallState) -> None:
     await _claim(p, s)
     if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.IN_PROGRESS:
         s.leave_row = False  # The defect: the in-progress answer is written to the row another worker is running.
@@ -224,7 +225,7 @@ class _InProgressWrittenToRow(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claim_then_own_the_answer}
 
 
-async def _claim_own_lease(p: Pipeline, s: CallState) -> None:
+async def _claim_own_lease(p: PipelineHost, s: CallState) -> None:
     row = p.store.get(s.invocation_id)
     live = (row.lease_expires_at or 0) > p.clock.now()
     if row.status == InvocationStatus.RUNNING.value and live and row.lease_owner == p.worker_id:

@@ -17,6 +17,7 @@ from toolproof.reference.hooks import (
     McpAdapter,
     McpTool,
     Pipeline,
+    PipelineHost,
     Resolved,
     Store,
 )
@@ -41,7 +42,7 @@ from toolproof.spec import (
 from ._registry import adapter_pipeline, witness
 
 
-async def _watermark_at_completion(p: Pipeline, s: CallState) -> None:
+async def _watermark_at_completion(p: PipelineHost, s: CallState) -> None:
     if s.marked and s.recorded and not s.leave_row:
         p.store.mark_effect_sent(s.invocation_id, p.clock.now())
     await STEP_TABLE[Step.COMPLETE](p, s)
@@ -55,7 +56,7 @@ class _WatermarkAfterEffect(Pipeline):
         s.marked = True
 
 
-async def _commit_pending_then_normalize(p: Pipeline, s: CallState) -> None:
+async def _commit_pending_then_normalize(p: PipelineHost, s: CallState) -> None:
     assert isinstance(p, _UncommittedWatermark)
     while p.pending:
         session = p.pending.pop()
@@ -92,7 +93,7 @@ class _UncommittedWatermark(Pipeline):
         s.marked = True
 
 
-async def _exceptions_are_failures(p: Pipeline, s: CallState) -> None:
+async def _exceptions_are_failures(p: PipelineHost, s: CallState) -> None:
     if s.error is not None or s.timed_out:
         s.finish(ReasonCode.TOOL_ERROR)
         return
@@ -104,7 +105,7 @@ class _ExceptionsAreFailures(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _exceptions_are_failures}
 
 
-async def _overrun_before_mark_uncertain(p: Pipeline, s: CallState) -> None:
+async def _overrun_before_mark_uncertain(p: PipelineHost, s: CallState) -> None:
     spec = s.resolved.spec if s.resolved is not None else None
     if s.timed_out and not s.marked and spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT:
         s.finish(ReasonCode.EFFECT_UNKNOWN)  # The mistake: "the deadline may have cut it mid-send".
@@ -117,7 +118,7 @@ class _OverrunBeforeMarkUncertain(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _overrun_before_mark_uncertain}
 
 
-async def _idempotent_crash_final(p: Pipeline, s: CallState) -> None:
+async def _idempotent_crash_final(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     spec = s.resolved.spec if s.resolved is not None else None
     d = s.disposition
@@ -202,7 +203,7 @@ class _DoubleClaim(Pipeline):
         return await self.drive(state, Step.PREPARE)
 
 
-async def _recorded_rows_carry_on(p: Pipeline, s: CallState) -> None:
+async def _recorded_rows_carry_on(p: PipelineHost, s: CallState) -> None:
     row = s.existing
     if row is not None and row.status == InvocationStatus.RECORDED.value and row.suspended_at is None:
         return  # The old reference: "recorded earlier and never held: carry on to the claim".
@@ -218,7 +219,7 @@ class _RecordedRowsSkipHold(Pipeline):
     steps = STEP_TABLE | {Step.HOLD: _recorded_rows_carry_on}
 
 
-async def _record_noting_adoption(p: Pipeline, s: CallState) -> None:
+async def _record_noting_adoption(p: PipelineHost, s: CallState) -> None:
     assert isinstance(p, _AdoptedRowSkipsHold)
     replay = s.existing is not None
     await STEP_TABLE[Step.RECORD](p, s)
@@ -226,7 +227,7 @@ async def _record_noting_adoption(p: Pipeline, s: CallState) -> None:
         p.adopted.add(s.invocation_id)
 
 
-async def _hold_unless_adopted(p: Pipeline, s: CallState) -> None:
+async def _hold_unless_adopted(p: PipelineHost, s: CallState) -> None:
     assert isinstance(p, _AdoptedRowSkipsHold)
     if s.invocation_id in p.adopted:
         return  # "The winner holds it": the loser goes on to the claim.
@@ -365,7 +366,7 @@ class _UnmarkedFlaggedOnSuccessOnly(Pipeline):
 _CLAIM_UNCERTAIN = "_witness_uncertain_at_claim"
 
 
-async def _claim_remembering_uncertain(p: Pipeline, s: CallState) -> None:
+async def _claim_remembering_uncertain(p: PipelineHost, s: CallState) -> None:
     await _claim(p, s)
     d = s.disposition
     if isinstance(d, Outcome) and d.status is InvocationStatus.UNCERTAIN and d.reason_code is ReasonCode.EFFECT_UNKNOWN:

@@ -10,6 +10,7 @@ from toolproof.reference.hooks import (
     Link,
     McpAdapter,
     Pipeline,
+    PipelineHost,
     Registry,
     RemoteTool,
 )
@@ -83,7 +84,7 @@ witness(
 )(adapter_pipeline(_GrantsTheUnsatisfiableScope))
 
 
-async def _scopes_folded(p: Pipeline, s: CallState) -> None:
+async def _scopes_folded(p: PipelineHost, s: CallState) -> None:
     # The defect: scopes compared trimmed and case-folded, so a near miss of the reserved scope grants it.
     folded = {scope.strip().casefold(): value for scope, value in p.config.credentials.items()}
     config = p.config

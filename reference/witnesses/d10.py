@@ -14,6 +14,7 @@ from toolproof.reference.hooks import (
     CallState,
     ContextParts,
     Pipeline,
+    PipelineHost,
     Resolved,
     StepFunction,
     idempotency_key,
@@ -49,7 +50,7 @@ class _AttemptInKey(Pipeline):
         return replace(parts, identity=parts.identity.model_copy(update={"idempotency_key": key}))
 
 
-async def _order_sensitive_key(p: Pipeline, s: CallState) -> None:
+async def _order_sensitive_key(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.RESOLVE](p, s)
     s.key = hashlib.sha256((s.key + json.dumps(s.call.arguments)).encode()).hexdigest()
 
@@ -59,7 +60,7 @@ class _OrderSensitiveKey(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _order_sensitive_key}
 
 
-async def _top_level_sorted_key(p: Pipeline, s: CallState) -> None:
+async def _top_level_sorted_key(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.RESOLVE](p, s)
     # The mistake: only the top-level members are put in order; a nested object hashes as it arrived.
     top_sorted = json.dumps(dict(sorted(s.call.arguments.items())), separators=(",", ":"))
@@ -81,7 +82,7 @@ def _resolve_joined(separator: str) -> StepFunction:
     """Step 1 whose key hashes its inputs joined by `separator`: nothing marks where one input ends when the
     separator is empty, and an input may itself contain a non-empty one, unescaped."""
 
-    async def resolve(p: Pipeline, s: CallState) -> None:
+    async def resolve(p: PipelineHost, s: CallState) -> None:
         await _resolve(p, s)
         version = s.resolved.spec.version if s.resolved is not None else ""
         request = s.request
@@ -122,7 +123,7 @@ def _as_sets(value: Any) -> Any:
     return value
 
 
-async def _resolve_arrays_as_sets(p: Pipeline, s: CallState) -> None:
+async def _resolve_arrays_as_sets(p: PipelineHost, s: CallState) -> None:
     await _resolve(p, s)
     arguments: JsonObject = _as_sets(s.call.arguments)  # The defect: element order "is not meaningful".
     s.key = idempotency_key(
@@ -141,7 +142,7 @@ class _KeySortsArrays(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _resolve_arrays_as_sets}
 
 
-async def _execute_one_retry_too_many(p: Pipeline, s: CallState) -> None:
+async def _execute_one_retry_too_many(p: PipelineHost, s: CallState) -> None:
     config = p.config
     # The defect: max_attempts read as the retries after the first execution, so one execution more is allowed.
     p.config = config.model_copy(update={"max_attempts": config.max_attempts + 1})

@@ -14,6 +14,7 @@ from toolproof.reference.hooks import (
     Decision,
     InvocationTable,
     Pipeline,
+    PipelineHost,
     StepFunction,
 )
 from toolproof.spec import (
@@ -36,7 +37,7 @@ from toolproof.spec import (
 from ._registry import witness
 
 
-async def _origin_from_first_item(p: Pipeline, s: CallState) -> None:
+async def _origin_from_first_item(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     s.origin_trust = s.request.context[0].trust if s.request.context else TrustLabel.EXTERNAL_UNTRUSTED
 
@@ -55,7 +56,7 @@ def _labels(call: ProposedCall, context: Sequence[ContextItem], missing: TrustLa
     return min(labels, default=missing)
 
 
-async def _provenance_defaults_to_origin(p: Pipeline, s: CallState) -> None:
+async def _provenance_defaults_to_origin(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     s.argument_trust = _labels(s.call, s.request.context, s.origin_trust, best=False)
 
@@ -65,7 +66,7 @@ class _ProvenanceDefaultsToOrigin(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _provenance_defaults_to_origin}
 
 
-async def _best_contributor_wins(p: Pipeline, s: CallState) -> None:
+async def _best_contributor_wins(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     s.argument_trust = _labels(s.call, s.request.context, TrustLabel.EXTERNAL_UNTRUSTED, best=True)
 
@@ -75,7 +76,7 @@ class _BestContributorWins(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _best_contributor_wins}
 
 
-async def _text_match_provenance(p: Pipeline, s: CallState) -> None:
+async def _text_match_provenance(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     user_text = " ".join(i.text for i in s.request.context if i.trust is TrustLabel.USER)
     values = [str(v) for v in s.call.arguments.values()]
@@ -90,7 +91,7 @@ class _TextMatchProvenance(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _text_match_provenance}
 
 
-async def _never_asks_for_approval(p: Pipeline, s: CallState) -> None:
+async def _never_asks_for_approval(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.DECIDE](p, s)
     if s.decision is Decision.APPROVAL:
         s.decision = Decision.ALLOW
@@ -103,7 +104,7 @@ class _LabelsIgnoredByPolicy(Pipeline):
     steps = STEP_TABLE | {Step.DECIDE: _never_asks_for_approval}
 
 
-async def _holds_forever(p: Pipeline, s: CallState) -> None:
+async def _holds_forever(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.HOLD](p, s)
     if s.decision is Decision.APPROVAL and s.existing is None:
         p.store.update(s.invocation_id, {"hold_expires_at": float("inf")})
@@ -114,7 +115,7 @@ class _UnboundedHolds(Pipeline):
     steps = STEP_TABLE | {Step.HOLD: _holds_forever}
 
 
-async def _denies_held_calls(p: Pipeline, s: CallState) -> None:
+async def _denies_held_calls(p: PipelineHost, s: CallState) -> None:
     row = p.store.get(s.invocation_id)
     if row.status == "AWAITING_APPROVAL":
         s.finish(ReasonCode.APPROVAL_DENIED)
@@ -127,7 +128,7 @@ class _ApprovalNeverRuns(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _denies_held_calls}
 
 
-async def _runs_denied_calls(p: Pipeline, s: CallState) -> None:
+async def _runs_denied_calls(p: PipelineHost, s: CallState) -> None:
     if isinstance(s.disposition, Outcome) and s.disposition.reason_code is ReasonCode.APPROVAL_DENIED:
         s.disposition = None
         await p.drive(s, Step.CLAIM)
@@ -153,7 +154,7 @@ class _HoldsLostOnRestart(Pipeline):
 def _one_item_per_id(keep: str) -> StepFunction:
     """Step 3, then argument_trust again with each id's label taken from one item only: the ``keep`` one given."""
 
-    async def label(p: Pipeline, s: CallState) -> None:
+    async def label(p: PipelineHost, s: CallState) -> None:
         await STEP_TABLE[Step.LABEL](p, s)
         items = s.request.context if keep == "last" else list(reversed(s.request.context))
         by_id = {item.id: item.trust for item in items}  # The defect: a later item of the same id overwrites.
@@ -176,7 +177,7 @@ class _DuplicateIdFirstItemWins(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _one_item_per_id("first")}
 
 
-async def _empty_context_trusted(p: Pipeline, s: CallState) -> None:
+async def _empty_context_trusted(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     if not s.request.context:
         # The mistake: "nothing in the room, so nothing untrusted in the room".
@@ -190,7 +191,7 @@ class _EmptyContextTrusted(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _empty_context_trusted}
 
 
-async def _unknown_contributor_skipped(p: Pipeline, s: CallState) -> None:
+async def _unknown_contributor_skipped(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.LABEL](p, s)
     if not s.call.arguments:
         return
@@ -208,7 +209,7 @@ class _UnknownContributorSkipped(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _unknown_contributor_skipped}
 
 
-async def _decide_on_argument_only(p: Pipeline, s: CallState) -> None:
+async def _decide_on_argument_only(p: PipelineHost, s: CallState) -> None:
     origin = s.origin_trust
     s.origin_trust = s.argument_trust  # The mistake: the policy is shown the argument's label twice.
     try:
@@ -222,7 +223,7 @@ class _ApprovalIgnoresOrigin(Pipeline):
     steps = STEP_TABLE | {Step.DECIDE: _decide_on_argument_only}
 
 
-async def _hold_every_consequential_call(p: Pipeline, s: CallState) -> None:
+async def _hold_every_consequential_call(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.DECIDE](p, s)
     spec = s.resolved.spec if s.resolved else None
     if s.existing is None and s.decision is Decision.ALLOW and spec is not None and spec.consequential:
@@ -250,7 +251,7 @@ class _LateApprovalHonoured(Pipeline):
 _hold = STEP_TABLE[Step.HOLD]
 
 
-async def _hold_for_the_default(p: Pipeline, s: CallState) -> None:
+async def _hold_for_the_default(p: PipelineHost, s: CallState) -> None:
     config = p.config
     # The defect: a hold is bounded by the ADR's default, whatever approval_timeout_s the instance was given.
     p.config = config.model_copy(update={"approval_timeout_s": DEFAULT_APPROVAL_TIMEOUT_S})
@@ -272,7 +273,7 @@ class _HoldBoundIgnoresConfiguration(Pipeline):
 _label = STEP_TABLE[Step.LABEL]
 
 
-async def _origin_from_the_last_item(p: Pipeline, s: CallState) -> None:
+async def _origin_from_the_last_item(p: PipelineHost, s: CallState) -> None:
     await _label(p, s)
     items = s.request.context
     was = s.origin_trust
@@ -291,12 +292,12 @@ class _OriginFromLastContextItem(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _origin_from_the_last_item}
 
 
-def _holds_opened_here(p: Pipeline) -> set[str]:
+def _holds_opened_here(p: PipelineHost) -> set[str]:
     held: set[str] = p.__dict__.setdefault("_holds_opened_here", set())
     return held
 
 
-async def _hold_and_remember(p: Pipeline, s: CallState) -> None:
+async def _hold_and_remember(p: PipelineHost, s: CallState) -> None:
     await _hold(p, s)
     if isinstance(s.disposition, Suspended) and s.disposition.reason == "approval":
         _holds_opened_here(p).add(s.invocation_id)
@@ -328,7 +329,7 @@ class _HoldBoundKnownToItsWorker(Pipeline):
 _decide = STEP_TABLE[Step.DECIDE]
 
 
-async def _idempotent_writes_need_no_approval(p: Pipeline, s: CallState) -> None:
+async def _idempotent_writes_need_no_approval(p: PipelineHost, s: CallState) -> None:
     await _decide(p, s)
     spec = s.resolved.spec if s.resolved else None
     if s.decision is Decision.APPROVAL and spec is not None and spec.idempotency is IdempotencyClass.IDEMPOTENT:
@@ -345,7 +346,7 @@ class _ApprovalSkipsIdempotentWrites(Pipeline):
     steps = STEP_TABLE | {Step.DECIDE: _idempotent_writes_need_no_approval}
 
 
-async def _label_best_of_the_batch(p: Pipeline, s: CallState) -> None:
+async def _label_best_of_the_batch(p: PipelineHost, s: CallState) -> None:
     own = s.call
     labels = []
     for member in s.request.calls:

@@ -8,6 +8,7 @@ from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
     Pipeline,
+    PipelineHost,
 )
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
@@ -29,7 +30,7 @@ def _pieces(content: list[Envelope]) -> tuple[list[Envelope], list[Envelope], li
     return content[:at], markers, content[at + 1 :]
 
 
-async def _excerpt_then_rewrite(p: Pipeline, s: CallState) -> None:
+async def _excerpt_then_rewrite(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.EXCERPT](p, s)
     if isinstance(s.disposition, Success) and any(e.source == EXCERPT_MARKER_SOURCE for e in s.disposition.content):
         assert isinstance(p, _Rewrites)
@@ -77,7 +78,7 @@ class _MergingExcerpt(_Rewrites):
         return success.model_copy(update={"content": [merged, *markers, *tail]})
 
 
-async def _excerpts_at_the_limit(p: Pipeline, s: CallState) -> None:
+async def _excerpts_at_the_limit(p: PipelineHost, s: CallState) -> None:
     if isinstance(s.disposition, Success):
         size = sum(len(e.text.encode()) for e in s.disposition.content)
         if size == p.config.max_output_bytes:
@@ -96,7 +97,7 @@ class _ExcerptsAtTheLimit(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpts_at_the_limit}
 
 
-async def _copies_output(p: Pipeline, s: CallState) -> None:
+async def _copies_output(p: PipelineHost, s: CallState) -> None:
     if isinstance(s.disposition, Success) and s.disposition.content:
         whole = "".join(e.text for e in s.disposition.content)
         first = s.disposition.content[0]
@@ -111,7 +112,7 @@ class _CopiesOutput(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _copies_output}
 
 
-async def _limit_in_characters(p: Pipeline, s: CallState) -> None:
+async def _limit_in_characters(p: PipelineHost, s: CallState) -> None:
     if isinstance(s.disposition, Success) and sum(len(e.text) for e in s.disposition.content) <= (
         p.config.max_output_bytes
     ):
@@ -132,7 +133,7 @@ def _byte_cut(text: str, budget: int, *, tail: bool) -> bytes:
     return text[:budget].encode()[:budget]
 
 
-async def _excerpt_at_byte_offsets(p: Pipeline, s: CallState) -> None:
+async def _excerpt_at_byte_offsets(p: PipelineHost, s: CallState) -> None:
     original = s.disposition.content if isinstance(s.disposition, Success) else []
     await STEP_TABLE[Step.EXCERPT](p, s)
     if not isinstance(s.disposition, Success):
@@ -171,7 +172,7 @@ def _utf8_bytes(text: str, chunk: int = 1 << 16) -> int:
     return sum(len(text[at : at + chunk].encode()) for at in range(0, len(text), chunk))
 
 
-async def _excerpt_each_part_alone(p: Pipeline, s: CallState) -> None:
+async def _excerpt_each_part_alone(p: PipelineHost, s: CallState) -> None:
     if isinstance(s.disposition, Success):
         limit = p.config.max_output_bytes
         # The defect: the limit is held against each part, so many parts each within it pass whole, together over.
@@ -190,7 +191,7 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
-async def _excerpt_keeping_final_characters(p: Pipeline, s: CallState) -> None:
+async def _excerpt_keeping_final_characters(p: PipelineHost, s: CallState) -> None:
     original = s.disposition.content if isinstance(s.disposition, Success) else []
     await _excerpt(p, s)
     if not isinstance(s.disposition, Success):
@@ -226,7 +227,7 @@ class _TailKeepsAPartsFinalCharacter(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_keeping_final_characters}
 
 
-async def _excerpt_mcp_against_server_cap(p: Pipeline, s: CallState) -> None:
+async def _excerpt_mcp_against_server_cap(p: PipelineHost, s: CallState) -> None:
     r = s.resolved
     if r is not None and r.spec.source is ToolSource.MCP and isinstance(s.disposition, Success):
         caps = {c.server_id: c.max_output_bytes for c in p.config.mcp_servers}

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import time
 
-from toolproof.reference.hooks import STEP_TABLE, CallState, EventTable, InvocationTable, Pipeline, dump_json
+from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
+    EventTable,
+    InvocationTable,
+    Pipeline,
+    PipelineHost,
+    dump_json,
+)
 from toolproof.spec import (
     Disposition,
     InvocationStatus,
@@ -65,7 +73,7 @@ class _NarratesRemoteErrors(_Rewrites):
         return outcome.model_copy(update={"message": outcome.external_detail.text, "external_detail": None})
 
 
-async def _files_every_outcome_as_failed(p: Pipeline, s: CallState) -> None:
+async def _files_every_outcome_as_failed(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.COMPLETE](p, s)
     if isinstance(s.disposition, Outcome) and not s.leave_row:
         p.store.update(s.invocation_id, {"status": "FAILED", "reason_code": ReasonCode.TOOL_ERROR.value})
@@ -76,7 +84,7 @@ class _RowDisagrees(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _files_every_outcome_as_failed}
 
 
-async def _payload_in_events(p: Pipeline, s: CallState) -> None:
+async def _payload_in_events(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.COMPLETE](p, s)
     detail = s.disposition.external_detail if isinstance(s.disposition, Outcome) else None
     with p.store.transaction() as session:
@@ -149,7 +157,7 @@ class _ScriptOutcomesPrefixed(Pipeline):
         return ran.model_copy(update={"dispositions": dispositions})
 
 
-async def _crash_with_exception_text(p: Pipeline, s: CallState) -> None:
+async def _crash_with_exception_text(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     d = s.disposition
     if isinstance(d, Outcome) and d.reason_code is ReasonCode.TOOL_CRASHED and s.error is not None:
@@ -162,7 +170,7 @@ class _ExceptionTextInMessage(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _crash_with_exception_text}
 
 
-async def _crash_not_retryable(p: Pipeline, s: CallState) -> None:
+async def _crash_not_retryable(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     d = s.disposition
     if isinstance(d, Outcome) and d.reason_code is ReasonCode.TOOL_CRASHED:

@@ -14,6 +14,7 @@ from toolproof.reference.hooks import (
     CallState,
     InvocationTable,
     Pipeline,
+    PipelineHost,
     dump_json,
 )
 from toolproof.spec import (
@@ -27,7 +28,7 @@ from toolproof.spec import (
 from ._registry import witness
 
 
-async def _order_sensitive_identity(p: Pipeline, s: CallState) -> None:
+async def _order_sensitive_identity(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.RESOLVE](p, s)
     s.call_hash = hashlib.sha256(json.dumps([s.call.tool_name, s.call.arguments]).encode()).hexdigest()
 
@@ -156,12 +157,12 @@ class _BreakerCountsRunsSortingAfter(Pipeline):
 _guard = STEP_TABLE[Step.GUARD]
 
 
-def _calls_seen_here(p: Pipeline) -> set[str]:
+def _calls_seen_here(p: PipelineHost) -> set[str]:
     seen: set[str] = p.__dict__.setdefault("_calls_seen_here", set())
     return seen
 
 
-async def _guard_and_remember(p: Pipeline, s: CallState) -> None:
+async def _guard_and_remember(p: PipelineHost, s: CallState) -> None:
     await _guard(p, s)
     _calls_seen_here(p).add(s.invocation_id)
 
@@ -216,7 +217,7 @@ class _SuccessForgivesDenials(Pipeline):
         return super().trip(prior)
 
 
-async def _resolve_hash_namespace(p: Pipeline, s: CallState) -> None:
+async def _resolve_hash_namespace(p: PipelineHost, s: CallState) -> None:
     await _resolve(p, s)
     # The defect: "identical" is read as "the same server and arguments": the breaker hashes the tool's namespace
     # (the part before its last dot) with the arguments, so t.a and t.b with equal arguments share one counter.

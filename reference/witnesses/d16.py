@@ -11,6 +11,7 @@ from toolproof.reference.hooks import (
     CallState,
     InvocationTable,
     Pipeline,
+    PipelineHost,
 )
 from toolproof.spec import (
     Disposition,
@@ -38,7 +39,7 @@ class _ControlShortcut(Pipeline):
         return await super().run_call(request, call)
 
 
-async def _suspends_by_status(p: Pipeline, s: CallState) -> None:
+async def _suspends_by_status(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.HOLD](p, s)
     if isinstance(s.disposition, Suspended) and s.disposition.reason == "control" and s.existing is None:
         changes = {"suspended_at": None, "status": InvocationStatus.AWAITING_APPROVAL.value}
