@@ -194,6 +194,10 @@ UNSATISFIABLE_GRANTS: dict[str, dict[str, str]] = {
     "longer": {f"{UNSATISFIABLE_SCOPE}s": "granted"},
     "wildcard": {UNSATISFIABLE_SCOPE.split(":")[0] + ":*": "granted", "*": "granted"},
     "empty": {"": "granted"},
+    "full-width-colon": {UNSATISFIABLE_SCOPE.replace(":", "\uff1a"): "granted"},
+    "full-width-letters": {"\uff4d\uff43\uff50" + UNSATISFIABLE_SCOPE[3:]: "granted"},
+    "zero-width-space": {UNSATISFIABLE_SCOPE[:4] + "\u200b" + UNSATISFIABLE_SCOPE[4:]: "granted"},
+    "cyrillic-c": {"m\u0441p" + UNSATISFIABLE_SCOPE[3:]: "granted"},
 }
 """Credentials an operator might configure, by mistake or on purpose, for the scope no credential grants (D6.2)."""
 
@@ -223,4 +227,56 @@ async def test_no_credential_grants_the_unclassified_scope(harness: Harness, gra
             f"with credentials {credentials!r}, a trusted call to {name} of an unclassified server was answered "
             f"{describe(d)} and the server logged {fake.log}; no credential grants {UNSATISFIABLE_SCOPE!r}, so every "
             "call of an unclassified server waits for approval",
+        )
+
+
+_TRUSTED = [TrustLabel.SYSTEM, TrustLabel.OPERATOR, TrustLabel.USER, TrustLabel.INTERNAL]
+
+
+@pytest.mark.rules("D6.2")
+@pytest.mark.parametrize("label", _TRUSTED, ids=lambda label: label.value)
+async def test_an_unclassified_server_waits_for_approval_however_trusted_the_request(
+    harness: Harness, label: TrustLabel
+) -> None:
+    plain, fake = memory(harness, "plain", "PlainServer", classification=None)
+    item = ContextItem(id="only-1", trust=label, text="Echo hello.")
+    async with harness.open(mcp_servers=[plain]) as session:
+        d = await session.call("mcp.plain.echo", {"text": "hello"}, context=[item], provenance={"text": ["only-1"]})
+    harness.expect(
+        "D6.2",
+        isinstance(d, Suspended) and d.reason == "approval" and "tools/call echo" not in fake.log,
+        f"a call to an unclassified server's tool, from a request whose one context item (the argument's source) is "
+        f"{label.value}, was answered {describe(d)} and the server logged {fake.log}; an unclassified server's every "
+        "call waits for approval, however trusted the request",
+    )
+
+
+@pytest.mark.rules("D6.1")
+@pytest.mark.parametrize("classified", ["plain", "imp"])
+async def test_a_server_claiming_anothers_name_keeps_its_own_classification(harness: Harness, classified: str) -> None:
+    # ImpersonatorServer announces serverInfo.name 'PlainServer': the operator's server_id, never the name a server
+    # gives, says which classification applies.
+    plain, plain_fake = memory(harness, "plain", "PlainServer", classification=READ if classified == "plain" else None)
+    imp, imp_fake = memory(harness, "imp", "ImpersonatorServer", classification=READ if classified == "imp" else None)
+    async with harness.open(mcp_servers=[plain, imp]) as session:
+        ad = await session.advertise()
+        got = {tool.name: _classification(tool) for tool in ad.tools}
+        answers = {server: await session.call(f"mcp.{server}.echo", {"text": "hello"}) for server in ("plain", "imp")}
+    for server, fake in (("plain", plain_fake), ("imp", imp_fake)):
+        want = READ if server == classified else UNCLASSIFIED
+        mine = {name: c for name, c in got.items() if name.startswith(f"mcp.{server}.")}
+        harness.expect(
+            "D6.1",
+            bool(mine) and all(c == want for c in mine.values()),
+            f"with {classified!r} classified READ and the other unclassified (ImpersonatorServer calls itself "
+            f"'PlainServer'), {server}'s tools were classified "
+            f"{ {n: c.model_dump(mode='json') for n, c in mine.items()} }; expected {want.model_dump(mode='json')}",
+        )
+        d = answers[server]
+        held = server != classified
+        harness.expect(
+            "D6.1",
+            (isinstance(d, Suspended) and d.reason == "approval") == held and ("tools/call echo" in fake.log) != held,
+            f"with {classified!r} classified READ, a trusted call to mcp.{server}.echo was answered {describe(d)} and "
+            f"the server logged {fake.log}; expected {'an approval hold' if held else 'the call to run'}",
         )

@@ -141,6 +141,10 @@ _SAME_HOST = (
     ("B\u00dcCHER.example", "b\u00fccher.example"),
     ("xn--bcher-kva.example", "XN--BCHER-KVA.EXAMPLE"),
     ("fa\u00df.example", "xn--fa-hia.example"),
+    ("[0:0::1]", "::1"),  # an IP address compares in its canonical form
+    ("[::1]", "0:0:0:0:0:0:0:1"),
+    ("[0000:0000:0000:0000:0000:0000:0000:0001]", "[::1]"),
+    ("[::FFFF:7F00:1]", "::ffff:127.0.0.1"),
 )
 
 # (host in the URL, allowlist entry): another host that looks like the entry, in both directions.
@@ -158,6 +162,9 @@ _LOOK_ALIKES = (
     ("xn--bcher-kva.example.evil.test", "b\u00fccher.example"),
     ("example.com..", "example.com"),
     ("example.com", "example.com.."),
+    ("[::2]", "::1"),
+    ("[::1]", "::2"),
+    ("[::1:0]", "::1"),
 )
 
 

@@ -77,6 +77,9 @@ _ORDERS: dict[str, tuple[list[ContextItem], TrustLabel]] = {
     "user-first": ([USER, SYSTEM, OPERATOR], TrustLabel.USER),
     "operator-first": ([OPERATOR, SYSTEM], TrustLabel.OPERATOR),
     "system-twice": ([SYSTEM, SYSTEM_2], TrustLabel.SYSTEM),
+    "empty-page": ([USER, SYSTEM, PAGE.model_copy(update={"text": ""})], TrustLabel.EXTERNAL_UNTRUSTED),
+    "blank-page-first": ([PAGE.model_copy(update={"text": " \n"}), USER], TrustLabel.EXTERNAL_UNTRUSTED),
+    "empty-internal": ([OPERATOR, TOOL.model_copy(update={"text": ""})], TrustLabel.INTERNAL),
 }
 
 
@@ -130,6 +133,50 @@ async def test_argument_without_provenance_is_external_untrusted(harness: Harnes
         label is TrustLabel.EXTERNAL_UNTRUSTED,
         f"with 'note' of unknown provenance in a USER-only context, argument_trust was {label.value}",
     )
+
+
+# case -> the provenance of 'text' in a [SYSTEM, USER] context ('note' comes from user-1): none of them names an item
+# of the request, so 'text' is of unknown provenance and counts EXTERNAL_UNTRUSTED.
+_UNKNOWN_PROVENANCE: dict[str, dict[str, list[str]]] = {
+    "missing": {"note": ["user-1"]},
+    "empty-list": {"text": [], "note": ["user-1"]},
+    "upper-case-id": {"text": ["USER-1"], "note": ["user-1"]},
+    "padded-id": {"text": [" user-1"], "note": ["user-1"]},
+    "trailing-space-id": {"text": ["user-1 "], "note": ["user-1"]},
+    "full-width-id": {"text": ["\uff55ser-1"], "note": ["user-1"]},
+    "prefix-of-id": {"text": ["user-"], "note": ["user-1"]},
+    "empty-id": {"text": [""], "note": ["user-1"]},
+}
+
+
+@pytest.mark.rules("D11.2", "D11.3")
+@pytest.mark.parametrize("case", list(_UNKNOWN_PROVENANCE))
+async def test_provenance_that_names_no_item_is_external_untrusted(harness: Harness, case: str) -> None:
+    provenance = _UNKNOWN_PROVENANCE[case]
+    mail = _mail(harness)
+    async with harness.open(_echo(harness), mail) as session:
+        _, label = await _labels(session, [SYSTEM, USER], provenance)
+        d = await session.call(
+            mail.spec.name, {"to": "x", "note": "n"}, context=[SYSTEM, USER], provenance=_as_mail(provenance)
+        )
+    rule = "D11.2" if case == "missing" else "D11.3"
+    harness.expect(
+        rule,
+        label is TrustLabel.EXTERNAL_UNTRUSTED,
+        f"with provenance {provenance} in a [SYSTEM, USER] context (ids sys-1, user-1), argument_trust was "
+        f"{label.value}; an argument none of whose contributors is an item of the request counts EXTERNAL_UNTRUSTED",
+    )
+    harness.expect(
+        rule,
+        isinstance(d, Suspended) and d.reason == "approval" and not harness.world.effects_of(mail.spec.name),
+        f"a consequential call whose argument has provenance {_as_mail(provenance)} was answered {describe(d)} with "
+        f"{len(harness.world.effects_of(mail.spec.name))} effects; it waits for approval",
+    )
+
+
+def _as_mail(provenance: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The same provenance for mail.send, whose first argument is 'to'."""
+    return {("to" if name == "text" else name): ids for name, ids in provenance.items()}
 
 
 @pytest.mark.rules("D11.3")
@@ -208,6 +255,36 @@ async def test_quoting_a_user_string_does_not_raise_the_label(harness: Harness) 
         "D11.4",
         isinstance(d, Suspended) and harness.world.effects == [],
         f"the quoted argument bought the consequential call a trusted path: {d!r}, {len(harness.world.effects)} effects",
+    )
+
+
+# case -> the provenance of 'to': none says the argument came from the USER item, though its text is the USER's.
+_QUOTED_WITHOUT_PROVENANCE: dict[str, dict[str, list[str]]] = {
+    "no-provenance": {},
+    "empty-list": {"to": []},
+    "unknown-id": {"to": ["ghost-1"]},
+}
+
+
+@pytest.mark.rules("D11.4")
+@pytest.mark.parametrize("case", list(_QUOTED_WITHOUT_PROVENANCE))
+@pytest.mark.parametrize("quoted", ["whole", "address"])
+async def test_matching_user_text_never_stands_in_for_provenance(harness: Harness, case: str, quoted: str) -> None:
+    # In a request whose every item is trusted, an argument equal to the USER's text (whole, or a long part of it)
+    # but without provenance naming the USER item stays EXTERNAL_UNTRUSTED: provenance is carried, not reconstructed.
+    text = USER.text if quoted == "whole" else "finance-team@example.com"
+    tool = _mail(harness)
+    async with harness.open(tool) as session:
+        d = await session.call(
+            tool.spec.name, {"to": text}, context=[SYSTEM, USER], provenance=_QUOTED_WITHOUT_PROVENANCE[case]
+        )
+        row = await session.row(d.invocation_id)
+    harness.expect(
+        "D11.4",
+        isinstance(d, Suspended) and d.reason == "approval" and not harness.world.effects,
+        f"an argument quoting the USER's text ({quoted}) with provenance {_QUOTED_WITHOUT_PROVENANCE[case]} was "
+        f"answered {describe(d)} with {len(harness.world.effects)} effects, labelled {_describe_labels(row)}; text "
+        "equal to a USER item proves nothing about where it came from, so the call waits for approval",
     )
 
 
@@ -491,6 +568,30 @@ async def test_answer_inside_the_bound_is_honoured(harness: Harness, bound: floa
             )
         d = await session.resolve_approval(held, approved=True)
     harness.success("D11.7", d, f"an approval one second inside the {seconds:.0f} s bound (approval_timeout_s {bound})")
+    harness.expect(
+        "D11.7", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
+    )
+
+
+@pytest.mark.rules("D11.7")
+@pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
+async def test_hold_exactly_at_its_bound_is_still_inside_it(harness: Harness, bound: float | None) -> None:
+    seconds, config = _bound(bound)
+    async with harness.open(_mail(harness), **config) as session:
+        held = await _held(harness, session, "D11.7")
+        session.advance(seconds)
+        await session.sweep()
+        row = await session.row(held)
+        if row is None or row.status is not InvocationStatus.AWAITING_APPROVAL:
+            harness.fail(
+                "D11.7",
+                f"exactly {seconds:.0f} s after it opened (approval_timeout_s {bound}) the hold was swept to "
+                f"{_describe_row(row)}; a hold expires after its bound, not at it",
+            )
+        d = await session.resolve_approval(held, approved=True)
+    harness.success(
+        "D11.7", d, f"an approval exactly at the {seconds:.0f} s bound (approval_timeout_s {bound}): not yet past it"
+    )
     harness.expect(
         "D11.7", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
     )

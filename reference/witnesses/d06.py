@@ -4,9 +4,12 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import unicodedata
+
 from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
+    Decision,
     Link,
     McpAdapter,
     Pipeline,
@@ -22,6 +25,7 @@ from toolproof.spec import (
     Risk,
     SideEffect,
     Step,
+    ToolSource,
     ToolSpec,
     TrustLabel,
 )
@@ -126,3 +130,74 @@ class _TrustedOutput(McpAdapter):
 witness("trusted_mcp_output", ("D6.3",), "registers MCP tools with INTERNAL output trust")(
     adapter_pipeline(_TrustedOutput)
 )
+
+
+async def _scopes_nfkc(p: PipelineHost, s: CallState) -> None:
+    # The defect: scopes compared in their NFKC form, so a full-width near miss of the reserved scope grants it.
+    folded = {unicodedata.normalize("NFKC", scope): value for scope, value in p.config.credentials.items()}
+    config = p.config
+    p.config = config.model_copy(update={"credentials": folded})
+    try:
+        await STEP_TABLE[Step.DECIDE](p, s)
+    finally:
+        p.config = config
+
+
+@witness("scopes_matched_nfkc", ("D6.2",), "matches credential scopes in their NFKC form")
+class _ScopesMatchedNfkc(Pipeline):
+    steps = STEP_TABLE | {Step.DECIDE: _scopes_nfkc}
+
+
+async def _trusted_requests_skip_scopes(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.DECIDE](p, s)
+    # The defect: a request the platform or the operator wrote is trusted to hold every scope it needs.
+    if s.decision is Decision.APPROVAL and min(s.origin_trust, s.argument_trust) >= TrustLabel.OPERATOR:
+        s.decision = Decision.ALLOW
+
+
+@witness(
+    "trusted_requests_skip_scopes",
+    ("D6.2",),
+    "lets a SYSTEM or OPERATOR request run a tool whose required scope no credential grants",
+)
+class _TrustedRequestsSkipScopes(Pipeline):
+    steps = STEP_TABLE | {Step.DECIDE: _trusted_requests_skip_scopes}
+
+
+class _ClassifiedByServerInfo(McpAdapter):
+    def classify(self, link: Link, entry: RemoteTool) -> McpClassification:
+        if link.config.classification is None:
+            # The defect: an unclassified server borrows the classification of a classified one announcing the same
+            # serverInfo.name ("it is the same server, configured twice").
+            name = link.client.server_info.name if link.client.server_info else None
+            for other in self.links.values():
+                info = other.client.server_info
+                if other is not link and other.config.classification is not None and info and info.name == name:
+                    return other.config.classification
+        return super().classify(link, entry)
+
+
+witness(
+    "classification_by_server_info",
+    ("D6.1",),
+    "gives an unclassified server the classification of a classified one announcing the same serverInfo.name",
+)(adapter_pipeline(_ClassifiedByServerInfo))
+
+
+class _FloorsOnlyOverclaims(Registry):
+    @staticmethod
+    def admit(spec: ToolSpec) -> ToolSpec:
+        admitted = Registry.admit(spec)
+        # The defect: only a label above INTERNAL counts as an overclaim; the spec's default INTERNAL is kept.
+        if spec.source is not ToolSource.MCP and spec.output_trust <= TrustLabel.INTERNAL:
+            return admitted.model_copy(update={"output_trust": spec.output_trust})
+        return admitted
+
+
+@witness(
+    "device_floor_above_internal_only",
+    ("D6.4",),
+    "floors a device or sandbox tool's output only when it declares more than INTERNAL",
+)
+class _DeviceFloorAboveInternalOnly(Pipeline):
+    registry_class = _FloorsOnlyOverclaims

@@ -32,6 +32,7 @@ from toolproof.spec import (
     ToolExecutionContext,
     ToolResult,
     ToolSpec,
+    egress_host,
 )
 
 from ._registry import adapter_pipeline, witness
@@ -100,6 +101,27 @@ class _AllowlistIdna2003(McpAdapter):
 
 witness("allowlist_idna2003", ("D7.2",), "compares allowlist hosts under IDNA 2003's mapping (ß as ss)")(
     adapter_pipeline(_AllowlistIdna2003)
+)
+
+
+class _AllowlistIpAsText(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        def key(host: str) -> str | None:
+            # The defect: an IP literal compared as the text it is written in, not as the address it names.
+            bare = host.removesuffix(".").lower().removeprefix("[").removesuffix("]")
+            return bare if ":" in bare else egress_host(host)
+
+        allowed = {key(entry) for entry in config.egress_allowlist}
+        for server in config.mcp_servers:
+            host = urlsplit(server.url or "").hostname or ""
+            if server.origin is McpOrigin.TENANT and server.url is not None and key(host) not in allowed:
+                raise ConfigurationError(f"tenant MCP server {server.server_id!r} host {host!r} not allowed (D7.2)")
+        hosts = [urlsplit(s.url or "").hostname or "" for s in config.mcp_servers]
+        super().check(config.model_copy(update={"egress_allowlist": hosts}))
+
+
+witness("allowlist_ip_as_text", ("D7.2",), "compares IPv6 allowlist hosts as written, not as addresses")(
+    adapter_pipeline(_AllowlistIpAsText)
 )
 
 

@@ -4,7 +4,9 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import unicodedata
+from collections.abc import Callable, Sequence
 
 from sqlmodel import select
 
@@ -366,3 +368,113 @@ async def _label_best_of_the_batch(p: PipelineHost, s: CallState) -> None:
 )
 class _ArgumentLabelBestOfBatch(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _label_best_of_the_batch}
+
+
+def _per_argument(s: CallState, label_of: Callable[[str, list[str] | None], TrustLabel]) -> TrustLabel:
+    """argument_trust from ``label_of(argument, its contributors or None)``; no arguments: the origin's label."""
+    labels = [label_of(name, s.call.provenance.get(name)) for name in s.call.arguments]
+    return min(labels) if labels else s.origin_trust
+
+
+def _exact_ids(s: CallState) -> Callable[[str, list[str] | None], TrustLabel]:
+    """The reference's reading: each contributor's lowest label by exact id, unknown ones EXTERNAL_UNTRUSTED."""
+    by_id: dict[str, TrustLabel] = {}
+    for item in s.request.context:
+        by_id[item.id] = lowest_trust(item.trust, by_id.get(item.id, item.trust))
+    return lambda name, ids: lowest_trust(*(by_id.get(i, TrustLabel.EXTERNAL_UNTRUSTED) for i in ids or []))
+
+
+async def _origin_skips_empty_items(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.LABEL](p, s)
+    # The defect: an item with no text "contributed nothing", so it does not count toward origin_trust.
+    s.origin_trust = lowest_trust(*(item.trust for item in s.request.context if item.text.strip()))
+    s.argument_trust = _per_argument(s, _exact_ids(s))
+
+
+@witness("origin_skips_empty_items", ("D11.1",), "leaves context items with empty text out of origin_trust")
+class _OriginSkipsEmptyItems(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _origin_skips_empty_items}
+
+
+async def _empty_provenance_takes_origin(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.LABEL](p, s)
+    exact = _exact_ids(s)
+    # The defect: an empty contributor list is read as "the model wrote it itself", labelled like the request.
+    s.argument_trust = _per_argument(s, lambda name, ids: s.origin_trust if ids == [] else exact(name, ids))
+
+
+@witness(
+    "empty_provenance_takes_origin", ("D11.3",), "labels an argument with an empty contributor list as origin_trust"
+)
+class _EmptyProvenanceTakesOrigin(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _empty_provenance_takes_origin}
+
+
+async def _quotes_stand_in_for_provenance(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.LABEL](p, s)
+    exact = _exact_ids(s)
+    known = {item.id for item in s.request.context}
+
+    def label(name: str, ids: list[str] | None) -> TrustLabel:
+        value = s.call.arguments[name]
+        if not any(i in known for i in ids or []) and isinstance(value, str) and len(value) >= 16:
+            # The defect: with no usable provenance, an argument found verbatim in an item takes that item's label.
+            quoted = [item.trust for item in s.request.context if value in item.text]
+            if quoted:
+                return max(quoted)
+        return exact(name, ids)
+
+    s.argument_trust = _per_argument(s, label)
+
+
+@witness(
+    "quotes_stand_in_for_provenance",
+    ("D11.4",),
+    "labels an argument without usable provenance by the item whose text it quotes",
+)
+class _QuotesStandInForProvenance(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _quotes_stand_in_for_provenance}
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).strip().casefold()
+
+
+async def _provenance_ids_folded(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.LABEL](p, s)
+    by_id: dict[str, TrustLabel] = {}
+    for item in s.request.context:
+        by_id[_folded(item.id)] = lowest_trust(item.trust, by_id.get(_folded(item.id), item.trust))
+    # The defect: contributor ids matched case-folded, trimmed and NFKC-normalized.
+    s.argument_trust = _per_argument(
+        s, lambda name, ids: lowest_trust(*(by_id.get(_folded(i), TrustLabel.EXTERNAL_UNTRUSTED) for i in ids or []))
+    )
+
+
+@witness("provenance_ids_folded", ("D11.3",), "matches contributor ids case-folded, trimmed and NFKC-normalized")
+class _ProvenanceIdsFolded(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _provenance_ids_folded}
+
+
+@witness("hold_expires_at_its_bound", ("D11.7",), "expires an approval hold once its bound is reached, not passed")
+class _HoldExpiresAtItsBound(Pipeline):
+    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
+        row = self.store.get_or_none(invocation_id)
+        if row is not None and row.hold_expires_at is not None and self.clock.now() == row.hold_expires_at:
+            # The defect: the bound's own instant counts as past it.
+            state = self.state_from_row(row)
+            state.finish(ReasonCode.APPROVAL_EXPIRED)
+            self.store.update(invocation_id, {}, [EventKind.APPROVAL_RESOLVED])
+            return await self.drive(state, Step.CLAIM)
+        return await super().resolve_approval(invocation_id, approved)
+
+    async def sweep(self) -> list[Disposition]:
+        now = self.clock.now()
+        decided: list[Disposition] = []
+        for row in self.store.expired_holds(math.nextafter(now, math.inf)):  # The defect: at the bound, too.
+            if row.hold_expires_at == now:
+                state = self.state_from_row(row)
+                state.finish(ReasonCode.APPROVAL_EXPIRED)
+                self.store.update(row.invocation_id, {}, [EventKind.APPROVAL_RESOLVED])
+                decided.append(await self.drive(state, Step.CLAIM))
+        return decided + await super().sweep()
