@@ -149,9 +149,19 @@ _UNKNOWN_PROVENANCE: dict[str, dict[str, list[str]]] = {
 }
 
 
-@pytest.mark.rules("D11.2", "D11.3")
-@pytest.mark.parametrize("case", list(_UNKNOWN_PROVENANCE))
+@pytest.mark.rules("D11.2")
+async def test_an_argument_missing_from_the_provenance_is_external_untrusted(harness: Harness) -> None:
+    await _judge_unknown_provenance(harness, "missing", "D11.2")
+
+
+@pytest.mark.rules("D11.3")
+@pytest.mark.parametrize("case", [case for case in _UNKNOWN_PROVENANCE if case != "missing"])
 async def test_provenance_that_names_no_item_is_external_untrusted(harness: Harness, case: str) -> None:
+    await _judge_unknown_provenance(harness, case, "D11.3")
+
+
+async def _judge_unknown_provenance(harness: Harness, case: str, rule: str) -> None:
+    """The argument labelled, and the consequential call held, when its provenance names no item of the request."""
     provenance = _UNKNOWN_PROVENANCE[case]
     mail = _mail(harness)
     async with harness.open(_echo(harness), mail) as session:
@@ -159,7 +169,6 @@ async def test_provenance_that_names_no_item_is_external_untrusted(harness: Harn
         d = await session.call(
             mail.spec.name, {"to": "x", "note": "n"}, context=[SYSTEM, USER], provenance=_as_mail(provenance)
         )
-    rule = "D11.2" if case == "missing" else "D11.3"
     harness.expect(
         rule,
         label is TrustLabel.EXTERNAL_UNTRUSTED,
