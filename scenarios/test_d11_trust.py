@@ -584,22 +584,35 @@ async def test_answer_inside_the_bound_is_honoured(harness: Harness, bound: floa
 
 @pytest.mark.rules("D11.7")
 @pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
-async def test_hold_exactly_at_its_bound_is_still_inside_it(harness: Harness, bound: float | None) -> None:
+@pytest.mark.parametrize("side", ["inside", "past"])
+async def test_a_millisecond_either_side_of_the_bound_decides(harness: Harness, bound: float | None, side: str) -> None:
+    # The instant of the bound itself is left open; a millisecond before it the hold is inside, after it past.
     seconds, config = _bound(bound)
+    step = -0.001 if side == "inside" else 0.001
     async with harness.open(_mail(harness), **config) as session:
         held = await _held(harness, session, "D11.7")
-        session.advance(seconds)
+        session.advance(seconds + step)
         await session.sweep()
-        row = await session.row(held)
-        if row is None or row.status is not InvocationStatus.AWAITING_APPROVAL:
-            harness.fail(
-                "D11.7",
-                f"exactly {seconds:.0f} s after it opened (approval_timeout_s {bound}) the hold was swept to "
-                f"{_describe_row(row)}; a hold expires after its bound, not at it",
-            )
-        d = await session.resolve_approval(held, approved=True)
+        swept = await session.row(held)
+        d = await session.resolve_approval(held, approved=True) if side == "inside" else None
+    if side == "past":
+        harness.expect(
+            "D11.7",
+            swept is not None
+            and (swept.status, swept.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED)
+            and not harness.world.effects,
+            f"a sweep a millisecond past the {seconds:g} s bound (approval_timeout_s {bound}) left the hold "
+            f"{_describe_row(swept)}; it is past its bound, so approval_expired",
+        )
+        return
+    harness.expect(
+        "D11.7",
+        swept is not None and swept.status is InvocationStatus.AWAITING_APPROVAL,
+        f"a sweep a millisecond inside the {seconds:g} s bound (approval_timeout_s {bound}) left the hold "
+        f"{_describe_row(swept)}; it must still await its answer",
+    )
     harness.success(
-        "D11.7", d, f"an approval exactly at the {seconds:.0f} s bound (approval_timeout_s {bound}): not yet past it"
+        "D11.7", d, f"an approval a millisecond inside the {seconds:g} s bound (approval_timeout_s {bound})"
     )
     harness.expect(
         "D11.7", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"

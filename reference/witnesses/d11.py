@@ -4,7 +4,6 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Callable, Sequence
 
@@ -454,27 +453,3 @@ async def _provenance_ids_folded(p: PipelineHost, s: CallState) -> None:
 @witness("provenance_ids_folded", ("D11.3",), "matches contributor ids case-folded, trimmed and NFKC-normalized")
 class _ProvenanceIdsFolded(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _provenance_ids_folded}
-
-
-@witness("hold_expires_at_its_bound", ("D11.7",), "expires an approval hold once its bound is reached, not passed")
-class _HoldExpiresAtItsBound(Pipeline):
-    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
-        row = self.store.get_or_none(invocation_id)
-        if row is not None and row.hold_expires_at is not None and self.clock.now() == row.hold_expires_at:
-            # The defect: the bound's own instant counts as past it.
-            state = self.state_from_row(row)
-            state.finish(ReasonCode.APPROVAL_EXPIRED)
-            self.store.update(invocation_id, {}, [EventKind.APPROVAL_RESOLVED])
-            return await self.drive(state, Step.CLAIM)
-        return await super().resolve_approval(invocation_id, approved)
-
-    async def sweep(self) -> list[Disposition]:
-        now = self.clock.now()
-        decided: list[Disposition] = []
-        for row in self.store.expired_holds(math.nextafter(now, math.inf)):  # The defect: at the bound, too.
-            if row.hold_expires_at == now:
-                state = self.state_from_row(row)
-                state.finish(ReasonCode.APPROVAL_EXPIRED)
-                self.store.update(row.invocation_id, {}, [EventKind.APPROVAL_RESOLVED])
-                decided.append(await self.drive(state, Step.CLAIM))
-        return decided + await super().sweep()
