@@ -5,6 +5,8 @@ Each is a zero-argument factory for ``--impl helpers.fake_pipelines:NAME`` (in-p
 
 - ``undecoded_run_ids``: a driver that does not decode a run id's percent-encoded path segment: reading the rows of
   a run whose id holds a reserved character (``run-call_id|tool``) answers none;
+- ``lives_on_tool_crash``: a pipeline that catches its tool's death (a crash point inside step 10) as an
+  ordinary exception, and completes the call FAILED ``tool_crashed`` instead of dying with it;
 - ``memory_store``: a store that lives as long as the process: every instance of one process over one
   ``store_dir`` shares it, and a new process starts with nothing (a driver keeping its store in memory).
 """
@@ -21,7 +23,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from toolproof.spec import Clock, Implementation, InstanceConfig, InvocationRow, Profile, Tool, load_implementation
+from toolproof.spec import (
+    Clock,
+    Implementation,
+    InstanceConfig,
+    InvocationRow,
+    JsonObject,
+    Profile,
+    SimulatedCrash,
+    Tool,
+    ToolExecutionContext,
+    ToolSpec,
+    load_implementation,
+)
 
 
 class _Reference:
@@ -32,11 +46,15 @@ class _Reference:
         name: str,
         wrap: Callable[[Any], Any] = lambda instance: instance,
         config: Callable[[InstanceConfig], InstanceConfig] = lambda config: config,
+        tools: Callable[[Tool], Tool] = lambda tool: tool,
+        profiles: frozenset[Profile] = frozenset({Profile.CORE}),
     ) -> None:
         self._impl: Implementation = load_implementation("reference")
         self._name = name
         self._wrap = wrap
         self._config = config
+        self._tools = tools
+        self._profiles = profiles
 
     @property
     def name(self) -> str:
@@ -44,14 +62,14 @@ class _Reference:
 
     @property
     def profiles(self) -> frozenset[Profile]:
-        return frozenset({Profile.CORE})
+        return self._profiles
 
     def open(self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock) -> AbstractAsyncContextManager[Any]:
         return self._open(config, tools, clock)
 
     @asynccontextmanager
     async def _open(self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock) -> AsyncIterator[Any]:
-        async with self._impl.open(self._config(config), tools, clock) as instance:
+        async with self._impl.open(self._config(config), [self._tools(t) for t in tools], clock) as instance:
             yield self._wrap(instance)
 
 
@@ -72,6 +90,30 @@ class _UndecodedRunIds:
 def undecoded_run_ids() -> Implementation:
     """The reference behind a port that reads a run's rows by its percent-encoded id."""
     return _Reference("undecoded-run-ids", wrap=_UndecodedRunIds)
+
+
+class _SurvivesItsTool:
+    """A tool whose death reaches the pipeline as an ordinary exception, which it survives."""
+
+    def __init__(self, tool: Tool) -> None:
+        self._tool = tool
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._tool.spec
+
+    async def execute(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        try:
+            return await self._tool.execute(arguments, context)
+        except SimulatedCrash as exc:
+            raise RuntimeError("the tool died") from exc
+
+
+def lives_on_tool_crash() -> Implementation:
+    """The reference (core and recovery), living on when its tool dies inside step 10."""
+    return _Reference(
+        "lives-on-tool-crash", tools=_SurvivesItsTool, profiles=frozenset({Profile.CORE, Profile.RECOVERY})
+    )
 
 
 _MEMORY = Path(tempfile.mkdtemp(prefix="toolproof-memory-store-"))
