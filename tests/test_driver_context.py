@@ -10,7 +10,6 @@ import httpx2
 import pytest
 
 from toolproof.driver import HttpImplementation, HttpInstance, ToolHost
-from toolproof.driver._tool_host import serving
 from toolproof.fakes import FakeClock, World, WriteTool
 from toolproof.spec import ImplementationError, ProposedCall, StepRequest, sole_exception
 
@@ -87,7 +86,8 @@ def test_an_identity_the_tool_host_cannot_read_is_the_drivers_error_in_protocol_
     executed: list[int] = []
 
     async def scenario() -> None:
-        async with serving(host.app()) as host_url, httpx2.AsyncClient(timeout=30) as to_host:
+        host_url = "http://tool-host"
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=host.app()), timeout=30) as to_host:
 
             async def driver(request: httpx2.Request) -> httpx2.Response:
                 # The fake driver's step 10: execute the tool through the tool host with its own description.
@@ -124,7 +124,8 @@ def test_the_refusal_names_the_member_as_a_problem_field() -> None:
     host = ToolHost([WriteTool(World(), name="ticket.create")])
 
     async def post() -> httpx2.Response:
-        async with serving(host.app()) as host_url, httpx2.AsyncClient(timeout=30) as client:
+        host_url = "http://tool-host"
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=host.app()), timeout=30) as client:
             wire = {"context_id": "x1", "driver_url": "http://127.0.0.1:1", "members": _context(OBJECT)}
             return await client.post(f"{host_url}/v1/tools/execute", json={"tool": "ticket.create", "arguments": {},
                                                                           "context": wire})  # fmt: skip
