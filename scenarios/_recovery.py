@@ -348,8 +348,8 @@ async def _crash_and_judge(
     else:
         died, lived = await run.life(crashing, step, "submit", plan)
     if plan is None:
-        answered = describe_status(lived[target] if len(lived or []) > target else None) if lived else ""
-        await _expect_died_with_its_tool(harness, run, want.rule, point, kill_mode, calls[target].call_id, answered)
+        lived_on = describe_status(lived[target] if len(lived) > target else None) if lived else ""
+        await _expect_died_with_its_tool(harness, run, want.rule, point, kill_mode, calls[target].call_id, lived_on)
     harness.expect(
         want.rule, died, f"the worker did not die at {point.value}: the implementation ignored its crash plan"
     )
