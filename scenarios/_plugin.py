@@ -165,6 +165,7 @@ class ResultCollector:
         config.stash[NOTES] = self.note
         self._config = config
 
+    @pytest.hookimpl(trylast=True)  # After the plugin's own setup has named the cell's case.
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         case = item.stash.get(CASE, None)
         self._running = f"{case.implementation}  {case.scenario}" if case is not None else item.nodeid
