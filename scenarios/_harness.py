@@ -75,6 +75,9 @@ class Harness:
         """The checks made on everything a scenario observes (``Rule.everywhere``) that failed: rule id -> the first
         violation, with the reproduction up to it. The plugin turns each into a failing row of that rule."""
         self._opened = 0
+        self.progress: Callable[[str], None] = lambda text: None
+        """Says how far a long scenario has gone (examples done, of how many) while it runs; any thread may call
+        it. The run prints it beside the cell's name (``toolproof run`` on stderr); elsewhere it says nothing."""
 
     def config(self, **overrides: Any) -> InstanceConfig:
         """A config over fresh directories; ``overrides`` replace fields."""

@@ -15,8 +15,10 @@ import importlib
 import inspect
 import os
 import re
+import threading
 import types
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
@@ -82,6 +84,8 @@ CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
 EVERYWHERE = pytest.StashKey[dict[str, str]]()
+NOTES = pytest.StashKey[Callable[[str], None]]()
+"""Where a long scenario says how far it has gone (``Harness.progress``): the collector's ``note``."""
 """The harness's checks on everything the scenario observed that failed (``Harness.everywhere``)."""
 
 
@@ -131,7 +135,11 @@ def cell_selector(text: str) -> str:
 class ResultCollector:
     """Collects result rows and crash cells as scenarios finish; ``on_result`` reports progress."""
 
-    def __init__(self, on_result: Callable[[ResultRow, int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_result: Callable[[ResultRow, int, int], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
         self.results: list[ResultRow] = []
         self.crash_cells: list[CrashCell] = []
         self.collection_errors: list[str] = []
@@ -144,9 +152,32 @@ class ResultCollector:
         self.total = 0
         self.done = 0
         self._on_result = on_result
+        self._on_note = on_note
+        self._running = ""
+        """The implementation and scenario of the cell running now, as progress names them."""
+        self._config: pytest.Config | None = None
+        self._noting = threading.Lock()
         self._durations: dict[str, float] = {}
         self._items: dict[str, pytest.Item] = {}
         self._run_id = ""
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[NOTES] = self.note
+        self._config = config
+
+    @pytest.hookimpl(trylast=True)  # After the plugin's own setup has named the cell's case.
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        case = item.stash.get(CASE, None)
+        self._running = f"{case.implementation}  {case.scenario}" if case is not None else item.nodeid
+
+    def note(self, text: str) -> None:
+        """A long scenario's word on how far it has gone, said beside the cell's name (any thread may call it)."""
+        if self._on_note is None:
+            return
+        capture = self._config.pluginmanager.getplugin("capturemanager") if self._config is not None else None
+        # Said while the cell runs, so past pytest's capture of the cell's output (as its own reports are).
+        with self._noting, capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+            self._on_note(f"{self._running}: {text}")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -563,6 +594,7 @@ def harness(
     # Requesting anyio_backend keeps anyio's plugin from re-parametrizing (and dropping) our callspec.
     ref = request.config.stash[REFS].get(implementation.name, "")
     harness = Harness(implementation, tmp_path, ref, run_id=request.config.stash[RUN_ID])
+    harness.progress = request.config.stash.get(NOTES, harness.progress)
     yield harness
     for cleanup in reversed(harness.cleanups):
         cleanup()

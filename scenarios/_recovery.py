@@ -344,9 +344,12 @@ async def _crash_and_judge(
             want.rule, isinstance(held, Suspended), f"the {path.value} call was answered {describe_status(held)}"
         )
         assert isinstance(held, Suspended)
-        died, _ = await run.life(crashing, step, answer, plan, held.invocation_id)
+        died, lived = await run.life(crashing, step, answer, plan, held.invocation_id)
     else:
-        died, _ = await run.life(crashing, step, "submit", plan)
+        died, lived = await run.life(crashing, step, "submit", plan)
+    if plan is None:
+        lived_on = describe_status(lived[target] if len(lived) > target else None) if lived else ""
+        await _expect_died_with_its_tool(harness, run, want.rule, point, kill_mode, calls[target].call_id, lived_on)
     harness.expect(
         want.rule, died, f"the worker did not die at {point.value}: the implementation ignored its crash plan"
     )
@@ -432,6 +435,30 @@ async def _crash_and_judge(
             isinstance(d, Success) and len(others) == 1,
             f"batch member call-{i} ended {describe_status(d)} with {len(others)} effect(s); expected SUCCEEDED, 1",
         )
+
+
+async def _expect_died_with_its_tool(
+    harness: Harness, run: CrashRun, rule: str, point: CrashPoint, mode: str, call_id: str, answered: str
+) -> None:
+    """A crash inside step 10 is the harness's tool dying: the implementation's crash plan is null, and it must die
+    with its tool (its tool host vanished, or answered ``crash``). One that lived on answered the step, or completed
+    the call's row before any recovery (a driver whose answer nobody was left to read)."""
+    async with harness.open(store_url=run.store_url) as reader:
+        row = next((r for r in await reader.rows("run-crash") if r.call_id == call_id), None)
+    terminal = row is not None and row.status.is_terminal
+    if not answered and not terminal:
+        return
+    how = "its tool host vanished mid-execute" if mode == "sigkill" else 'the tool host answered crash "raise"'
+    seen = [f"it answered {call_id} {answered}"] if answered else []
+    if row is not None and terminal:
+        reason = f" {row.reason_code.value}" if row.reason_code else ""
+        seen.append(f"before any recovery {call_id}'s row was already {row.status.value}{reason}")
+    harness.fail(
+        rule,
+        f"the crash expected was the harness's tool dying at {point.value}, inside step 10 ({mode}: the instance's "
+        f"crash plan was null and {how}), yet the implementation lived on: {' and '.join(seen)}; it must die with its "
+        "tool, leaving the row for recovery to judge",
+    )
 
 
 def _race(implementation: Implementation, config: InstanceConfig, tool: ToolRecipe, world: World, now: float) -> None:

@@ -12,6 +12,7 @@ Examples: the exploration profile's (``TOOLPROOF_HYPOTHESIS_PROFILE``: ci 200, d
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -59,6 +60,8 @@ CONTROL = "conversation.ask_user"
 """A control tool that, once resumed, leaves an effect carrying the answer it ran with."""
 NON_IDEMPOTENT = frozenset({TOOLS[IdempotencyClass.NON_IDEMPOTENT], CONTROL})
 """The NON_IDEMPOTENT tools (the control tool is one)."""
+STEPS_PER_EXAMPLE = 10
+"""Rules one example runs at most: the exploration is bounded by the profile's examples times this."""
 KINDS = ("trusted", "untrusted", "control")
 """What a submitted call is: allowed, held for approval, or a control suspension."""
 
@@ -67,12 +70,49 @@ Answer = Callable[[Any], Awaitable[Any]]
 """What a worker life does after its sweep and submission: answer a hold through the instance it is given."""
 
 
-def machine_for(implementation: Implementation, directory: Path, log: list[str]) -> type[RuleBasedStateMachine]:
-    """A state machine over a fresh store per example."""
+class Stopped(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C, SIGTERM) while the exploration ran in its thread: it ends at the next worker life.
+
+    A KeyboardInterrupt, so hypothesis ends the exploration at once, neither shrinking it nor reporting a failure."""
+
+
+class Pace:
+    """How far the exploration has gone, said to ``say`` as it goes, and whether it was told to stop."""
+
+    def __init__(self, examples: int, profile: str, say: Callable[[str], None]) -> None:
+        self.examples = examples
+        self.profile = profile
+        self.say = say
+        self.started = 0
+        self.stop = threading.Event()
+        self._every = max(1, examples // 20)
+
+    def example(self) -> None:
+        """One more sequence starts; the first, and one every twentieth of the profile's examples, is said."""
+        self.check()
+        self.started += 1
+        if self.started == 1 or self.started % self._every == 0:
+            self.say(
+                f"{self.started} sequences tried, for the {self.profile} profile's {self.examples} examples of at "
+                f"most {STEPS_PER_EXAMPLE} steps (hypothesis also tries sequences it discards, and replays a failing one)"
+            )
+
+    def check(self) -> None:
+        """Raise ``Stopped`` once the run was told to stop, or its process is ending (its main thread is done)."""
+        if self.stop.is_set() or not threading.main_thread().is_alive():
+            raise Stopped
+
+
+def machine_for(
+    implementation: Implementation, directory: Path, log: list[str], pace: Pace | None = None
+) -> type[RuleBasedStateMachine]:
+    """A state machine over a fresh store per example; ``pace`` counts the examples and stops them when told."""
 
     class Recovery(RuleBasedStateMachine):
         @initialize()
         def start(self) -> None:
+            if pace is not None:
+                pace.example()
             self.store = directory / uuid.uuid4().hex[:8]
             self.world = World()
             self.clock = FakeClock()
@@ -132,6 +172,8 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
             sweep: bool = False,
             answer: Answer | None = None,
         ) -> list[Any]:
+            if pace is not None:
+                pace.check()  # A stopped run ends here, between two worker lives.
             return anyio.run(self._life, step, crash, sweep, answer)
 
         def _submit(self, idempotency: IdempotencyClass, crash: CrashPoint | None, kind: str) -> None:
@@ -209,6 +251,8 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
                 async with implementation.open(self._config(), self._tools(None), self.clock) as instance:
                     return await instance.invocations("run-1")
 
+            if pace is not None:
+                pace.check()
             return anyio.run(read)
 
         def _fail(self, message: str) -> None:
@@ -280,10 +324,12 @@ def machine_for(implementation: Implementation, directory: Path, log: list[str])
 
 @pytest.mark.rules("D4.6", "D4.7", "D4.14", "D4.16")
 async def test_random_crash_and_recovery_sequences_keep_the_invariants(harness: Harness) -> None:
-    machine = machine_for(harness.implementation, harness.directory, harness.log)
+    exploration = selected_exploration()
+    pace = Pace(exploration.stateful_examples, exploration.name, harness.progress)
+    machine = machine_for(harness.implementation, harness.directory, harness.log, pace)
     options = settings(
-        selected_exploration().hypothesis_settings(),
-        stateful_step_count=10,
+        exploration.hypothesis_settings(),
+        stateful_step_count=STEPS_PER_EXAMPLE,
         deadline=None,
         derandomize=True,
         database=None,
@@ -291,10 +337,18 @@ async def test_random_crash_and_recovery_sequences_keep_the_invariants(harness: 
     )
 
     def explore() -> None:
-        run_state_machine_as_test(machine, settings=options)
+        try:
+            run_state_machine_as_test(machine, settings=options)
+        except Stopped:
+            return  # The run is being stopped: nothing was judged, and the caller is gone.
 
     try:
-        await anyio.to_thread.run_sync(explore)
+        # Cancelled (the run stopped by Ctrl-C or SIGTERM), the wait ends at once and the thread at its next worker
+        # life, instead of the run waiting for every example to finish.
+        await anyio.to_thread.run_sync(explore, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        pace.stop.set()
+        raise
     except AssertionError as failure:
         text = str(failure)
         rule = (

@@ -20,6 +20,7 @@ the harness's tests and vectors, not by a scenario.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,15 +47,19 @@ async def test_key_changes_with_tenant_run_and_tool(harness: Harness) -> None:
             ("tickets.open", {"run_id": "run-a", "tenant": "tenant-1"}),
         ]
         keys = []
+        unread: list[str] = []
         for tool_name, where in variants:
             d = harness.success(
                 "D10.1", await session.call(tool_name, {"title": "t"}, call_id="call-1", **base, **where)
             )
-            row = await session.row(d.invocation_id, where["run_id"])
+            row, missing = await _read_row(session, d.invocation_id, where["run_id"])
             keys.append(row.idempotency_key if row else None)
+            unread += [missing] if missing else []
+    if unread:
+        harness.fail("D10.1", "; ".join(unread) + ", so the keys could not be compared")
     harness.expect(
         "D10.1",
-        None not in keys and len(set(keys)) == 4,
+        len(set(keys)) == 4,
         f"calls differing only in tenant, run or tool got keys {keys}; expected four different keys",
     )
     harness.expect("D10.1", len(harness.world.effects) == 4, f"{len(harness.world.effects)} of 4 distinct calls acted")
@@ -233,6 +238,22 @@ async def test_new_tool_version_gets_a_new_key(harness: Harness) -> None:
     )
 
 
+async def _read_row(session: Session, invocation_id: str, run_id: str) -> tuple[InvocationRow | None, str]:
+    """The row of a call that succeeded, read back with its run's rows; else None and what the read showed."""
+    rows = await session.rows(run_id)
+    row = next((r for r in rows if r.invocation_id == invocation_id), None)
+    if row is not None:
+        return row, ""
+    seen = "came back empty" if not rows else f"held {len(rows)} row(s), none of it"
+    why = ""
+    if quote(run_id, safe="") != run_id:
+        why = " (the run id holds characters a URL path percent-encodes: over HTTP its path segment must be decoded)"
+    return (
+        None,
+        f"invocation {invocation_id[:8]} succeeded in run {run_id!r}, but the read of that run's rows {seen}{why}",
+    )
+
+
 # Pairs of calls whose key inputs differ yet read alike when the inputs are run together: each pair moves the
 # boundary between two adjacent inputs (tenant|run, run|step_number, step_number|call_id, call_id|tool name,
 # tool name|tool_version), so a key over the inputs concatenated without a boundary gives both one key.
@@ -261,6 +282,7 @@ async def _pair(
     the second with the first's invocation and leaves one effect), not by reading the run's rows back."""
     problems: list[str] = []
     rows: list[InvocationRow | None] = []
+    unread: list[str] = []
     ids: list[str] = []
     before = len(harness.world.effects)
     for where in pair:
@@ -276,10 +298,15 @@ async def _pair(
             continue
         ids.append(d.invocation_id)
         if read_rows:
-            rows.append(await session.row(d.invocation_id, where["run_id"]))
+            row, missing = await _read_row(session, d.invocation_id, where["run_id"])
+            rows.append(row)
+            unread += [missing] if missing else []
     acted = len(harness.world.effects) - before
+    if unread:
+        # What the read showed comes first: no key was read, so no key can be blamed.
+        return [f"{label}: " + "; ".join(unread) + f", so the keys could not be compared ({acted} effect(s))"]
     keys = [r.idempotency_key if r else None for r in rows]
-    one_key = read_rows and (None in keys or len(set(keys)) != 2)
+    one_key = read_rows and len(set(keys)) != 2
     if len(set(ids)) != 2 or one_key or acted != 2:
         shown = f", keys {[k[:12] if k else None for k in keys]}" if read_rows else ""
         problems.append(

@@ -75,15 +75,27 @@ async def _answer(harness: Harness, session: Session, d: Disposition, how: str) 
 @pytest.mark.rules("D14.1")
 async def test_argument_order_does_not_make_a_call_different(harness: Harness) -> None:
     async with harness.open(EchoTool(harness.world, **_FREE)) as session:
+        # The control: the very same arguments in one member order, in a run of their own. Member order is judged
+        # through the loop refusal, so a refusal missing here is said first, as what was seen (D14.3's defect).
+        control = await _repeat(session, "files.echo", {"a": 1, "b": 2}, LOOP_THRESHOLD, run_id="run-control")
         reasons = [
             _reason(await session.call("files.echo", {"a": 1, "b": 2} if i % 2 else {"b": 2, "a": 1}))
             for i in range(LOOP_THRESHOLD)
         ]
+    refused = ReasonCode.LOOP_DETECTED.value
+    if control[-1] != refused:
+        harness.fail(
+            "D14.1",
+            f"no loop refusal was seen: {LOOP_THRESHOLD} calls with the very same arguments, in the same member "
+            f"order, were answered {control} (D14.3 wants the last refused {refused}); so member order could not be "
+            f"judged through the refusal ({LOOP_THRESHOLD} calls differing only in member order were answered "
+            f"{reasons})",
+        )
     harness.expect(
         "D14.1",
-        reasons[-1] == ReasonCode.LOOP_DETECTED.value,
-        f"{LOOP_THRESHOLD} calls whose arguments differ only in member order were answered {reasons}; "
-        "they are identical calls",
+        reasons[-1] == refused,
+        f"{LOOP_THRESHOLD} calls whose arguments differ only in member order were answered {reasons}, while "
+        f"{LOOP_THRESHOLD} calls in one member order were refused at the last ({control}); they are identical calls",
     )
 
 

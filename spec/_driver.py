@@ -29,6 +29,21 @@ Conventions a driver in any language relies on (revision 3 states them; none is 
   side parses them. ``raised`` non-null means the tool raised.
 - Commands are opaque. A stdio MCP server's ``command`` and ``args`` are started as given (for the harness's
   fake servers, the full path of the harness's Python); the driver's language does not matter.
+- The context's description. ``ToolContext.members`` describes the context the implementation built, member by
+  member, in JSON's terms (``ContextMember.kind``): decision 2's records ``identity`` and ``budget`` are kind
+  ``data`` whose ``value`` is the record (``components.schemas.Identity``, ``Budget``); ``deadline`` a ``number``;
+  ``target`` a ``string`` or ``null``; ``workspace`` a ``path``; ``artifact_writer``, ``credential_resolver`` and
+  ``cancellation`` kind ``object`` with their callable members (``write``, ``resolve``; ``is_set`` and ``wait``);
+  ``mark_effect_sent`` kind ``callable``. Anything else the implementation handed the tool is described too, so
+  decision 2 is judged on it. A description the tool host cannot read is refused (422 ``invalid-request``, the
+  member in ``field``) and reported as the driver's error.
+- Crash points inside the tool. ``before_watermark``, ``after_watermark`` and ``after_effect``
+  (``x-toolproof.tool_crash_points``) are the harness's: the instance's ``config.crash`` is null, and the harness's
+  tool dies there. Its tool host then answers ``ToolOutcome.crash`` (``raise``: answer the step 409
+  ``simulated-crash``, the instance dead) or, under SIGKILL, vanishes mid-execute (the connection fails with no
+  answer): the driver process must then die at once, writing nothing more, as a SIGKILL crash plan would kill it.
+  A driver that lives on and completes the row (FAILED ``tool_crashed``, say) fails the crash cell, and the
+  evidence says so.
 - Python-only parts. A bridge script (``ScriptRequest.script``, ``POST /v1/scripts``) is a Python module and
   function: only a driver that runs Python claims ``bridge``. ``?probe=memory`` asks for the peak bytes the
   driver's runtime allocated while the step handled its tools' results, by the runtime's own accounting; a
@@ -43,13 +58,14 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
 from pydantic.json_schema import models_json_schema
 
-from ._crash import CrashMode
+from ._crash import TOOL_CRASH_POINTS, CrashMode
 from ._enums import STEPS, CrashPoint, EventKind, Metric, Profile, TrustLabel
 from ._limits import EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
 from ._mcp import Advertisement, CatalogChange
 from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS
 from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE
 from ._port import CONTEXT_MEMBERS, CONTROL_ANSWER_ARGUMENT, InstanceConfig
+from ._protocol_text import OPERATION_DESCRIPTIONS, describe_properties
 from ._types import (
     ArtifactRef,
     Budget,
@@ -147,9 +163,14 @@ class Problem(_Wire):
     """An error answer (RFC 9457 problem details), with the offending field when there is one."""
 
     type: str
-    """One of ``PROBLEM_TYPES``."""
+    """One of ``x-toolproof.problem_types``, as the bare token (``invalid-request``), not a URI: ``invalid-request``
+    (a field is wrong), ``configuration-error`` (a configuration the driver does not accept), ``not-found`` (no
+    such instance), ``simulated-crash`` (the instance died at its crash point), ``not-supported`` (e.g. a SIGKILL
+    plan to an unsupervised driver)."""
     title: str
+    """Readable text for people (the reference: the type with spaces); never parsed."""
     status: int
+    """The HTTP status it came with."""
     detail: str
     """One readable line."""
     field: str | None = None
@@ -273,13 +294,19 @@ class ContextMember(_Wire):
     name: str
     """The member's name as the tool reads it."""
     kind: MemberKind
+    """What the member is, in JSON's terms: ``null``, ``boolean``, ``number``, ``string`` (``value`` carries it);
+    ``path`` (a filesystem path, ``value`` its text); ``data`` (a record of plain values: ``value`` its JSON object,
+    as ``identity`` and ``budget`` are sent); ``object`` (any other object: ``members`` lists its public members);
+    ``callable`` (a function or method the tool calls: decision 2's call back to the driver); ``unreadable``
+    (reading the member failed: ``type_name`` names the error)."""
     value: JsonValue = None
     """The value of a scalar, ``path`` or ``data`` member; null otherwise."""
     type_name: str = ""
     """The implementation's qualified name of the member's type (module or package, a dot, the type), as its
     language spells it; the harness matches it against known database libraries, and shows it."""
     is_instance: StrictBool = False
-    """The member is the very instance the harness drives (the pipeline under test)."""
+    """True when the member is the very instance the harness drives (the pipeline under test, reachable from the
+    tool's context: decision 2 forbids it); its members are then not described. False for everything else."""
     members: list[ContextMember] = Field(default_factory=list)
     """The public members of a ``data`` or ``object`` member, where the description's walk first reaches it (empty
     where it reaches it again, at the instance under test, and past ``CONTEXT_DESCRIPTION_DEPTH`` or
@@ -333,7 +360,10 @@ class ToolOutcome(_Wire):
     """The driver stopped waiting for this tool (``ToolCancellation.stopped``) before it ended: the answer is not the
     tool's outcome, and a driver that still waited discards it (revision 3)."""
     crash: CrashMode | None = None
-    """The harness's tool died at a crash point: the driver must die the same way."""
+    """The harness's tool died at a crash point inside step 10 (the instance's crash plan was null): the driver
+    must die the same way, at once, writing nothing more: ``raise``, answer the step 409 ``simulated-crash`` with
+    the instance dead; ``sigkill``, kill its own process (under SIGKILL the tool host usually vanishes before it can
+    answer: a failed connection to the tool host mid-execute means the same)."""
 
 
 _MODELS: tuple[type[BaseModel], ...] = (
@@ -537,6 +567,7 @@ def rule_constants() -> dict[str, Any]:
         "reserved_domains": sorted(RESERVED_DOMAINS),
         "steps": [step.value for step in STEPS],
         "crash_points": [point.value for point in CrashPoint],
+        "tool_crash_points": [point.value for point in TOOL_CRASH_POINTS],
         "context_members": list(CONTEXT_MEMBERS),
         "control_answer_argument": CONTROL_ANSWER_ARGUMENT,
         "metrics": [metric.value for metric in Metric],
@@ -545,6 +576,9 @@ def rule_constants() -> dict[str, Any]:
         "excerpt_marker_source": EXCERPT_MARKER_SOURCE,
         "now_header": NOW_HEADER,
         "supervised_env": SUPERVISED_ENV,
+        "context_description_depth": CONTEXT_DESCRIPTION_DEPTH,
+        "context_description_objects": CONTEXT_DESCRIPTION_OBJECTS,
+        "problem_types": list(PROBLEM_TYPES),
     }
 
 
@@ -556,6 +590,7 @@ def openapi_document(served_by: str | None = None) -> dict[str, Any]:
     schemas["Disposition"] = {
         "anyOf": [{"$ref": f"#/components/schemas/{n}"} for n in ("Success", "Outcome", "Suspended")]
     }
+    describe_properties(schemas)
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     paths: dict[str, Any] = {}
     for method, path, op_id, summary, request, status, response, side in OPERATIONS:
@@ -574,6 +609,7 @@ def openapi_document(served_by: str | None = None) -> dict[str, Any]:
         operation: dict[str, Any] = {
             "operationId": op_id,
             "summary": summary,
+            "description": OPERATION_DESCRIPTIONS[op_id],
             "tags": [side],
             "responses": {
                 "4XX": {"description": "Bad input, unknown instance, or a refused configuration", "content": problem},

@@ -163,7 +163,8 @@ class InstanceConfig(BaseModel):
     workspace: Path
     """The workspace directory handed to tools."""
     targets: dict[str, str] = Field(default_factory=dict)
-    """Tool name -> target handed to that tool."""
+    """A registered tool's name (``tickets.create``) -> the target handed to that tool as its context's ``target``;
+    a tool without an entry gets null."""
     credentials: dict[str, str] = Field(default_factory=dict)
     """Scope -> credential the resolver may hand out."""
     max_output_bytes: int = 64 * 1024

@@ -128,7 +128,9 @@ class Envelope(_Frozen):
     trust: TrustLabel
     """Label of the text."""
     source: str
-    """Who produced it (a tool name, or ``remote`` for remote error text)."""
+    """Who produced it: the registered name of the tool whose output it is (``tickets.create``), ``remote`` for a
+    remote system's error text in ``external_detail``, and ``EXCERPT_MARKER_SOURCE`` (``x-toolproof``'s
+    ``excerpt_marker_source``) for the marker an excerpt adds."""
     text: str
     """The text itself, verbatim."""
 

@@ -15,6 +15,7 @@ from . import __version__
 from ._commands_bench import bench
 from ._commands_catalog import impls, rules
 from ._commands_check import check_server_command, check_tool_command
+from ._commands_protocol import protocol
 from ._commands_results import diff, report
 from ._commands_run import merge, run
 from ._commands_serve import fake_mcp, serve_reference, supervise_command
@@ -63,5 +64,6 @@ app.command("check-server", cls=GitStyleCommand, context_settings={"allow_inters
     check_server_command
 )
 app.command("serve-reference", cls=GitStyleCommand)(serve_reference)
+app.command(cls=GitStyleCommand)(protocol)
 # The driver's own options pass through to its command line.
 app.command("supervise", cls=GitStyleCommand, context_settings={"ignore_unknown_options": True})(supervise_command)

@@ -182,6 +182,7 @@ def _run_with_progress(
             rule_selectors,
             out_dir,
             progress=None if quiet else progress,
+            notes=None if quiet else (lambda line: err.print(f"  ... {line}", markup=False, highlight=False)),
             database_url=database_url,
             expectations=expectations or [],
             cells=cells or [],

@@ -106,6 +106,7 @@ def run_suite(
     out_dir: Path,
     *,
     progress: Progress | None = None,
+    notes: Callable[[str], None] | None = None,
     database_url: str | None = None,
     expectations: Sequence[Path] = (),
     cells: Sequence[str] = (),
@@ -128,6 +129,7 @@ def run_suite(
     ``impl_rules`` narrows some of ``impls`` (keyed by the ref given in ``impls``) to rules of their own, within
     ``rules``: such an implementation runs only the cells that judge one of them, and its other selected rules read
     ``not-covered`` (the witness matrix runs a decision's witnesses side by side, each on the rules it breaks).
+    ``notes`` hears a long scenario say how far it has gone while it runs (examples done, of how many).
     ``first_failure`` runs no more cells of a scenario for an implementation once one failed for it (they leave no
     row): one failed cell rejects it on the scenario's rules, which is all the witness matrix asks of a run.
 
@@ -158,7 +160,7 @@ def run_suite(
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
-    collector = ResultCollector(progress)
+    collector = ResultCollector(progress, notes)
     scenarios_dir = Path(str(files("toolproof.scenarios")))
     args = [
         "--pyargs",

@@ -164,9 +164,16 @@ class HttpInstance:
     """One instance behind a driver."""
 
     def __init__(
-        self, impl: HttpImplementation, client: httpx2.AsyncClient, instance_id: str, clock: Clock, dies: bool
+        self,
+        impl: HttpImplementation,
+        client: httpx2.AsyncClient,
+        instance_id: str,
+        clock: Clock,
+        dies: bool,
+        host: ToolHost | None = None,
     ) -> None:
         self._impl = impl
+        self._host = host
         self._client = client
         self._base = f"/v1/instances/{instance_id}"
         self._clock = clock
@@ -184,6 +191,10 @@ class HttpInstance:
             if self._dies:
                 crash_now("sigkill")  # The driver died at its crash point: this worker dies with it.
             raise HarnessError(f"the driver at {self._impl.url} stopped answering: {exc}") from None
+        if self._host is not None and self._host.fault is not None:
+            # The driver handed a tool a context the tool host could not read: whatever it answered after, the
+            # request failed by the driver's error, said in the protocol's terms.
+            raise ImplementationError(str(self._host.fault))
         raise_problem(response)
         return response.content
 
@@ -360,7 +371,7 @@ class HttpImplementation:
             except ValueError as exc:
                 raise ImplementationError(_off_protocol("POST /v1/instances", exc)) from None
             dies = config.crash is not None and config.crash.mode == "sigkill"
-            instance = HttpInstance(self, client, instance_id, clock, dies)
+            instance = HttpInstance(self, client, instance_id, clock, dies, host)
             host.instance = instance
             try:
                 yield instance

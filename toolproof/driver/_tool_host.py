@@ -34,6 +34,7 @@ from toolproof.spec import (
     ExecuteTool,
     HarnessError,
     Identity,
+    ImplementationError,
     ScopeQuery,
     SimulatedCrash,
     Tool,
@@ -72,6 +73,19 @@ async def serving(app: Any) -> AsyncIterator[str]:
         finally:
             server.should_exit = True
     sock.close()
+
+
+class UnreadableContext(ImplementationError):
+    """A driver described a tool's context in a form the protocol does not give it: the driver's error.
+
+    Said in the protocol's terms (the member's path, the kind it came as, what the document wants there), and
+    remembered by the tool host so the harness reports it as the implementation's error, never as a traceback of
+    a tool reading the member."""
+
+    def __init__(self, member: str, detail: str) -> None:
+        super().__init__(f"the driver's description of the tool's context cannot be read: {member}: {detail}")
+        self.member = member
+        """The member's path, ``context.identity``."""
 
 
 class _Stand:
@@ -129,11 +143,8 @@ class _HostContext:
             return self.instance
         if member.kind == "path" and isinstance(member.value, str):
             return Path(member.value)
-        if top and member.kind == "data" and member.name in _RECORDS:
-            try:
-                return _RECORDS[member.name].model_validate(member.value)
-            except ValueError:
-                pass  # Not the record decision 2 names: the tool gets the stand-in of what was handed over.
+        if top and member.name in _RECORDS:
+            return _record(member, where)
         if member.kind in ("data", "object"):
             namespace = self._build(member.members, where)
             if member.name == "cancellation" and top:
@@ -184,6 +195,27 @@ _RECORDS: dict[str, type[BaseModel]] = {"identity": Identity, "budget": Budget}
 """Decision 2's members that are records: described as data, handed to the tool as the record itself."""
 
 
+def _record(member: ContextMember, where: str) -> BaseModel:
+    """A decision 2 record as described: kind ``data`` whose ``value`` is the record's JSON object, or the driver's
+    error naming what came instead."""
+    model = _RECORDS[member.name]
+    schema = f"components.schemas.{model.__name__}"
+    if member.kind != "data":
+        raise UnreadableContext(
+            where,
+            f'described as kind "{member.kind}"; the protocol describes it as kind "data", its value the {schema} object',
+        )
+    try:
+        return model.model_validate(member.value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        path = ".".join(["value", *(str(part) for part in error["loc"])])
+        got = json.dumps(error["input"], default=str)[:80]
+        raise UnreadableContext(
+            where, f"{path}: {error['msg']} (got {got}); the value is the {schema} object"
+        ) from None
+
+
 def _constant(value: Any) -> property:
     """A read-only member of a stand-in that answers ``value``."""
 
@@ -207,6 +239,8 @@ class ToolHost:
         """The harness's handle on the instance: what a context member that is the instance stands for."""
         self.running: dict[str, tuple[_HostContext, anyio.CancelScope]] = {}
         self.client = httpx2.AsyncClient(timeout=None)
+        self.fault: UnreadableContext | None = None
+        """The first context description the host could not read: the harness reports it as the driver's error."""
 
     def app(self) -> Starlette:
         """The starlette application."""
@@ -226,7 +260,11 @@ class ToolHost:
         if tool is None:
             outcome = ToolOutcome(raised=f"the harness registered no tool named {json.dumps(body.tool)}")
             return Response(outcome.model_dump_json(), media_type="application/json")
-        context = _HostContext(body, self.client, self.instance)
+        try:
+            context = _HostContext(body, self.client, self.instance)
+        except UnreadableContext as exc:
+            self.fault = self.fault or exc
+            return problem(422, "invalid-request", str(exc), exc.member.replace("context.", "context.members.", 1))
         outcome = ToolOutcome(raised="the driver stopped waiting for the tool", cancelled=True)
         with anyio.CancelScope() as scope:
             self.running[body.context.context_id] = (context, scope)
