@@ -31,6 +31,7 @@ from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     CrashCell,
+    FaultCell,
     Implementation,
     ImplementationError,
     NotCovered,
@@ -80,6 +81,7 @@ class ScenarioCase:
 _E = TypeVar("_E", bound=BaseException)
 CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
+FAULT_CELLS = pytest.StashKey[tuple[FaultCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
 EVERYWHERE = pytest.StashKey[dict[str, str]]()
 """The harness's checks on everything the scenario observed that failed (``Harness.everywhere``)."""
@@ -134,6 +136,7 @@ class ResultCollector:
     def __init__(self, on_result: Callable[[ResultRow, int, int], None] | None = None) -> None:
         self.results: list[ResultRow] = []
         self.crash_cells: list[CrashCell] = []
+        self.fault_cells: list[FaultCell] = []
         self.collection_errors: list[str] = []
         self.selection_problems: list[str] = []
         """Why a ``--toolproof-cell`` selected nothing; the run then executed nothing."""
@@ -168,6 +171,7 @@ class ResultCollector:
         if report.when == "call":
             cells: tuple[CrashCell, ...] = item.stash.get(CRASH_CELLS, ())
             self.crash_cells.extend(cells)
+            self.fault_cells.extend(item.stash.get(FAULT_CELLS, ()))
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         raised = item.stash.get(RAISED, None)
         if isinstance(raised, Spared):
@@ -537,6 +541,8 @@ def pytest_runtest_makereport(
     harness = getattr(item, "funcargs", {}).get("harness")
     if call.when == "call" and isinstance(harness, Harness) and harness.crash_cells:
         item.stash[CRASH_CELLS] = tuple(harness.crash_cells)
+    if call.when == "call" and isinstance(harness, Harness) and harness.fault_cells:
+        item.stash[FAULT_CELLS] = tuple(harness.fault_cells)
     if call.when == "call" and isinstance(harness, Harness) and harness.everywhere:
         item.stash[EVERYWHERE] = dict(harness.everywhere)
     return report
