@@ -143,10 +143,10 @@ def row_label(point: FaultPoint, kind: FaultKind) -> str:
 
 
 def markdown_fault_matrix(tables: Sequence[FaultTable]) -> list[str]:
-    """The fault matrix section of ``report.md``."""
-    lines = ["", "## Fault matrix", ""]
+    """The fault matrix section of ``report.md``; none when no store-fault scenario ran."""
     if not tables:
-        return [*lines, "No store-fault scenarios ran."]
+        return []
+    lines = ["", "## Fault matrix", ""]
     lines += [f"- **{label}**: {text}" for label, text in FAULT_LEGEND]
     for table in tables:
         lines += ["", f"### {table.implementation}, {table.mode}", ""]
@@ -163,10 +163,10 @@ def markdown_fault_matrix(tables: Sequence[FaultTable]) -> list[str]:
 
 
 def html_fault_matrix(tables: Sequence[FaultTable]) -> list[str]:
-    """The fault matrix section of ``report.html``."""
-    lines = ['<section id="fault-matrix">', "<h2>Fault matrix</h2>"]
+    """The fault matrix section of ``report.html``; none when no store-fault scenario ran."""
     if not tables:
-        return [*lines, '<p class="note">No store-fault scenarios ran.</p>', "</section>"]
+        return []
+    lines = ['<section id="fault-matrix">', "<h2>Fault matrix</h2>"]
     legend = "".join(f"<dt>{html.escape(label)}</dt><dd>{html.escape(text)}</dd>" for label, text in FAULT_LEGEND)
     lines.append(f'<dl class="facts legend">{legend}</dl>')
     for table in tables:

@@ -70,6 +70,7 @@ def render_html(
             cell_anchors[_cell_key(cell)] = by_evidence[cell.implementation, cell.evidence]
     title = f"toolproof run {info.run_id}: {', '.join(info.implementations)}"
     stale_link = f' <a href="#stale">Stale expectations ({len(stale)})</a>' if stale else ""
+    fault_link = ' <a href="#fault-matrix">Fault matrix</a>' if fault_cells else ""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -86,7 +87,7 @@ def render_html(
         f'<p class="meta">Started {_e(info.started_at)} with toolproof {_e(info.toolproof_version)};'
         f" {len(rules)} rules selected.</p>",
         f'<nav><a href="#summary">Summary</a>{stale_link} <a href="#matrix">Rule × implementation</a>'
-        ' <a href="#crash-matrix">Crash matrix</a> <a href="#fault-matrix">Fault matrix</a> <a href="#rules">Rules</a>'
+        f' <a href="#crash-matrix">Crash matrix</a>{fault_link} <a href="#rules">Rules</a>'
         f' <a href="#failures">Failures ({len(failing) + len(crashed)})</a></nav>',
         "</header>",
         "<main>",
