@@ -36,6 +36,9 @@ from ._faults import FaultCase, fault_cell, fault_want, reachable
 from ._harness import Harness
 from ._recovery import postgres_url
 
+JUDGED = ("D3.10", "D3.11", "D4.3", "D4.7", "D4.21", "D4.22")
+"""Every rule a cell of this module judges (``_faults.fault_want``); written here so ``--rules D3`` collects it."""
+
 
 def _cell(
     mode: FaultMode,
@@ -45,7 +48,9 @@ def _cell(
     path: FaultPath,
     store_returns: bool,
 ) -> object:
-    marks = [pytest.mark.rules(*fault_want(point, idempotency).rules)]
+    rules = fault_want(point, idempotency).rules
+    assert set(rules) <= set(JUDGED)  # Invariant: the module names every rule its cells judge.
+    marks = [pytest.mark.rules(*rules)]
     if mode is FaultMode.PLAN_POSTGRES:
         marks += [pytest.mark.needs_database]
     if path is FaultPath.BRIDGE:
