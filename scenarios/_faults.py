@@ -3,7 +3,7 @@ recovery once the store returns.
 
 One procedure for every way of failing the store: the implementation's own fault plan (``InstanceConfig.fault``,
 over its default store or PostgreSQL), or a real fault the harness makes in a database it owns (``_faults_real``
-supplies the ``Breaker`` that makes it). The verdict rests on the world's effects (the harness's tools, the
+makes it, through ``FaultCase.arm``, ``disarm`` and ``wrap``). The verdict rests on the world's effects (the harness's tools, the
 harness's world) and on the rows and events a second instance reads from the store, never on what the
 implementation says of itself.
 """
@@ -103,11 +103,6 @@ def fault_want(point: FaultPoint, idempotency: IdempotencyClass) -> FaultWant:
     return FaultWant("D4.22", "D4.22", InvocationStatus.SUCCEEDED, 1, 2)
 
 
-Breaker = Callable[[Harness, Tool], Tool]
-"""A real fault's maker: wraps the target tool so the harness breaks the store when that tool runs (or arms a
-trigger before it runs); None for a fault plan."""
-
-
 @dataclass
 class FaultCase:
     """One cell: where, how, on which call, and how the store was failed."""
@@ -124,6 +119,8 @@ class FaultCase:
     """A real fault: called right before the faulty life acts (the harness breaks its database); None: a plan."""
     disarm: Callable[[], None] | None = None
     """A real fault: gives the store back once the faulty life is over."""
+    wrap: Callable[[Tool], Tool] | None = None
+    """A real fault made by the harness's tool: wraps the call's tool in the faulty life."""
     seen: list[str] = field(default_factory=list)
 
 
@@ -268,7 +265,10 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
         call_id = None if case.path is FaultPath.BRIDGE else target.call_id
         plan = FaultPlan(point=case.point, kind=case.kind, call_id=call_id, store_returns=case.store_returns)
     store = {"store_url": case.store_url, "lease_s": LEASE_S}
-    async with harness.open(*_tools(harness, case, shape.names), fault=plan, **store) as session:
+    tools = _tools(harness, case, shape.names)
+    if case.wrap is not None:
+        tools[shape.target] = case.wrap(tools[shape.target])
+    async with harness.open(*tools, fault=plan, **store) as session:
         if case.arm is not None:
             case.arm()
         try:
