@@ -73,10 +73,6 @@ class FaultMode(StrEnum):
     """The harness's trigger terminated the implementation's own backend at the point's write (a lost connection)."""
     PG_LOCK_TIMEOUT = "pg-lock-timeout"
     """A second session of the harness held the row while the implementation wrote it, under a ``lock_timeout``."""
-    SQLITE_READ_ONLY = "sqlite-read-only"
-    """The harness made the SQLite database read-only under the implementation at the point."""
-    SQLITE_FULL_DISK = "sqlite-full-disk"
-    """The SQLite store on a size-limited tmpfs filled by the harness at the point."""
 
 
 class FaultPath(StrEnum):
