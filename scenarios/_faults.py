@@ -31,10 +31,12 @@ from toolproof.spec import (
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
+    Outcome,
     ProposedCall,
     SimulatedCrash,
     StepRequest,
     StoreFault,
+    Success,
     Suspended,
     Tool,
     ToolKind,
@@ -188,7 +190,9 @@ def _answer_text(answer: object) -> str:
     dispositions = getattr(answer, "dispositions", None)
     if isinstance(dispositions, list):
         return f"script {getattr(answer, 'status', '?')} [" + ", ".join(describe_status(d) for d in dispositions) + "]"
-    return describe_status(answer) if answer is None or hasattr(answer, "status") else repr(answer)[:80]
+    if answer is None or isinstance(answer, Success | Outcome | Suspended):
+        return describe_status(answer)
+    return repr(answer)[:80]
 
 
 async def fault_cell(harness: Harness, case: FaultCase) -> FaultCell:
@@ -330,7 +334,8 @@ async def _next_call(harness: Harness, case: FaultCase, session: Session) -> Non
         f"after a failed {case.point.value} write ({case.kind.value}) the same instance's next call was {got} with "
         f"{ran} effect(s); expected SUCCEEDED with one (a session left failed, or a connection never replaced?)",
     )
-    [row] = [r for r in await session.rows(NEXT_RUN)] or [None]
+    rows = await session.rows(NEXT_RUN)
+    row = rows[0] if len(rows) == 1 else None
     harness.expect(
         "D3.11",
         row is not None and row.status is InvocationStatus.SUCCEEDED,

@@ -171,7 +171,8 @@ class ResultCollector:
         if report.when == "call":
             cells: tuple[CrashCell, ...] = item.stash.get(CRASH_CELLS, ())
             self.crash_cells.extend(cells)
-            self.fault_cells.extend(item.stash.get(FAULT_CELLS, ()))
+            faults: tuple[FaultCell, ...] = item.stash.get(FAULT_CELLS, ())
+            self.fault_cells.extend(faults)
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         raised = item.stash.get(RAISED, None)
         if isinstance(raised, Spared):
