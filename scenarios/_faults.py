@@ -265,7 +265,7 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
     )
     answered = await _prepare(harness, case, shape, want.rule)
     plan = None
-    if case.arm is None:
+    if case.arm is None and case.wrap is None:  # No real fault: the implementation is asked to make one.
         call_id = None if case.path is FaultPath.BRIDGE else target.call_id
         plan = FaultPlan(point=case.point, kind=case.kind, call_id=call_id, store_returns=case.store_returns)
     store = {"store_url": case.store_url, "lease_s": LEASE_S}

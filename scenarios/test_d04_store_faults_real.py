@@ -81,3 +81,5 @@ async def test_a_real_store_fault_acts_on_nothing_reports_nothing_and_is_recover
         arm: Callable[[], None] = trigger.arm
         case.arm, case.disarm = arm, trigger.disarm
     await fault_cell(harness, case)
+    if mode is FaultMode.PG_LOCK_TIMEOUT:
+        assert holder.held > 0  # Invariant: the harness held the row (else the cell above failed first).
