@@ -275,6 +275,7 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
     async with harness.open(*tools, fault=plan, **store) as session:
         if case.arm is not None:
             case.arm()
+        disarm = case.disarm
         try:
             got = await _attempt(
                 f"the faulty {case.path.value} life", harness, lambda: _act(session, case, shape, answered)
@@ -286,10 +287,13 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
                 f"a failed {case.point.value} write ({case.kind.value}) was {got}; expected the typed error StoreFault "
                 "and no disposition",
             )
+            if case.store_returns and disarm is not None:
+                disarm()  # The store is back before the next call.
+                disarm = None
             await _next_call(harness, case, session)
         finally:
-            if case.disarm is not None:
-                case.disarm()
+            if disarm is not None:
+                disarm()
     await _left_behind(harness, case, want, item, target.call_id)
     await _recover(harness, case, want, shape, effects)
 

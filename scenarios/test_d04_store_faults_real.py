@@ -6,7 +6,10 @@ harness in the database it owns instead of asked of the implementation (``_fault
 (pg-terminate) on the point's write, at every point (the hold on an approval's path) x idempotency class, with the
 store coming back and staying down (every write refused); and a second session holding the call's row under the
 implementation's ``lock_timeout`` (pg-lock-timeout) at the watermark and the completion, every class. They apply
-to any implementation that keeps the ADR's tables in the harness's database (``--database-url``).
+to any implementation that keeps the ADR's tables in the harness's database (``--database-url``). And a full disk
+under a SQLite store in the cell's directory (sqlite-full-disk, ``_faults_disk``): a tmpfs in a private mount
+namespace, filled before the record, around the watermark or after the effect, every class; not-covered where
+the machine cannot mount one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pytest
 from toolproof.spec import FaultKind, FaultMode, FaultPath, FaultPoint, IdempotencyClass, Tool
 
 from ._faults import FaultCase, fault_cell, fault_want, reachable
+from ._faults_disk import DISK_POINTS, full_disk_cell
 from ._faults_real import FaultTrigger, RowHolder, RowLockingTool, with_lock_timeout
 from ._harness import Harness
 from ._recovery import postgres_url
@@ -33,6 +37,22 @@ def _cell(mode: FaultMode, point: FaultPoint, idempotency: IdempotencyClass, pat
     assert set(rules) <= set(JUDGED)  # Invariant: the module names every rule its cells judge.
     marks = [pytest.mark.rules(*rules), pytest.mark.needs_database]
     return pytest.param(mode, point, idempotency, path, returns, marks=marks)
+
+
+def _disk_cells() -> list[object]:
+    cells: list[object] = []
+    for point in DISK_POINTS:
+        for idempotency in IdempotencyClass:
+            rules = fault_want(point, idempotency).rules
+            cells.append(pytest.param(point, idempotency, marks=[pytest.mark.rules(*rules), pytest.mark.slow]))
+    return cells
+
+
+@pytest.mark.parametrize(("point", "idempotency"), _disk_cells())
+async def test_a_full_disk_under_a_sqlite_store_acts_on_nothing_reports_nothing_and_is_recovered(
+    harness: Harness, point: FaultPoint, idempotency: IdempotencyClass
+) -> None:
+    await full_disk_cell(harness, point, idempotency)
 
 
 def _cells() -> list[object]:

@@ -73,6 +73,8 @@ class FaultMode(StrEnum):
     """The harness's trigger terminated the implementation's own backend at the point's write (a lost connection)."""
     PG_LOCK_TIMEOUT = "pg-lock-timeout"
     """A second session of the harness held the row while the implementation wrote it, under a ``lock_timeout``."""
+    SQLITE_FULL_DISK = "sqlite-full-disk"
+    """The SQLite store on a size-limited tmpfs in a private mount namespace, filled by the harness at the point."""
 
 
 class FaultPath(StrEnum):
