@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from toolproof.driver import load
+from toolproof.driver import is_driver_url, load
 from toolproof.spec import (
     ConformanceFailure,
     FaultCell,
@@ -126,6 +126,8 @@ def unavailable() -> str | None:
 async def full_disk_cell(harness: Harness, point: FaultPoint, idempotency: IdempotencyClass) -> None:
     """Run the cell in the namespace; record its cell; raise its failure here."""
     reason = unavailable()
+    if is_driver_url(harness.implementation_ref):
+        reason = "behind the driver protocol the store is the driver process's, outside the cell's mount namespace"
     if reason is not None:
         raise NotCovered("D3.10", f"a full disk under a SQLite store: {reason}")
     store = harness.directory / "store"
