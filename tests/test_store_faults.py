@@ -155,3 +155,31 @@ def test_the_fault_plan_crosses_the_driver_protocol(tmp_path: Path) -> None:
         "reference": Verdict.PASS,
         "toolproof.reference.witnesses:swallows_failed_watermark": Verdict.FAIL,
     }
+
+
+REAL = "test_d04_store_faults_real.py::test_a_real_store_fault_acts_on_nothing_reports_nothing_and_is_recovered"
+DISK = "test_d04_store_faults_real.py::test_a_full_disk_under_a_sqlite_store_acts_on_nothing_reports_nothing_and_is_recovered"
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_real_faults_pass_the_reference_and_reject_a_witness(tmp_path: Path, postgres_url: str) -> None:
+    """PostgreSQL's trigger (raise and terminate) and lock timeout, and a full SQLite disk: the reference passes; a
+    pipeline that answers SUCCEEDED for an unstored completion fails D4.22 under each."""
+    cells = [
+        f"{REAL}[pg-trigger-complete-NON_IDEMPOTENT-first-True]",
+        f"{REAL}[pg-terminate-complete-NON_IDEMPOTENT-first-False]",
+        f"{REAL}[pg-lock-timeout-complete-NON_IDEMPOTENT-first-True]",
+        f"{DISK}[complete-NON_IDEMPOTENT]",
+    ]
+    witness = "toolproof.reference.witnesses:succeeds_without_stored_completion"
+    outcome = run_suite(["reference", witness], "D4.22", tmp_path / "run", cells=cells, database_url=postgres_url)
+    assert outcome.verdicts["reference"]["D4.22"] is Verdict.PASS
+    assert outcome.verdicts["witness:succeeds_without_stored_completion"]["D4.22"] is Verdict.FAIL
+    modes = {cell.mode for cell in load_fault_cells(tmp_path / "run", outcome.run_id)}
+    assert modes == {
+        FaultMode.PG_TRIGGER,
+        FaultMode.PG_TERMINATE,
+        FaultMode.PG_LOCK_TIMEOUT,
+        FaultMode.SQLITE_FULL_DISK,
+    }
