@@ -40,14 +40,21 @@ async def prepare(p: PipelineHost, s: CallState, r: Resolved) -> None:
 
 @resolved_step
 async def execute(p: PipelineHost, s: CallState, r: Resolved) -> None:
-    """10. The only step that touches the world; a TRANSIENT failure is retried under the same key."""
+    """10. The only step that touches the world; a TRANSIENT failure is retried under the same key.
+
+    A watermark that failed to commit ends the step in its ``StoreFault``: the row stays RUNNING and unmarked, so
+    the call never left the process and recovery retries it."""
     await _run_tool(s, r)
+    if s.store_fault is not None:
+        raise s.store_fault
     while _may_retry(p, s, r):
         s.attempt += 1
         p.store.update(s.invocation_id, {"attempt": s.attempt})
         s.raw_result, s.error, s.timed_out = None, None, False
         await p.steps[Step.PREPARE](p, s)  # A retry gets a context of its own, built as step 9 builds one.
         await _run_tool(s, r)
+        if s.store_fault is not None:
+            raise s.store_fault
 
 
 def _may_retry(p: PipelineHost, s: CallState, r: Resolved) -> bool:

@@ -156,7 +156,11 @@ class ReferenceImplementation:
         self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock
     ) -> AsyncIterator[ReferenceInstance]:
         registry = self._pipeline_class.registry_class(tools)
-        store = Store(config.store_url) if config.store_url else Store.in_directory(Path(config.store_dir))
+        store = (
+            Store(config.store_url, config.fault)
+            if config.store_url
+            else Store.in_directory(Path(config.store_dir), config.fault)
+        )
         try:
             adapter = self._pipeline_class.mcp_class(config, store, clock)
             async with adapter.running():

@@ -23,6 +23,7 @@ from toolproof.spec import (
     ConfigurationError,
     Disposition,
     EventKind,
+    FaultPoint,
     IdempotencyClass,
     Identity,
     InstanceConfig,
@@ -35,6 +36,7 @@ from toolproof.spec import (
     SideEffect,
     Step,
     StepRequest,
+    StoreFault,
     Tool,
     ToolExecutionContext,
     ToolKind,
@@ -54,7 +56,7 @@ from ._mcp import McpAdapter
 from ._policy import Decision, breaker
 from ._registry import Registry
 from ._state import CallState, Resolved
-from ._steps import FINISHING, STEP_TABLE, step_table
+from ._steps import FINISHING, PERSIST_FAULT_POINTS, STEP_TABLE, step_table
 from ._store import Store
 from ._tables import InvocationTable, reason_or_none
 
@@ -111,7 +113,12 @@ class Pipeline:
         for step in STEPS if start is None else STEPS[STEPS.index(start) :]:
             if state.disposition is not None and step not in FINISHING:
                 continue  # Decided: skip to excerpt (a no-op unless it succeeded), complete and publish.
-            await self.steps[step](self, state)
+            point = PERSIST_FAULT_POINTS.get(step)
+            if point is None:
+                await self.steps[step](self, state)
+            else:
+                with self.store.faults.at(point, state.call.call_id):  # The step's writes are this point's.
+                    await self.steps[step](self, state)
             self.crash_point(step, state)
         assert state.disposition is not None  # Invariant: complete always leaves a disposition.
         return state.disposition
@@ -200,8 +207,16 @@ class Pipeline:
         return ExecutionContext(parts)
 
     async def mark_effect(self, s: CallState) -> None:
-        """Step 10: what the context's mark_effect_sent does: commit the watermark, then return."""
-        self.store.mark_effect_sent(s.invocation_id, self.clock.now())
+        """Step 10: what the context's mark_effect_sent does: commit the watermark, then return.
+
+        A failed write raises ``StoreFault`` to the tool, and the call keeps it: whatever the tool does with the
+        exception, step 10 ends in it (the submitter gets it, the row stays RUNNING and unmarked)."""
+        with self.store.faults.at(FaultPoint.WATERMARK, s.call.call_id):
+            try:
+                self.store.mark_effect_sent(s.invocation_id, self.clock.now())
+            except StoreFault as fault:
+                s.store_fault = fault
+                raise
         s.marked = True
 
     def parse_result(self, raw: Any) -> ToolResult | None:
@@ -252,9 +267,12 @@ class Pipeline:
         async def one(index: int, call: ProposedCall) -> None:
             results[index] = await self.run_call(step, call)
 
-        async with anyio.create_task_group() as group:
-            for index, call in enumerate(step.calls):
-                group.start_soon(one, index, call)
+        try:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(step.calls):
+                    group.start_soon(one, index, call)
+        except* StoreFault as faults:  # The step failed as its first failed write did, not as a task group.
+            raise faults.exceptions[0] from None
         return [r for r in results if r is not None]
 
     def qualifies(self, step: StepRequest) -> bool:

@@ -19,6 +19,7 @@ from toolproof.spec import (
     ProposedCall,
     ReasonCode,
     StepRequest,
+    StoreFault,
     Tool,
     ToolExecutionContext,
     ToolSpec,
@@ -75,6 +76,8 @@ class CallState:
     """Set by step 9 (again for every retry)."""
     marked: bool = False
     """mark_effect_sent() committed the watermark."""
+    store_fault: StoreFault | None = None
+    """mark_effect_sent() failed to commit the watermark: step 10 ends in this, whatever the tool did with it."""
     raw_result: Any = None
     error: BaseException | None = None
     timed_out: bool = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from toolproof.spec import STEPS, Step
+from toolproof.spec import STEPS, FaultPoint, Step
 
 from ._execute import excerpt, execute, normalize, prepare
 from ._finish import complete, publish
@@ -56,3 +56,11 @@ STEP_TABLE: MappingProxyType[Step, StepFunction] = step_table(
 
 FINISHING = frozenset({Step.EXCERPT, Step.COMPLETE, Step.PUBLISH})
 """The steps a decided call still runs (excerpt is a no-op unless it succeeded)."""
+
+PERSIST_FAULT_POINTS = {
+    Step.RECORD: FaultPoint.RECORD,
+    Step.HOLD: FaultPoint.HOLD,
+    Step.CLAIM: FaultPoint.CLAIM,
+    Step.COMPLETE: FaultPoint.COMPLETE,
+}
+"""The persistence points: the writes a step makes belong to its point of a fault plan (``spec.FaultPlan``)."""

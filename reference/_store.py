@@ -7,7 +7,6 @@ method is one committed transaction (a persist step or a read).
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,20 +19,12 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError, NoResultFound
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from toolproof.spec import EventKind, InvocationStatus
+from toolproof.spec import EventKind, FaultPlan, InvocationStatus
 
-from ._store_hot import HotPath
+from ._faults import FaultInjector, typed_faults
+from ._store_hot import HotPath, event_rows, sqlite_pragmas
 from ._store_mcp import McpRecords
 from ._tables import EventTable, InvocationTable, MetricTable, column_values
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers see committed rows while a tool runs; FULL fsyncs every commit.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()
 
 
 class DuplicateKey(Exception):
@@ -88,25 +79,29 @@ def _invocation(mapping: RowMapping) -> InvocationTable:
 class Store(McpRecords):
     """The reference store over one database URL."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, fault: FaultPlan | None = None) -> None:
+        self.faults = FaultInjector(fault)
+        """The instance's fault plan (``InstanceConfig.fault``): the writes it fails, where and how."""
         if url.startswith("postgresql://"):
             url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
         self.engine: Engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"))
         if url.startswith("sqlite"):
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "connect", sqlite_pragmas)
         SQLModel.metadata.create_all(self.engine)
         # SQLite: the hot path's methods run on one driver connection (``_store_hot``); PostgreSQL keeps Core.
         hot = _PLAIN | _RETURNS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
         self._hot = HotPath(self.engine, hot) if self.engine.dialect.name == "sqlite" else None
+        if self._hot is not None:
+            self._hot.connection.before_commit = self.faults.fail_sqlite
         dialect = self.engine.dialect
         self._returning = bool(dialect.update_returning)
         self._upsert = _upsert_metric(dialect.name)
 
     @classmethod
-    def in_directory(cls, directory: Path) -> Store:
+    def in_directory(cls, directory: Path, fault: FaultPlan | None = None) -> Store:
         """A SQLite file store in ``directory``."""
         directory.mkdir(parents=True, exist_ok=True)
-        return cls(f"sqlite:///{directory / 'toolproof.sqlite3'}")
+        return cls(f"sqlite:///{directory / 'toolproof.sqlite3'}", fault)
 
     def close(self) -> None:
         """Release connections."""
@@ -129,6 +124,7 @@ class Store(McpRecords):
     def _one_by_id(self, connection: Connection, invocation_id: str) -> RowMapping | None:
         return connection.execute(_BY_ID, {"b_id": invocation_id}).mappings().first()
 
+    @typed_faults
     def find_by_key(self, key: str) -> InvocationTable | None:
         """The invocation with ``key``, if any."""
         if self._hot is not None:
@@ -138,6 +134,7 @@ class Store(McpRecords):
             found = connection.execute(_BY_KEY, {"b_key": key}).mappings().first()
         return None if found is None else _invocation(found)
 
+    @typed_faults
     def by_call(self, run_id: str, step_number: int, call_id: str) -> InvocationTable | None:
         """The first invocation recorded for ``call_id`` in that run and step."""
         with Session(self.engine, expire_on_commit=False) as session:
@@ -152,6 +149,7 @@ class Store(McpRecords):
         """Table names in the store."""
         return sorted(inspect(self.engine).get_table_names())
 
+    @typed_faults
     def _columns_or_none(self, invocation_id: str) -> dict[str, Any] | None:
         if self._hot is not None:
             return self._hot.one("by_id", {"b_id": invocation_id})
@@ -179,6 +177,7 @@ class Store(McpRecords):
             raise NoResultFound(f"no invocation {invocation_id!r}")
         return found
 
+    @typed_faults
     def insert(
         self, row: InvocationTable | Mapping[str, Any], events: Sequence[EventKind], metrics: Sequence[str] = ()
     ) -> None:
@@ -203,9 +202,11 @@ class Store(McpRecords):
                     events,
                 )
                 self._bump(connection, metrics)
+                self.faults.fail_core(connection)
         except IntegrityError:
             raise DuplicateKey(values["idempotency_key"]) from None
 
+    @typed_faults
     def update(
         self,
         invocation_id: str,
@@ -232,6 +233,7 @@ class Store(McpRecords):
                 return False
             self._emit(connection, found["run_id"], invocation_id, found["status"], found["reason_code"], events)
             self._bump(connection, metrics)
+            self.faults.fail_core(connection)
         return True
 
     def _apply(
@@ -261,6 +263,7 @@ class Store(McpRecords):
             assert row is not None  # Invariant: the row was there a statement ago, in this transaction.
         return row
 
+    @typed_faults
     def claim(
         self, invocation_id: str, *, expect_status: str, expect_owner: str | None, changes: dict[str, Any]
     ) -> bool:
@@ -284,8 +287,10 @@ class Store(McpRecords):
                 return False
             started = [EventKind.STARTED]
             self._emit(connection, claimed["run_id"], invocation_id, claimed["status"], claimed["reason_code"], started)
+            self.faults.fail_core(connection)
         return True
 
+    @typed_faults
     def hold(self, invocation_id: str, changes: dict[str, Any], events: Sequence[EventKind]) -> bool:
         """Compare-and-set into a held state (an approval hold or a control suspension): apply ``changes`` and
         ``events`` only while the row is RECORDED and not suspended; False when another worker held or claimed
@@ -297,8 +302,10 @@ class Store(McpRecords):
             row = self._one_by_id(connection, invocation_id)
             assert row is not None  # Invariant: the statement just changed it, in this transaction.
             self._emit(connection, row["run_id"], invocation_id, row["status"], row["reason_code"], events)
+            self.faults.fail_core(connection)
         return True
 
+    @typed_faults
     def mark_effect_sent(self, invocation_id: str, now: float) -> None:
         """Commit the watermark; returns after the commit."""
         if self._hot is not None:
@@ -310,7 +317,9 @@ class Store(McpRecords):
             marked = connection.execute(_MARK, {"b_id": invocation_id, "effect_sent_at": now}).rowcount == 1
             if not marked and self._one_by_id(connection, invocation_id) is None:
                 raise NoResultFound(f"no invocation {invocation_id!r}")
+            self.faults.fail_core(connection)
 
+    @typed_faults
     def identical(self, run_id: str, call_hash: str) -> list[InvocationTable]:
         """Earlier calls of ``run_id`` with the same tool and canonical arguments."""
         if self._hot is not None:
@@ -320,6 +329,7 @@ class Store(McpRecords):
             found = connection.execute(_IDENTICAL, {"b_run": run_id, "b_hash": call_hash}).mappings().all()
         return [_invocation(row) for row in found]
 
+    @typed_faults
     def expired_holds(self, now: float) -> list[InvocationTable]:
         """Approval holds past their bound."""
         with Session(self.engine, expire_on_commit=False) as session:
@@ -329,6 +339,7 @@ class Store(McpRecords):
             )
             return list(session.exec(stmt.order_by(col(InvocationTable.seq))).all())
 
+    @typed_faults
     def orphans(self, now: float, lease_s: float) -> list[InvocationTable]:
         """Rows a dead worker left: RUNNING past the lease, or recorded and never claimed within one.
 
@@ -370,22 +381,8 @@ class Store(McpRecords):
         reason_code: str | None,
         events: Sequence[EventKind],
     ) -> None:
-        if not events:
-            return
-        now = time.time()
-        rows = [
-            {
-                "run_id": run_id,
-                "invocation_id": invocation_id,
-                "kind": kind.value,
-                "status": status,
-                "reason_code": reason_code,
-                "data_json": "{}",
-                "created_at": now,
-            }
-            for kind in events
-        ]
-        connection.execute(_INSERT_EVENT, rows)
+        if events:
+            connection.execute(_INSERT_EVENT, event_rows(run_id, invocation_id, status, reason_code, events))
 
     def _bump(self, connection: Connection, metrics: Sequence[str]) -> None:
         for name in metrics:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from typing import Any
@@ -25,6 +25,16 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from toolproof.spec import EventKind, TrustLabel
 
 _TRUST_COLUMNS = ("origin_trust", "argument_trust")
+
+
+def sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """The engine's connect hook on SQLite: WAL, FULL synchronous commits, a busy timeout."""
+    # WAL lets readers see committed rows while a tool runs; FULL fsyncs every commit.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
 
 
 class Statement:
@@ -59,16 +69,27 @@ class HotConnection:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._proxy = engine.raw_connection()
-        connection = self._proxy.driver_connection
-        assert isinstance(connection, sqlite3.Connection)  # Invariant: Store builds this only for SQLite.
-        self.connection = connection
+        self.connection = self._driver_connection()
         self._lock = threading.RLock()
         self.commits = 0
         """Transactions that committed a write on this connection (``toolproof bench`` counts them)."""
+        self.before_commit: Callable[[sqlite3.Connection], None] = _nothing
+        """Called inside each transaction after its statements, before it commits (the store's fault plan)."""
+
+    def _driver_connection(self) -> sqlite3.Connection:
+        connection = self._proxy.driver_connection
+        assert isinstance(connection, sqlite3.Connection)  # Invariant: Store builds this only for SQLite.
+        return connection
 
     def close(self) -> None:
         """Give the connection back (Store.close disposes of the pool after)."""
         self._proxy.close()
+
+    def _reconnect(self) -> None:
+        """The connection was lost: drop it from the pool and take a fresh one, so the next call is served."""
+        self._proxy.invalidate()
+        self._proxy = self.engine.raw_connection()
+        self.connection = self._driver_connection()
 
     def one(self, statement: Statement, values: Mapping[str, Any]) -> dict[str, Any] | None:
         """The first row ``statement`` returns, as a column-name mapping, or None (no transaction is opened)."""
@@ -91,12 +112,20 @@ class HotConnection:
         with self._lock:
             try:
                 yield Writer(self.connection)
+                self.before_commit(self.connection)
                 if self.connection.in_transaction:
                     self.commits += 1
                 self.connection.commit()
             except BaseException:
-                self.connection.rollback()
+                try:
+                    self.connection.rollback()
+                except sqlite3.ProgrammingError:  # Closed under us: nothing was committed; serve on a new one.
+                    self._reconnect()
                 raise
+
+
+def _nothing(_connection: sqlite3.Connection) -> None:
+    return None
 
 
 def _loaded(row: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from ._server_check import (
     render_server_check_text,
     server_check_section,
 )
-from ._store import load_crash_cells, load_run
+from ._store import load_crash_cells, load_fault_cells, load_run
 from ._verdict import RunVerdict, run_exit_code, run_verdict
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "VerdictChange",
     "diff_runs",
     "load_crash_cells",
+    "load_fault_cells",
     "load_run",
     "load_shards",
     "merge_shards",

@@ -9,15 +9,16 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolproof.spec import ConfigurationError, CrashCell, ResultRow, StaleExpectation
+from toolproof.spec import ConfigurationError, CrashCell, FaultCell, ResultRow, StaleExpectation
 
 from ._crash import check_crash_cells, crash_order
+from ._fault import check_fault_cells, fault_order
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
 from ._results import RunInfo, complete_rows
 from ._stale import check_stale, stale_order
-from ._store import RESULTS_FILE, insert_run, load_everything
+from ._store import RESULTS_FILE, insert_run, load_everything, load_fault_cells
 from ._summary import render_summary
 
 SUMMARY_FILE = "summary.json"
@@ -36,6 +37,8 @@ def write_run(
     rows: Sequence[ResultRow],
     crash_cells: Sequence[CrashCell] = (),
     stale: Sequence[StaleExpectation] = (),
+    *,
+    fault_cells: Sequence[FaultCell] = (),
 ) -> None:
     """Record a run in ``out_dir``: append it to ``results.duckdb``, rewrite ``summary.json``, ``report.md``,
     ``report.html`` and ``junit.xml``.
@@ -43,7 +46,8 @@ def write_run(
     Every selected rule without a scenario row for an implementation gets a rule-level row
     (``not-covered``, or ``not-claimed``), so the database holds every selected rule. ``crash_cells``
     go to the ``crash_matrix`` table and the crash matrix of both reports; ``stale`` expectations to the
-    ``stale_expectations`` table, ``summary.json`` and both reports.
+    ``stale_expectations`` table, ``summary.json`` and both reports; ``fault_cells`` to the ``fault_matrix`` table and
+    the fault matrix of both reports.
 
     Raises:
         ConfigurationError: ``out_dir`` cannot be created or written, holds a file that is not a
@@ -55,12 +59,14 @@ def write_run(
     completed = complete_rows(info, rows)
     check_crash_cells(info, crash_cells)
     check_stale(info, stale)
+    check_fault_cells(info, fault_cells)
     cells = sorted(crash_cells, key=crash_order(info))
+    faults = sorted(fault_cells, key=fault_order(info))
     stale_entries = sorted(stale, key=stale_order(info))
     # Render before touching the disk: a rendering error must not leave a recorded run without its report.
-    rendered = _render(info, completed, cells, stale_entries)
+    rendered = _render(info, completed, cells, stale_entries, faults)
     _make_folder(out_dir)
-    insert_run(out_dir / RESULTS_FILE, info, completed, cells, stale_entries)
+    insert_run(out_dir / RESULTS_FILE, info, completed, cells, stale_entries, fault_cells=faults)
     for name, text in rendered.items():
         _write_text(out_dir, name, text)
 
@@ -73,17 +79,22 @@ def rerender(out_dir: Path, run_id: str | None = None) -> None:
         ConfigurationError: as ``load_run``, or the files cannot be written.
     """
     info, rows, cells, stale = load_everything(out_dir, run_id)
-    for name, text in _render(info, rows, cells, stale).items():
+    faults = load_fault_cells(out_dir, info.run_id)
+    for name, text in _render(info, rows, cells, stale, faults).items():
         _write_text(out_dir, name, text)
 
 
 def _render(
-    info: RunInfo, rows: Sequence[ResultRow], cells: Sequence[CrashCell], stale: Sequence[StaleExpectation]
+    info: RunInfo,
+    rows: Sequence[ResultRow],
+    cells: Sequence[CrashCell],
+    stale: Sequence[StaleExpectation],
+    faults: Sequence[FaultCell] = (),
 ) -> dict[str, str]:
     return {
         SUMMARY_FILE: render_summary(info, rows, stale),
-        REPORT_FILE: render_markdown(info, rows, cells, stale),
-        HTML_FILE: render_html(info, rows, cells, stale),
+        REPORT_FILE: render_markdown(info, rows, cells, stale, fault_cells=faults),
+        HTML_FILE: render_html(info, rows, cells, stale, fault_cells=faults),
         JUNIT_FILE: render_junit(info, rows),
     }
 

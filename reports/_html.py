@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 
-from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
+from toolproof.spec import CrashCell, FaultCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
 from ._crash import (
     CRASH_LEGEND,
@@ -19,6 +19,7 @@ from ._crash import (
     unlisted_failures,
 )
 from ._evidence import evidence_facts, printable, rerun_command
+from ._fault import fault_tables, html_fault_matrix
 from ._html_assets import MEANINGS, SCRIPT, STYLE, SYMBOLS
 from ._results import RunInfo, row_order, scenario_modules, selected_rules, verdict_table
 from ._verdict import RunVerdict, run_verdict
@@ -32,6 +33,8 @@ def render_html(
     rows: Sequence[ResultRow],
     crash_cells: Sequence[CrashCell] = (),
     stale: Sequence[StaleExpectation] = (),
+    *,
+    fault_cells: Sequence[FaultCell] = (),
 ) -> str:
     """The text of ``report.html``.
 
@@ -67,6 +70,7 @@ def render_html(
             cell_anchors[_cell_key(cell)] = by_evidence[cell.implementation, cell.evidence]
     title = f"toolproof run {info.run_id}: {', '.join(info.implementations)}"
     stale_link = f' <a href="#stale">Stale expectations ({len(stale)})</a>' if stale else ""
+    fault_link = ' <a href="#fault-matrix">Fault matrix</a>' if fault_cells else ""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -83,7 +87,7 @@ def render_html(
         f'<p class="meta">Started {_e(info.started_at)} with toolproof {_e(info.toolproof_version)};'
         f" {len(rules)} rules selected.</p>",
         f'<nav><a href="#summary">Summary</a>{stale_link} <a href="#matrix">Rule × implementation</a>'
-        ' <a href="#crash-matrix">Crash matrix</a> <a href="#rules">Rules</a>'
+        f' <a href="#crash-matrix">Crash matrix</a>{fault_link} <a href="#rules">Rules</a>'
         f' <a href="#failures">Failures ({len(failing) + len(crashed)})</a></nav>',
         "</header>",
         "<main>",
@@ -92,6 +96,7 @@ def render_html(
         *_filters(rules, titles),
         *_matrix(info, table, rules, titles, anchors),
         *_crash_matrix(crash_tables(info, crash_cells), cell_anchors),
+        *html_fault_matrix(fault_tables(info, fault_cells)),
         *_rules(info, table, rules, titles, ordered),
         *_failures(info, failing, crashed, {rule.id: rule for rule in rules}),
         "</main>",

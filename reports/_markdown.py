@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from toolproof.spec import CrashCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
+from toolproof.spec import CrashCell, FaultCell, ResultRow, Rule, StaleExpectation, Verdict, load_catalog
 
 from ._crash import (
     CRASH_LEGEND,
@@ -18,6 +18,7 @@ from ._crash import (
     unlisted_failures,
 )
 from ._evidence import evidence_facts, printable, rerun_command
+from ._fault import fault_tables, markdown_fault_matrix
 from ._results import RunInfo, row_order, scenario_modules, selected_rules, verdict_table
 from ._verdict import run_verdict
 
@@ -32,6 +33,8 @@ def render_markdown(
     rows: Sequence[ResultRow],
     crash_cells: Sequence[CrashCell] = (),
     stale: Sequence[StaleExpectation] = (),
+    *,
+    fault_cells: Sequence[FaultCell] = (),
 ) -> str:
     """The text of ``report.md``.
 
@@ -64,6 +67,7 @@ def render_markdown(
         for rule in (r for r in rules if r.decision == number):
             lines += _rule_entry(info, table, rule, ordered)
     lines += _crash_matrix(crash_tables(info, crash_cells))
+    lines += markdown_fault_matrix(fault_tables(info, fault_cells))
     lines += _failures(info, ordered, {rule.id for rule in rules}, sorted(crash_cells, key=crash_order(info)))
     lines += _expected_failures(ordered, {rule.id for rule in rules})
     # Evidence may quote a hostile tool: a raw escape character must not reach a terminal that cats the file.

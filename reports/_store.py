@@ -9,7 +9,7 @@ from typing import TypeVar
 import duckdb
 from pydantic import BaseModel, ValidationError
 
-from toolproof.spec import ConfigurationError, CrashCell, ResultRow, StaleExpectation
+from toolproof.spec import ConfigurationError, CrashCell, FaultCell, ResultRow, StaleExpectation
 
 from ._columns import Column, columns_of, loaded, stored
 from ._crash import crash_order
@@ -22,7 +22,11 @@ RESULTS_FILE = "results.duckdb"
 # Each table holds one record type, a column per field (see _columns.py).
 _SCHEMA: dict[str, type[BaseModel]] = {"results": ResultRow, "runs": RunInfo}
 # Tables a database written by an older toolproof may lack: created on the next write, read as empty.
-_OPTIONAL: dict[str, type[BaseModel]] = {"crash_matrix": CrashCell, "stale_expectations": StaleExpectation}
+_OPTIONAL: dict[str, type[BaseModel]] = {
+    "crash_matrix": CrashCell,
+    "stale_expectations": StaleExpectation,
+    "fault_matrix": FaultCell,
+}
 _COLUMNS: dict[str, tuple[Column, ...]] = {table: columns_of(model) for table, model in (_SCHEMA | _OPTIONAL).items()}
 # Columns a table written by an older toolproof may lack, always the last of their table: added on the next
 # write, read as the field's default (a NULL in a column added to old rows reads so too).
@@ -41,8 +45,10 @@ def insert_run(
     rows: Sequence[ResultRow],
     crash_cells: Sequence[CrashCell] = (),
     stale: Sequence[StaleExpectation] = (),
+    *,
+    fault_cells: Sequence[FaultCell] = (),
 ) -> None:
-    """Append one run, its crash cells and its stale expectations to ``db_path`` (created when missing) in a
+    """Append one run, its crash cells, fault cells and stale expectations to ``db_path`` (created when missing) in a
     single transaction.
 
     Raises:
@@ -65,6 +71,7 @@ def insert_run(
         _insert(connection, "results", rows)
         _insert(connection, "crash_matrix", crash_cells)
         _insert(connection, "stale_expectations", stale)
+        _insert(connection, "fault_matrix", fault_cells)
         connection.commit()
     except duckdb.IOException as exc:
         raise ConfigurationError(
@@ -101,6 +108,23 @@ def load_crash_cells(out_dir: Path, run_id: str | None = None) -> list[CrashCell
         ConfigurationError: as ``load_run``.
     """
     return load_everything(out_dir, run_id)[2]
+
+
+def load_fault_cells(out_dir: Path, run_id: str) -> list[FaultCell]:
+    """The fault cells of run ``run_id`` in ``out_dir`` (a database written before the fault matrix existed holds
+    none, and gives ``[]``), in the order they were recorded.
+
+    Raises:
+        ConfigurationError: as ``load_run``.
+    """
+    db_path = out_dir / RESULTS_FILE
+    connection = _connect(db_path, read_only=True)
+    try:
+        fetched = _select(connection, "fault_matrix", run_id)
+        present = _present(connection, "fault_matrix")
+    finally:
+        connection.close()
+    return _validated(FaultCell, present, fetched, db_path, f"a fault cell of run {run_id}")
 
 
 def load_everything(

@@ -24,6 +24,7 @@ from toolproof.spec import (
     Disposition,
     Event,
     EventKind,
+    FaultCell,
     Implementation,
     Instance,
     InstanceConfig,
@@ -66,6 +67,8 @@ class Harness:
         """The run the scenario's records belong to."""
         self.crash_cells: list[CrashCell] = []
         """Crash-matrix cells the scenario judged, in the order it judged them."""
+        self.fault_cells: list[FaultCell] = []
+        """Fault-matrix cells the scenario judged, in the order it judged them."""
         self.cleanups: list[Callable[[], None]] = []
         self.world = World()
         self.clock = FakeClock()

@@ -33,6 +33,7 @@ from toolproof.spec import (
     ConfigurationError,
     ConformanceFailure,
     CrashCell,
+    FaultCell,
     Implementation,
     ImplementationError,
     NotCovered,
@@ -82,6 +83,7 @@ class ScenarioCase:
 _E = TypeVar("_E", bound=BaseException)
 CASE = pytest.StashKey[ScenarioCase]()
 CRASH_CELLS = pytest.StashKey[tuple[CrashCell, ...]]()
+FAULT_CELLS = pytest.StashKey[tuple[FaultCell, ...]]()
 RAISED = pytest.StashKey[BaseException | None]()
 EVERYWHERE = pytest.StashKey[dict[str, str]]()
 NOTES = pytest.StashKey[Callable[[str], None]]()
@@ -142,6 +144,7 @@ class ResultCollector:
     ) -> None:
         self.results: list[ResultRow] = []
         self.crash_cells: list[CrashCell] = []
+        self.fault_cells: list[FaultCell] = []
         self.collection_errors: list[str] = []
         self.selection_problems: list[str] = []
         """Why a ``--toolproof-cell`` selected nothing; the run then executed nothing."""
@@ -199,6 +202,8 @@ class ResultCollector:
         if report.when == "call":
             cells: tuple[CrashCell, ...] = item.stash.get(CRASH_CELLS, ())
             self.crash_cells.extend(cells)
+            faults: tuple[FaultCell, ...] = item.stash.get(FAULT_CELLS, ())
+            self.fault_cells.extend(faults)
         self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         raised = item.stash.get(RAISED, None)
         if isinstance(raised, Spared):
@@ -568,6 +573,8 @@ def pytest_runtest_makereport(
     harness = getattr(item, "funcargs", {}).get("harness")
     if call.when == "call" and isinstance(harness, Harness) and harness.crash_cells:
         item.stash[CRASH_CELLS] = tuple(harness.crash_cells)
+    if call.when == "call" and isinstance(harness, Harness) and harness.fault_cells:
+        item.stash[FAULT_CELLS] = tuple(harness.fault_cells)
     if call.when == "call" and isinstance(harness, Harness) and harness.everywhere:
         item.stash[EVERYWHERE] = dict(harness.everywhere)
     return report

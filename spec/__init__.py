@@ -85,6 +85,7 @@ from ._errors import (
     ToolproofError,
     sole_exception,
 )
+from ._faults import BEFORE_TOOL_FAULT_POINTS, FAULT_STEPS, FaultKind, FaultPlan, FaultPoint, StoreFault
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
 from ._loader import LoadError, LoadProblem, load_object
 from ._mcp import (
@@ -143,6 +144,9 @@ from ._results import (
     BatchPosition,
     CrashCell,
     DecisionPath,
+    FaultCell,
+    FaultMode,
+    FaultPath,
     RecoveryMode,
     RecoveryVia,
     ResultRow,
@@ -173,6 +177,7 @@ from ._types import (
 )
 
 __all__ = [
+    "BEFORE_TOOL_FAULT_POINTS",
     "BOUNDARY_CRASH_POINTS",
     "CONTEXT_DESCRIPTION_DEPTH",
     "CONTEXT_DESCRIPTION_OBJECTS",
@@ -187,6 +192,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "EXCERPT_MARKER_SOURCE",
     "FAILURE_REASONS",
+    "FAULT_STEPS",
     "KEY_VERSION",
     "LISTING_MAX_AGE_S",
     "LOOP_THRESHOLD",
@@ -256,6 +262,12 @@ __all__ = [
     "Events",
     "ExecuteTool",
     "FailureKind",
+    "FaultCell",
+    "FaultKind",
+    "FaultMode",
+    "FaultPath",
+    "FaultPlan",
+    "FaultPoint",
     "HarnessError",
     "IdempotencyClass",
     "Identity",
@@ -305,6 +317,7 @@ __all__ = [
     "StaleExpectation",
     "Step",
     "StepRequest",
+    "StoreFault",
     "Success",
     "Suspended",
     "Tables",

@@ -140,8 +140,10 @@ PROBLEM_TYPES = (
     "not-found",
     "simulated-crash",
     "not-supported",
+    "store-fault",
 )
-"""``Problem.type`` values: a 4xx names what was wrong; ``simulated-crash`` says the instance died."""
+"""``Problem.type`` values: a 4xx names what was wrong; ``simulated-crash`` says the instance died; ``store-fault``
+(503) says the implementation's store failed a write the request needed (``spec.StoreFault``): no disposition."""
 
 
 class _Wire(BaseModel):
@@ -630,6 +632,11 @@ def openapi_document(served_by: str | None = None) -> dict[str, Any]:
         if op_id in ("openInstance", "submit", "resolveApproval", "resume", "sweep", "runScript", "advertise"):
             operation["responses"]["409"] = {
                 "description": "simulated-crash: the instance died at its crash point",
+                "content": problem,
+            }
+        if op_id in ("submit", "resolveApproval", "resume", "sweep", "runScript", "markEffectSent"):
+            operation["responses"]["503"] = {
+                "description": "store-fault: the store failed a write this needed (a fault plan's, or a real one)",
                 "content": problem,
             }
         paths.setdefault(path, {})[method] = operation

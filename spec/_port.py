@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ._crash import CrashPlan
 from ._enums import Profile
 from ._errors import ConfigurationError, PortViolation
+from ._faults import FaultPlan
 from ._limits import DEFAULT_APPROVAL_TIMEOUT_S
 from ._loader import load_object
 from ._mcp import Advertisement, CatalogChange, McpServerConfig
@@ -181,6 +182,8 @@ class InstanceConfig(BaseModel):
     """Database URL of the store (e.g. PostgreSQL for multi-worker tests); None: the implementation's default."""
     crash: CrashPlan | None = None
     """Recovery profile: die at this point (a SimulatedCrash, or SIGKILL of the worker process)."""
+    fault: FaultPlan | None = None
+    """Fail the store's write at this point, as the plan's kind says; the instance lives and answers ``StoreFault``."""
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
     """MCP profile: operator and tenant servers whose tools the instance registers under mcp.{server_id}."""
     egress_allowlist: list[str] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._enums import CrashPoint, IdempotencyClass, Verdict
+from ._faults import FaultKind, FaultPoint
 
 
 class RecoveryMode(StrEnum):
@@ -57,6 +58,40 @@ class RecoveryVia(StrEnum):
     """Another worker sweeps after the lease expired, then the step is replayed."""
     REPLAY = "replay"
     """Another worker replays the step after the lease expired, without a sweep."""
+
+
+class FaultMode(StrEnum):
+    """How a fault-matrix cell failed the store, in the order cells are listed."""
+
+    PLAN_SQLITE = "plan-sqlite"
+    """The implementation failed its own store as ``InstanceConfig.fault`` asked, over its default store."""
+    PLAN_POSTGRES = "plan-postgres"
+    """The same, over PostgreSQL (a fresh schema per cell)."""
+    PG_TRIGGER = "pg-trigger"
+    """The harness's trigger on ``tool_invocations`` raised on the point's write (a real error, rolled back)."""
+    PG_TERMINATE = "pg-terminate"
+    """The harness's trigger terminated the implementation's own backend at the point's write (a lost connection)."""
+    PG_LOCK_TIMEOUT = "pg-lock-timeout"
+    """A second session of the harness held the row while the implementation wrote it, under a ``lock_timeout``."""
+    SQLITE_FULL_DISK = "sqlite-full-disk"
+    """The SQLite store on a size-limited tmpfs in a private mount namespace, filled by the harness at the point."""
+
+
+class FaultPath(StrEnum):
+    """How the call met the fault, in the order cells are listed."""
+
+    FIRST = "first"
+    """A one-call step, on its first submission."""
+    BATCH = "batch"
+    """The middle call of a sequential batch of three."""
+    APPROVED = "approved"
+    """A call held for approval: the fault meets it in the answer's life (record and hold: in its submission)."""
+    RESUMED = "resumed"
+    """A control call: the fault meets it when it is resumed (record and hold: in its submission)."""
+    RECOVERED = "recovered"
+    """A call a crashed worker left RUNNING: the fault meets it in the sweep that recovers it."""
+    BRIDGE = "bridge"
+    """The first call of a bridge script."""
 
 
 SCENARIO_VERDICTS = frozenset(
@@ -161,6 +196,46 @@ class CrashCell(BaseModel):
     def differs(self) -> bool:
         """Whether recovery reached another disposition than the expected one."""
         return self.observed != self.expected
+
+
+class FaultCell(BaseModel):
+    """One store-fault scenario's result: a write failed at ``point`` while the worker lived."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str = Field(min_length=1)
+    """The run this cell belongs to."""
+    implementation: str = Field(min_length=1)
+    """Name of the implementation under test."""
+    mode: FaultMode
+    """How the store was failed."""
+    point: FaultPoint
+    """Which write failed."""
+    kind: FaultKind
+    """How it failed."""
+    idempotency: IdempotencyClass
+    """The call's tool class."""
+    path: FaultPath
+    """How the call met the fault."""
+    store_returns: bool
+    """Whether the store served the instance's later writes."""
+    expected: str
+    """What the submitter, then recovery, must reach, e.g. ``StoreFault; SUCCEEDED``."""
+    observed: str
+    """What they reached; ``not reached`` where the scenario stopped."""
+    effects: int = Field(ge=0)
+    """Effects the world kept for the call, after recovery."""
+    verdict: Verdict
+    """``pass``, ``fail`` or ``error``."""
+    evidence: str = ""
+    """Failure text with a reproduction; ``""`` on pass."""
+
+    @model_validator(mode="after")
+    def _judged(self) -> FaultCell:
+        if self.verdict not in CRASH_VERDICTS:
+            choices = ", ".join(sorted(CRASH_VERDICTS))
+            raise ValueError(f"verdict={self.verdict.value!r} is not allowed for a fault cell: use one of {choices}")
+        return self
 
 
 class StaleExpectation(BaseModel):

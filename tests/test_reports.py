@@ -547,6 +547,7 @@ def test_public_surface_is_the_list_of_re_exports() -> None:
         "VerdictChange",
         "diff_runs",
         "load_crash_cells",
+        "load_fault_cells",
         "load_run",
         "load_shards",
         "merge_shards",

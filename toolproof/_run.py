@@ -17,6 +17,7 @@ import pytest
 from toolproof.driver import load
 from toolproof.reports import (
     RunInfo,
+    load_fault_cells,
     load_run,
     load_shards,
     merge_shards,
@@ -241,7 +242,8 @@ def run_suite(
     verdicts = verdict_table(info, rows, selected_rules(info))
     # The exit code is known before anything is written, so the report can state it.
     code = run_exit_code(verdicts, stale)
-    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, collector.crash_cells, stale)
+    updated = info.model_copy(update={"exit_code": code})
+    write_run(out_dir, updated, rows, collector.crash_cells, stale, fault_cells=collector.fault_cells)
     if write_expectations is not None:
         # Drafted from the rows as the scenarios gave them: a failure an expectations file already expects stays in.
         _write_draft(write_expectations, draft_expectations(names[0], judged, run_id))
@@ -271,10 +273,15 @@ def merge_runs(folders: Sequence[Path], out_dir: Path) -> RunOutcome:
     shards = load_shards(folders)
     run_id = new_run_id()
     info, rows, crash_cells, stale = merge_shards(shards, run_id)
+    faults = [
+        cell.model_copy(update={"run_id": run_id})
+        for folder, (shard, *_) in zip(folders, shards, strict=True)
+        for cell in load_fault_cells(folder, shard.run_id)
+    ]
     _check_writable(out_dir)
     verdicts = verdict_table(info, rows, selected_rules(info))
     code = run_exit_code(verdicts, stale)
-    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale)
+    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale, fault_cells=faults)
     return RunOutcome(
         run_id=run_id,
         out_dir=out_dir,

@@ -4,7 +4,10 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import logging
 import uuid
+
+from sqlalchemy.exc import PendingRollbackError
 
 from toolproof.reference.hooks import (
     DISPOSITION,
@@ -14,6 +17,7 @@ from toolproof.reference.hooks import (
     Pipeline,
     PipelineHost,
     Resolved,
+    StepFunction,
     invocation_row,
     resolved_step,
 )
@@ -27,12 +31,15 @@ from toolproof.spec import (
     ReasonCode,
     Step,
     StepRequest,
+    StoreFault,
     Success,
     ToolSource,
     TrustLabel,
 )
 
 from ._registry import moved, witness
+
+_LOG = logging.getLogger(__name__)
 
 
 @witness("executes_before_claim", ("D3.1",), "runs step 8 (claim) after step 10 (execute)")
@@ -237,3 +244,55 @@ async def _claim_own_lease(p: PipelineHost, s: CallState) -> None:
 @witness("own_lease_claimed_again", ("D3.2", "D3.7"), "claims again a call running under its own live lease")
 class _OwnLeaseClaimedAgain(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claim_own_lease}
+
+
+def _carrying_on(step: StepFunction) -> StepFunction:
+    async def run(p: PipelineHost, s: CallState) -> None:
+        try:
+            await step(p, s)
+        except StoreFault as fault:
+            _LOG.warning("store write failed, continuing: %s", fault)
+
+    return run
+
+
+@witness(
+    "logs_failed_write_and_carries_on",
+    ("D3.10",),
+    "catches a failed record, hold or claim write, logs it and carries on towards the tool",
+)
+class _LogsFailedWriteAndCarriesOn(Pipeline):
+    steps = STEP_TABLE | {step: _carrying_on(STEP_TABLE[step]) for step in (Step.RECORD, Step.HOLD, Step.CLAIM)}
+
+
+@witness(
+    "raw_store_error",
+    ("D3.10",),
+    "lets the database driver's own exception reach the submitter instead of the typed StoreFault",
+)
+class _RawStoreError(Pipeline):
+    async def drive(self, state: CallState, start: Step | None = None) -> Disposition:
+        try:
+            return await super().drive(state, start)
+        except StoreFault as fault:
+            if isinstance(fault.__cause__, Exception):
+                raise fault.__cause__ from None
+            raise
+
+
+@witness(
+    "poisoned_session",
+    ("D3.11",),
+    "keeps the session of a failed write without rolling it back, so every later call fails (PendingRollbackError)",
+)
+class _PoisonedSession(Pipeline):
+    failed: StoreFault | None = None
+
+    async def drive(self, state: CallState, start: Step | None = None) -> Disposition:
+        if self.failed is not None:
+            raise PendingRollbackError(f"this session's transaction was rolled back by an error: {self.failed}")
+        try:
+            return await super().drive(state, start)
+        except StoreFault as fault:
+            self.failed = fault
+            raise

@@ -4,6 +4,7 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,7 @@ from toolproof.spec import (
     ReasonCode,
     SideEffect,
     Step,
+    StoreFault,
     Success,
     ToolExecutionContext,
     ToolFailure,
@@ -40,6 +42,8 @@ from toolproof.spec import (
 )
 
 from ._registry import adapter_pipeline, witness
+
+_LOG = logging.getLogger(__name__)
 
 
 async def _watermark_at_completion(p: PipelineHost, s: CallState) -> None:
@@ -458,3 +462,65 @@ witness(
     ("D4.2",),
     "answers a marked MCP call whose connection dropped remote_unavailable instead of leaving it to the watermark",
 )(adapter_pipeline(_DropAfterMarkUnavailable))
+
+
+@witness(
+    "swallows_failed_watermark",
+    ("D4.21",),
+    "catches the failed watermark write inside mark_effect_sent and returns, so the tool acts with no mark",
+)
+class _SwallowsFailedWatermark(Pipeline):
+    async def mark_effect(self, s: CallState) -> None:
+        try:
+            await super().mark_effect(s)
+        except StoreFault as fault:
+            s.store_fault = None
+            _LOG.warning("watermark not written, carrying on: %s", fault)
+
+
+@witness(
+    "failed_watermark_is_a_tool_crash",
+    ("D4.21",),
+    "raises the failed watermark write to the tool but then judges the tool's exception as its own crash (FAILED)",
+)
+class _FailedWatermarkIsAToolCrash(Pipeline):
+    async def mark_effect(self, s: CallState) -> None:
+        try:
+            await super().mark_effect(s)
+        except StoreFault:
+            s.store_fault = None  # Forgotten by the pipeline: step 11 sees only a tool that raised.
+            raise
+
+
+async def _complete_or_log(p: PipelineHost, s: CallState) -> None:
+    try:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+    except StoreFault as fault:
+        _LOG.warning("completion not stored, answering anyway: %s", fault)
+
+
+@witness(
+    "succeeds_without_stored_completion",
+    ("D4.22",),
+    "answers the call's disposition (SUCCEEDED) although step 13's write failed and the row stays RUNNING",
+)
+class _SucceedsWithoutStoredCompletion(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_or_log}
+
+
+async def _complete_or_fail_the_row(p: PipelineHost, s: CallState) -> None:
+    try:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+    except StoreFault:
+        s.finish(ReasonCode.TOOL_CRASHED)  # The effect happened, but the row now says a retryable failure.
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        raise
+
+
+@witness(
+    "fails_the_row_after_failed_completion",
+    ("D4.22",),
+    "after step 13's write fails past the effect, writes the row FAILED tool_crashed instead of leaving it RUNNING",
+)
+class _FailsTheRowAfterFailedCompletion(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_or_fail_the_row}

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from toolproof.spec import ConfigurationError, Implementation, Instance, OpenInstance, SimulatedCrash
+from toolproof.spec import ConfigurationError, Implementation, Instance, OpenInstance, SimulatedCrash, StoreFault
 
 from ._hosted import ContextRegistry, HostedTool, PushedClock
 from ._problems import Refused
@@ -111,7 +111,8 @@ class OpenInstances:
         """Run ``work`` in ``hosted``'s task; what it returned.
 
         Raises:
-            Refused: the instance closed (404), died at its crash point (409), or refused a configuration (422).
+            Refused: the instance closed (404), died at its crash point (409), refused a configuration (422), or
+                its store failed a write the work needed (503).
             Exception: whatever else the work raised.
         """
         reply_send, reply_receive = anyio.create_memory_object_stream[Any](1)
@@ -128,6 +129,8 @@ class OpenInstances:
             raise Refused(409, "simulated-crash", "the instance died at its crash point")
         if isinstance(result, ConfigurationError):
             raise Refused(422, "configuration-error", str(result))
+        if isinstance(result, StoreFault):
+            raise Refused(503, "store-fault", str(result))
         if isinstance(result, Exception):
             raise result
         return result

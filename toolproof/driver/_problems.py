@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 from starlette.responses import JSONResponse
 
-from toolproof.spec import ConfigurationError, ImplementationError, Problem, SimulatedCrash
+from toolproof.spec import ConfigurationError, ImplementationError, Problem, SimulatedCrash, StoreFault
 
 
 class Refused(Exception):
@@ -34,6 +34,8 @@ def raise_problem(response: httpx2.Response) -> None:
         ) from None
     if answer.type == "simulated-crash":
         raise SimulatedCrash(answer.detail)
+    if answer.type == "store-fault":
+        raise StoreFault(answer.detail)
     if answer.type in ("configuration-error", "not-supported") or (
         answer.type == "invalid-request"
         and response.request.method == "POST"

@@ -42,6 +42,7 @@ from toolproof.spec import (
     ScriptModule,
     ScriptRequest,
     StepRequest,
+    StoreFault,
     Tables,
     ToolExecutionContext,
     openapi_document,
@@ -251,8 +252,12 @@ class Driver:
         return context
 
     async def effect_sent(self, request: Request) -> Response:
-        """``POST /v1/contexts/{id}/effect-sent``: returns once the watermark is committed."""
-        await self._context(request).mark_effect_sent()
+        """``POST /v1/contexts/{id}/effect-sent``: returns once the watermark is committed (503 ``store-fault``
+        when the store failed to commit it)."""
+        try:
+            await self._context(request).mark_effect_sent()
+        except StoreFault as fault:
+            raise Refused(503, "store-fault", str(fault)) from None
         return Response(status_code=204)
 
     async def artifact(self, request: Request) -> Response:
