@@ -156,6 +156,54 @@ async def test_result_may_lower_its_trust_label(harness: Harness) -> None:
     )
 
 
+class _ClaimsTool(FakeTool):
+    """Returns two parts: one claiming ``part``, one unlabelled, under a whole-result claim of ``whole``."""
+
+    default_name = "docs.claims"
+
+    def __init__(self, world: World, registered: TrustLabel, whole: TrustLabel | None, part: TrustLabel) -> None:
+        super().__init__(world, output_trust=registered)
+        self.whole, self.part = whole, part
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        return ToolResult(
+            ok=True, trust=self.whole, content=[ContentPart(text="claimed", trust=self.part), ContentPart(text="plain")]
+        )
+
+
+@pytest.mark.rules("D1.3")
+@pytest.mark.parametrize("registered", list(TrustLabel))
+async def test_every_claim_against_every_registered_label_only_lowers(harness: Harness, registered: TrustLabel) -> None:
+    # Every registered label against every claim, on the whole result and on one part: the delivered label is the
+    # lower by trust (SYSTEM > OPERATOR > USER > INTERNAL > EXTERNAL_UNTRUSTED), never by the label's spelling.
+    wrong: list[str] = []
+    step = 0
+    for claim in TrustLabel:
+        for where in ("whole", "part"):
+            step += 1
+            tool = _ClaimsTool(
+                harness.world,
+                registered,
+                whole=claim if where == "whole" else None,
+                part=claim if where == "part" else registered,
+            )
+            async with harness.open(tool) as session:
+                d = harness.success("D1.3", await session.call(tool.spec.name, run_id=f"run-{step}"))
+            floor = min(registered, claim) if where == "whole" else registered
+            want = [min(floor, claim), floor]
+            got = [e.trust for e in d.content]
+            if got != want:
+                wrong.append(
+                    f"claim {claim.value} on the {where}: delivered {[g.value for g in got]}, expected "
+                    f"{[w.value for w in want]}"
+                )
+    harness.expect(
+        "D1.3",
+        not wrong,
+        f"a tool registered at {registered.value}: " + "; ".join(wrong) + " (a claim only lowers the label)",
+    )
+
+
 _COUNT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"count": {"type": "integer"}},

@@ -31,6 +31,7 @@ from toolproof.spec import (
     Success,
     ToolFailure,
     ToolResult,
+    TrustLabel,
 )
 
 from ._registry import witness
@@ -195,3 +196,30 @@ class _OverwritingWriter(FileArtifactWriter):
 class _ArtifactsOverwriteByName(Pipeline):
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:
         return _OverwritingWriter(directory)
+
+
+def _alphabetical_min(*labels: TrustLabel) -> TrustLabel:
+    # The defect: labels ordered as the strings they are, where EXTERNAL_UNTRUSTED < INTERNAL < OPERATOR < SYSTEM < USER.
+    return TrustLabel(min(label.value for label in labels))
+
+
+@resolved_step
+async def _trust_compared_as_strings(p: PipelineHost, s: CallState, r: Resolved) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    result = p.parse_result(s.raw_result)
+    if isinstance(s.disposition, Success) and result is not None:
+        floor = r.spec.output_trust if result.trust is None else _alphabetical_min(r.spec.output_trust, result.trust)
+        content = [
+            Envelope(
+                trust=floor if part.trust is None else _alphabetical_min(floor, part.trust),
+                source=r.spec.name,
+                text=part.text,
+            )
+            for part in result.content
+        ]
+        s.disposition = s.disposition.model_copy(update={"content": content})
+
+
+@witness("trust_compared_as_strings", ("D1.3",), "takes the lower of two labels as the alphabetically first")
+class _TrustComparedAsStrings(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _trust_compared_as_strings}
