@@ -237,3 +237,38 @@ async def _claim_own_lease(p: PipelineHost, s: CallState) -> None:
 @witness("own_lease_claimed_again", ("D3.2", "D3.7"), "claims again a call running under its own live lease")
 class _OwnLeaseClaimedAgain(Pipeline):
     steps = STEP_TABLE | {Step.CLAIM: _claim_own_lease}
+
+
+async def _random_key_off_the_builtins(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    if s.resolved is not None and s.resolved.spec.source in (ToolSource.DEVICE, ToolSource.SANDBOX):
+        # The defect: "a device call is a fresh request to the device every time", so it gets a key of its own.
+        s.key = uuid.uuid4().hex
+
+
+@witness("device_calls_random_keys", ("D3.6",), "gives device and sandbox calls a random key, so a replay runs again")
+class _DeviceCallsRandomKeys(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _random_key_off_the_builtins}
+
+
+async def _silent_answered_holds(p: PipelineHost, s: CallState) -> None:
+    answered = isinstance(s.disposition, Outcome) and s.disposition.reason_code in (
+        ReasonCode.APPROVAL_DENIED,
+        ReasonCode.APPROVAL_EXPIRED,
+    )
+    if not (answered and s.recorded and not s.leave_row):
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        return
+    assert s.disposition is not None
+    # The defect: a hold that never ran "completed nothing", so its terminal row is written without the event.
+    changes = {"status": s.disposition.status.value, "reason_code": s.disposition.reason_code.value}
+    p.store.update(s.invocation_id, changes | {"disposition_json": DISPOSITION.dump_json(s.disposition).decode()})
+
+
+@witness(
+    "answered_hold_not_completed",
+    ("D3.7",),
+    "writes a denied or expired hold's terminal row without tool_call.completed",
+)
+class _AnsweredHoldNotCompleted(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _silent_answered_holds}
