@@ -305,15 +305,21 @@ async def test_tool_artifacts_are_delivered_whatever_the_output_size(harness: Ha
             raw = "".join(parts).encode()
             whole = (len(raw), hashlib.sha256(raw).hexdigest())
             kept = [a for a in d.artifacts if (a.size, a.sha256) != whole]
-            if kept != own:
+            added = len(d.artifacts) - len(kept)
+            if kept != own or added != (1 if len(raw) > _LIMIT else 0):
                 wrong.append(
                     f"{what}: the tool returned {[a.name for a in own]}, delivered {[a.name for a in d.artifacts]}"
                 )
+            for i, ref in enumerate(kept):
+                problem = await harness.holds("D1.5", ref, f"row,{i}\n{tool.spec.name},{i}\n".encode())
+                if problem is not None:
+                    wrong.append(f"{what}: {problem}")
     harness.expect(
         "D1.5",
         not wrong,
         "the artifacts a tool returns must be delivered with its success unchanged, in order, whether or not its output "
-        f"is excerpted (the excerpt only adds the whole output's artifact): {wrong}",
+        "is excerpted, and an excerpt adds the whole output's artifact, which an output within the limit does not "
+        f"get: {wrong}",
     )
 
 

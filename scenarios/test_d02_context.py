@@ -243,6 +243,8 @@ async def test_artifact_written_through_the_context_is_returned_with_its_digest(
         refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
         f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
     )
+    problem = await harness.holds("D2.8", d.artifacts[0], raw)
+    harness.expect("D2.8", problem is None, f"the artifact written through the context: {problem}")
 
 
 class _NamedWrites(FakeTool):

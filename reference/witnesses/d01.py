@@ -223,3 +223,23 @@ async def _trust_compared_as_strings(p: PipelineHost, s: CallState, r: Resolved)
 @witness("trust_compared_as_strings", ("D1.3",), "takes the lower of two labels as the alphabetically first")
 class _TrustComparedAsStrings(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _trust_compared_as_strings}
+
+
+async def _whole_output_artifact_always(p: PipelineHost, s: CallState) -> None:
+    await _excerpt(p, s)
+    d = s.disposition
+    if not isinstance(d, Success) or s.prepared is None:
+        return
+    if any(a.name == "full-output.txt" for a in d.artifacts):
+        return
+    # The defect: "every output is kept whole", so an output under the limit gets the whole-output artifact too.
+    whole = "".join(e.text for e in d.content).encode()
+    ref = await s.prepared.parts.artifact_writer.write("full-output.txt", whole)
+    s.disposition = d.model_copy(update={"artifacts": [*d.artifacts, ref]})
+
+
+@witness(
+    "whole_output_artifact_always", ("D1.5",), "adds the whole output's artifact to every success, excerpted or not"
+)
+class _WholeOutputArtifactAlways(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _whole_output_artifact_always}

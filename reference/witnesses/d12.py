@@ -4,14 +4,20 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+from typing import Any
+
 from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
+    FileArtifactWriter,
     Pipeline,
     PipelineHost,
 )
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
+    ArtifactRef,
     Envelope,
     Step,
     Success,
@@ -247,3 +253,42 @@ async def _excerpt_mcp_against_server_cap(p: PipelineHost, s: CallState) -> None
 )
 class _McpExcerptLimitIsServerCap(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_mcp_against_server_cap}
+
+
+class _ClaimedStream:
+    """Hashes and counts what it is given, and stores none of it."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name, self.path = name, path
+        self.digest, self.size = hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> None:
+        self.digest.update(data)  # The defect: the bytes are measured, never stored.
+        self.size += len(data)
+
+    def finish(self) -> ArtifactRef:
+        return ArtifactRef(name=self.name, uri=self.path.as_uri(), size=self.size, sha256=self.digest.hexdigest())
+
+    def discard(self) -> None:
+        return None
+
+
+class _ClaimingWriter(FileArtifactWriter):
+    """A tool's own artifacts are stored; the excerpt's whole output is only claimed."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.folder = directory
+
+    def stream(self, name: str) -> Any:
+        return _ClaimedStream(name, self.folder / name)
+
+
+@witness(
+    "excerpt_artifact_claimed_not_stored",
+    ("D12.2",),
+    "references the whole output with its right size and sha256, but stores none of its bytes",
+)
+class _ExcerptArtifactClaimedNotStored(Pipeline):
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _ClaimingWriter(directory)
