@@ -13,7 +13,15 @@ import hashlib
 import pytest
 
 from toolproof.fakes import PartsTool
-from toolproof.spec import EXCERPT_MARKER_SOURCE, MEMORY_NOT_MEASURED, Envelope, NotCovered, Success, TrustLabel
+from toolproof.spec import (
+    EXCERPT_MARKER_SOURCE,
+    MEMORY_NOT_MEASURED,
+    Envelope,
+    NotCovered,
+    Success,
+    TrustLabel,
+    excerpt_marker_text,
+)
 
 from ._harness import Harness
 from ._mcp import READ, memory
@@ -84,6 +92,43 @@ async def test_excerpt_adds_nothing_but_the_marker(harness: Harness) -> None:
         "D12.3",
         len(markers) == 1 and WHOLE.startswith(head_text) and WHOLE.endswith(tail_text),
         f"text outside the marker does not come from the output: {[e.text[:50] for e in d.content]}",
+    )
+
+
+def _marker_problem(whole: str, d: Success) -> str | None:
+    """What is wrong with ``d``'s marker as the excerpt of ``whole``: its label, source or text (the counts of what
+    no envelope delivers and of the whole, in spec's fixed words); None when it is right."""
+    head, markers, tail = _split(d.content)
+    if len(markers) != 1:
+        return f"{len(markers)} markers"
+    total = len(whole.encode())
+    delivered = sum(len(e.text.encode()) for e in head + tail)
+    want = excerpt_marker_text(total - delivered, total)
+    marker = markers[0]
+    if (marker.trust, marker.text) != (TrustLabel.SYSTEM, want):
+        return f"marker {marker.text!r} ({marker.trust.value}), expected {want!r} (SYSTEM)"
+    return None
+
+
+@pytest.mark.rules("D12.3")
+async def test_the_marker_says_only_what_was_omitted(harness: Harness) -> None:
+    # The PARTS output, one byte over the limit in every UTF-8 width and alignment, and outputs of several parts,
+    # all under the SMALL limit.
+    outputs = [[text for text, _ in PARTS]]
+    outputs += [[_multibyte(SMALL + 1, width, lead)] for width, lead in _ALIGNED]
+    outputs += [parts for _, parts in SPLIT if _total(parts) > SMALL]
+    delivered = await _deliver_split(harness, "D12.3", outputs, SMALL)
+    wrong = []
+    for parts, d in zip(outputs, delivered, strict=True):
+        problem = _marker_problem("".join(parts), d)
+        if problem is not None:
+            wrong.append(f"{_total(parts)} bytes in {len(parts)} part(s): {problem}")
+    harness.expect(
+        "D12.3",
+        not wrong,
+        "the marker is the one text an excerpt adds, under the SYSTEM label: it says how many bytes of how many were "
+        f"omitted, in spec's fixed words, and nothing else: {wrong[:5]}"
+        + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""),
     )
 
 
