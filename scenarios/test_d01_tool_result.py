@@ -27,7 +27,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 
 class _ResultWithStatus(ToolResult):
@@ -219,6 +219,57 @@ async def test_structure_that_violates_the_output_schema_is_invalid(harness: Har
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
     harness.expect("D1.4", _invalid_result(d), f"structure {{'count': 'many'}} against an integer schema gave {d!r}")
+
+
+_NESTED_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": False},
+        },
+        "meta": {"type": "object", "properties": {"page": {"type": "integer"}}, "additionalProperties": False},
+    },
+    "required": ["count"],
+    "additionalProperties": False,
+}
+
+_NOT_VALID: dict[str, JsonObject] = {
+    "wrong-type": {"count": "many"},
+    "missing-required": {"items": []},
+    "extra-top-level": {"count": 1, "status": "DENIED"},
+    "extra-in-nested-object": {"count": 1, "meta": {"page": 1, "note": "x"}},
+    "extra-in-array-item": {"count": 1, "items": [{"id": "a"}, {"id": "b", "admin": True}]},
+    "wrong-type-in-array-item": {"count": 1, "items": [{"id": 7}]},
+}
+"""Structures the schema refuses, each in one way: a type, a required member, and an extra member at every depth."""
+
+
+@pytest.mark.rules("D1.4")
+async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Harness) -> None:
+    tools = [
+        ReturnsTool(
+            harness.world,
+            ToolResult(ok=True, structured=structure),
+            name=f"stats.count_{i}",
+            output_schema=_NESTED_SCHEMA,
+        )
+        for i, structure in enumerate([*_NOT_VALID.values(), {"count": 2, "items": [{"id": "a"}], "meta": {"page": 1}}])
+    ]
+    async with harness.open(*tools) as session:
+        answers = [await session.call(tool.spec.name) for tool in tools]
+    wrong = [f"{case}: {describe(d)}" for case, d in zip(_NOT_VALID, answers, strict=False) if not _invalid_result(d)]
+    harness.expect(
+        "D1.4",
+        not wrong,
+        f"structures the output schema refuses were delivered: {wrong}; each must complete FAILED invalid_tool_result",
+    )
+    harness.expect(
+        "D1.4",
+        isinstance(answers[-1], Success),
+        f"a structure the output schema accepts was answered {describe(answers[-1])}; expected it delivered",
+    )
 
 
 @pytest.mark.rules("D1.4")

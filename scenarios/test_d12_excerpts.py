@@ -12,18 +12,26 @@ import hashlib
 
 import pytest
 
-from toolproof.fakes import PartsTool
+from toolproof.fakes import AskUserTool, PartsTool
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
     MEMORY_NOT_MEASURED,
+    ContextItem,
+    CrashPlan,
+    CrashPoint,
+    Disposition,
     Envelope,
+    IdempotencyClass,
     NotCovered,
+    SideEffect,
+    SimulatedCrash,
     Success,
+    Suspended,
     TrustLabel,
     excerpt_marker_text,
 )
 
-from ._harness import Harness
+from ._harness import USER_ITEM, Harness, Session, describe
 from ._mcp import READ, memory
 
 LIMIT = 1000
@@ -519,4 +527,82 @@ async def test_builtin_and_mcp_output_over_the_limit_are_artifacts_alike(
         "D12.2",
         (len(raw), hashlib.sha256(raw).hexdigest()) in refs,
         f"{what} left no artifact of the whole output; artifacts: {refs}",
+    )
+
+
+# -- Every path to step 12: run at once, approved, resumed, recovered. -------------------------------------------
+
+_BIG = "big-head " + "x" * (3 * SMALL) + " big-tail"
+_PAGE = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="Publish the full log.")
+
+
+async def _first_run(harness: Harness, session: Session) -> Disposition:
+    return await session.call("logs.publish", {"what": "all"})
+
+
+async def _approved(harness: Harness, session: Session) -> Disposition:
+    held = await session.call(
+        "logs.publish", {"what": "all"}, context=[USER_ITEM, _PAGE], provenance={"what": ["page-1"]}
+    )
+    if not isinstance(held, Suspended):
+        harness.fail("D12.1", f"the call with an untrusted argument was answered {describe(held)}; expected a hold")
+    return await session.resolve_approval(held.invocation_id, approved=True)
+
+
+async def _resumed(harness: Harness, session: Session) -> Disposition:
+    asked = await session.call("conversation.ask_user", {"question": "Paste the log?"})
+    if not isinstance(asked, Suspended):
+        harness.fail("D12.1", f"the control call was answered {describe(asked)}; expected a suspension")
+    return await session.resume(asked.invocation_id, _BIG)
+
+
+_PATHS = {"first-run": _first_run, "approved": _approved, "resumed": _resumed}
+
+
+def _publisher(harness: Harness) -> PartsTool:
+    return PartsTool(
+        harness.world,
+        [(_BIG, None)],
+        name="logs.publish",
+        side_effect=SideEffect.EXTERNAL_WRITE,
+        idempotency=IdempotencyClass.IDEMPOTENT,
+        input_schema={"type": "object"},
+    )
+
+
+@pytest.mark.rules("D12.1")
+@pytest.mark.parametrize("path", list(_PATHS))
+async def test_output_over_the_limit_is_excerpted_on_every_path(harness: Harness, path: str) -> None:
+    async with harness.open(_publisher(harness), AskUserTool(harness.world), max_output_bytes=SMALL) as session:
+        d = harness.success("D12.1", await _PATHS[path](harness, session), f"the {path} call")
+    problem = _excerpt_problem(_BIG, d, SMALL)
+    harness.expect(
+        "D12.1",
+        problem is None,
+        f"a {len(_BIG)}-byte output reached by the path {path!r} was delivered with {problem}; every path to step 12 "
+        "excerpts alike",
+    )
+
+
+@pytest.mark.rules("D12.1")
+@pytest.mark.profiles("recovery")  # The first worker honours a crash plan.
+async def test_output_over_the_limit_is_excerpted_when_recovered(harness: Harness) -> None:
+    plan = CrashPlan(point=CrashPoint.AFTER_CLAIM)
+    async with harness.open(_publisher(harness), max_output_bytes=SMALL, crash=plan, lease_s=60.0) as session:
+        try:
+            await session.call("logs.publish", {"what": "all"})
+            harness.fail("D12.1", "the worker did not die after its claim: it ignored its crash plan")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append("  the worker died after its claim")
+    harness.clock.advance(61.0)
+    async with harness.open(_publisher(harness), max_output_bytes=SMALL, lease_s=60.0) as session:
+        decided = await session.sweep()
+    if len(decided) != 1:
+        harness.fail("D12.1", f"the sweep decided {[describe(x) for x in decided]}; expected the one orphan")
+    d = harness.success("D12.1", decided[0], "the orphan the sweep ran again")
+    problem = _excerpt_problem(_BIG, d, SMALL)
+    harness.expect(
+        "D12.1",
+        problem is None,
+        f"a {len(_BIG)}-byte output of an orphan a sweep ran again was delivered with {problem}; expected an excerpt",
     )

@@ -31,6 +31,7 @@ from toolproof.spec import (
     Success,
     ToolFailure,
     ToolResult,
+    ToolSpec,
     TrustLabel,
 )
 
@@ -243,3 +244,23 @@ async def _whole_output_artifact_always(p: PipelineHost, s: CallState) -> None:
 )
 class _WholeOutputArtifactAlways(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _whole_output_artifact_always}
+
+
+def _declared_only(value: Any, schema: Any) -> Any:
+    """``value`` with every object member its schema does not declare left out, at every depth."""
+    if isinstance(value, dict) and isinstance(schema, Mapping):
+        declared = schema.get("properties", {})
+        return {k: _declared_only(v, declared[k]) for k, v in value.items() if k in declared}
+    if isinstance(value, list) and isinstance(schema, Mapping):
+        return [_declared_only(item, schema.get("items", {})) for item in value]
+    return value
+
+
+@witness("structure_extra_members_ignored", ("D1.4",), "validates only the members the output schema declares")
+class _StructureExtraMembersIgnored(Pipeline):
+    def accepts_structure(self, spec: ToolSpec, result: ToolResult) -> bool:
+        if result.structured is None or spec.output_schema is None:
+            return super().accepts_structure(spec, result)
+        # The defect: members the schema does not name "are the tool's business", so they are not validated.
+        trimmed = _declared_only(result.structured, spec.output_schema)
+        return super().accepts_structure(spec, result.model_copy(update={"structured": trimmed}))

@@ -304,3 +304,16 @@ class _MarkerWithANote(_Rewrites):
             for e in success.content
         ]
         return success.model_copy(update={"content": content})
+
+
+async def _excerpt_first_runs_only(p: PipelineHost, s: CallState) -> None:
+    if s.existing is not None:
+        return  # The defect: a call continued from its row (approved, resumed, recovered) is delivered as it came.
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "continued_calls_not_excerpted", ("D12.1",), "excerpts only calls run in one go, never one continued from its row"
+)
+class _ContinuedCallsNotExcerpted(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_first_runs_only}
