@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from toolproof.fakes import AskUserTool
@@ -156,7 +158,7 @@ _STRICT_QUESTION = {
     "required": ["question"],
     "additionalProperties": False,
 }
-_INVALID_QUESTIONS = {
+_INVALID_QUESTIONS: dict[str, dict[str, Any]] = {
     "missing": {},
     "wrong-type": {"question": 7},
     "empty": {"question": ""},

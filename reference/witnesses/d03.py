@@ -252,17 +252,14 @@ class _DeviceCallsRandomKeys(Pipeline):
 
 
 async def _silent_answered_holds(p: PipelineHost, s: CallState) -> None:
-    answered = isinstance(s.disposition, Outcome) and s.disposition.reason_code in (
-        ReasonCode.APPROVAL_DENIED,
-        ReasonCode.APPROVAL_EXPIRED,
-    )
-    if not (answered and s.recorded and not s.leave_row):
+    d = s.disposition
+    answered = isinstance(d, Outcome) and d.reason_code in (ReasonCode.APPROVAL_DENIED, ReasonCode.APPROVAL_EXPIRED)
+    if not (isinstance(d, Outcome) and answered and s.recorded and not s.leave_row):
         await STEP_TABLE[Step.COMPLETE](p, s)
         return
-    assert s.disposition is not None
     # The defect: a hold that never ran "completed nothing", so its terminal row is written without the event.
-    changes = {"status": s.disposition.status.value, "reason_code": s.disposition.reason_code.value}
-    p.store.update(s.invocation_id, changes | {"disposition_json": DISPOSITION.dump_json(s.disposition).decode()})
+    changes = {"status": d.status.value, "reason_code": d.reason_code.value}
+    p.store.update(s.invocation_id, changes | {"disposition_json": DISPOSITION.dump_json(d).decode()})
 
 
 @witness(
