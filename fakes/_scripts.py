@@ -62,3 +62,16 @@ def reads_without_provenance(bridge: Any) -> None:
 def unrepresentable(bridge: Any) -> None:
     """Proposes an argument no call can carry: an integer no IEEE 754 double equals (no RFC 8785 form)."""
     bridge.call("orders.place", {"item": 2**63 + 1}, {"item": ["user-1"]})
+
+
+def orders_after_its_hold(bridge: Any) -> None:
+    """Asks ``ledger.where`` (ordinal 1) where the world's ledger file is, sends a mail (the harness makes it need
+    approval), then places one order named after how many effects the ledger holds at that moment. Alone, a
+    re-execution after the hold counts what the run did before it; a held run that goes on beside it makes one of
+    the two count the other's order, so an extra or a different order appears."""
+    answer = bridge.call("ledger.where", {}, {})
+    path = answer["content"][0]["text"]
+    bridge.call("mail.send", {"to": "finance@example.com"}, {"to": ["user-1"]})
+    with open(path, encoding="utf-8") as ledger:
+        effects = sum(1 for line in ledger if '"kind": "effect"' in line)
+    bridge.call("orders.place", {"item": f"after-{effects}"}, {"item": ["user-1"]})

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import anyio
 
@@ -106,19 +109,17 @@ class CancellationSignal:
 
     def __init__(self) -> None:
         self._event = anyio.Event()
-        # What the signal keeps of the deadline scope: whether it fired (a callable, so the scope itself, and the
-        # event loop behind its timer, stay out of the tool's reach) and when it fires.
-        self._fired: Callable[[], bool] = lambda: False
+        # What the signal keeps of the deadline scope: only when it fires (a number), so neither the scope nor the
+        # event loop behind its timer is within the tool's reach, not even through a closure (D2.2).
         self._deadline = math.inf
 
     def follow(self, scope: anyio.CancelScope) -> None:
-        """Read set once ``scope`` (the call's deadline scope) is cancelled (pipeline only)."""
-        self._fired = lambda: scope.cancel_called
+        """Read set once ``scope``'s deadline (the call's) has passed (pipeline only)."""
         self._deadline = scope.deadline
 
     def is_set(self) -> bool:
         """Whether cancellation was requested."""
-        return self._event.is_set() or self._fired()
+        return self._event.is_set() or _past(self._deadline)
 
     async def wait(self) -> None:
         """Return once cancellation is requested (also inside a shielded scope: the deadline still ends it)."""
@@ -128,6 +129,52 @@ class CancellationSignal:
     def set(self) -> None:
         """Request cancellation (pipeline only)."""
         self._event.set()
+
+
+def _past(deadline: float) -> bool:
+    """Whether the clock the deadline scope runs on has reached ``deadline`` (False outside an event loop)."""
+    if deadline == math.inf:
+        return False
+    try:
+        return anyio.current_time() >= deadline
+    except RuntimeError:  # Asked from outside the event loop: only an explicit set() counts there.
+        return False
+
+
+class MarksEffects(Protocol):
+    """What an ``EffectMark`` writes through: the pipeline's ``mark_effect``."""
+
+    def mark_effect(self, state: Any, /) -> Awaitable[None]:
+        """Commit the watermark of ``state``'s invocation."""
+        ...
+
+
+_OPEN_MARKS: dict[str, tuple[weakref.ref[Any], weakref.ref[Any]]] = {}
+"""Token -> (pipeline, call state), both held weakly; an entry goes with its call's state."""
+
+
+class EffectMark:
+    """What a context's ``mark_effect_sent`` awaits: an opaque token, not a reference to the pipeline or its store.
+
+    The context must not carry the pipeline, even inside a closure or a bound method (D2.2), yet the watermark has to
+    be written through it. So the context holds a token, and this module's table (not the context) maps it to the
+    pipeline and the call, each weakly, for as long as the call's state lives.
+    """
+
+    __slots__ = ("token",)
+
+    def __init__(self, pipeline: MarksEffects, state: object) -> None:
+        self.token = uuid.uuid4().hex
+        _OPEN_MARKS[self.token] = (weakref.ref(pipeline), weakref.ref(state))
+        weakref.finalize(state, _OPEN_MARKS.pop, self.token, None)
+
+    async def __call__(self) -> None:
+        """Commit the watermark of the call this token was made for."""
+        refs = _OPEN_MARKS.get(self.token)
+        pipeline, state = (refs[0](), refs[1]()) if refs is not None else (None, None)
+        if pipeline is None or state is None:
+            raise RuntimeError("mark_effect_sent() was called after its invocation ended; call it before the effect")
+        await pipeline.mark_effect(state)
 
 
 @dataclass(frozen=True)

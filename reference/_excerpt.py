@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from toolproof.spec import EXCERPT_MARKER_SOURCE as MARKER_SOURCE
-from toolproof.spec import ConfigurationError, Envelope, TrustLabel
+from toolproof.spec import ConfigurationError, Envelope, TrustLabel, excerpt_marker_text
 
 Part = tuple[TrustLabel, str, Iterable[str]]
 """One enveloped piece of tool output: ``(label, source, chunks of its text)``."""
@@ -34,8 +34,8 @@ class Excerpt:
 
 
 def marker_text(omitted_bytes: int, total_bytes: int) -> str:
-    """The marker's text: the only text an excerpt adds to the output."""
-    return f"[… {omitted_bytes} of {total_bytes} bytes omitted; the whole output is in the artifact …]"
+    """The marker's text: the only text an excerpt adds to the output (spec ``excerpt_marker_text``)."""
+    return excerpt_marker_text(omitted_bytes, total_bytes)
 
 
 def chunked(text: str, size: int = 1 << 16) -> Iterator[str]:

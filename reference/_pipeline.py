@@ -48,7 +48,14 @@ from toolproof.spec import (
 )
 
 from ._bridge import Bridge
-from ._context import CancellationSignal, ContextParts, ExecutionContext, FileArtifactWriter, ScopedCredentials
+from ._context import (
+    CancellationSignal,
+    ContextParts,
+    EffectMark,
+    ExecutionContext,
+    FileArtifactWriter,
+    ScopedCredentials,
+)
 from ._execute import parse_result, wall_clock
 from ._host import StepFunction
 from ._logic import conforms
@@ -195,7 +202,7 @@ class Pipeline:
             ),
             credential_resolver=ScopedCredentials(r.spec.required_scopes, self.config.credentials),
             cancellation=CancellationSignal(),
-            mark=lambda: self.mark_effect(s),
+            mark=EffectMark(self, s),
         )
 
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:

@@ -5,17 +5,23 @@ Scenarios never import an implementation; they get one through the ``harness`` f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import anyio
 
 from toolproof.fakes import FakeClock, World
 from toolproof.spec import (
     OUTCOME_TABLE,
     Advertisement,
+    ArtifactRef,
     CatalogChange,
     ConfigurationError,
     ConformanceFailure,
@@ -30,6 +36,7 @@ from toolproof.spec import (
     InstanceConfig,
     InvocationRow,
     MeasuresExcerptMemory,
+    NotCovered,
     Outcome,
     ProposedCall,
     ScriptRequest,
@@ -199,6 +206,28 @@ class Harness:
                     reproduction=self.reproduction(),
                 )
             )
+
+    async def stored(self, rule_id: str, ref: ArtifactRef) -> bytes | None:
+        """The bytes stored at ``ref``'s URI, read by the harness itself (None: nothing is there), never its claimed
+        size or digest. A URI the harness cannot read (not ``file:``) makes ``rule_id`` read not-covered."""
+        if urlparse(ref.uri).scheme != "file":
+            raise NotCovered(rule_id, f"the artifact {ref.name!r} is at {ref.uri!r}, a URI the harness cannot read")
+        path = anyio.Path(url2pathname(urlparse(ref.uri).path))
+        return await path.read_bytes() if await path.is_file() else None
+
+    async def holds(self, rule_id: str, ref: ArtifactRef, data: bytes) -> str | None:
+        """What is wrong with ``ref`` as the artifact of ``data``: its claim, or the bytes at its URI; None if both
+        are ``data``."""
+        claim = (ref.size, ref.sha256)
+        want = (len(data), hashlib.sha256(data).hexdigest())
+        if claim != want:
+            return f"{ref.name!r} claims {ref.size} bytes (sha256 {ref.sha256[:12]}…), expected {len(data)} bytes"
+        found = await self.stored(rule_id, ref)
+        if found is None:
+            return f"{ref.name!r} claims {ref.size} bytes, but nothing is stored at {ref.uri}"
+        if (len(found), hashlib.sha256(found).hexdigest()) != want:
+            return f"{ref.name!r} claims {ref.size} bytes, but {ref.uri} holds {len(found)} other bytes"
+        return None
 
     def expect(self, rule_id: str, condition: bool, message: str) -> None:
         """Fail ``rule_id`` with ``message`` unless ``condition``."""

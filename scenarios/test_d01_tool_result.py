@@ -27,7 +27,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 
 class _ResultWithStatus(ToolResult):
@@ -156,6 +156,54 @@ async def test_result_may_lower_its_trust_label(harness: Harness) -> None:
     )
 
 
+class _ClaimsTool(FakeTool):
+    """Returns two parts: one claiming ``part``, one unlabelled, under a whole-result claim of ``whole``."""
+
+    default_name = "docs.claims"
+
+    def __init__(self, world: World, registered: TrustLabel, whole: TrustLabel | None, part: TrustLabel) -> None:
+        super().__init__(world, output_trust=registered)
+        self.whole, self.part = whole, part
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        return ToolResult(
+            ok=True, trust=self.whole, content=[ContentPart(text="claimed", trust=self.part), ContentPart(text="plain")]
+        )
+
+
+@pytest.mark.rules("D1.3")
+@pytest.mark.parametrize("registered", list(TrustLabel))
+async def test_every_claim_against_every_registered_label_only_lowers(harness: Harness, registered: TrustLabel) -> None:
+    # Every registered label against every claim, on the whole result and on one part: the delivered label is the
+    # lower by trust (SYSTEM > OPERATOR > USER > INTERNAL > EXTERNAL_UNTRUSTED), never by the label's spelling.
+    wrong: list[str] = []
+    step = 0
+    for claim in TrustLabel:
+        for where in ("whole", "part"):
+            step += 1
+            tool = _ClaimsTool(
+                harness.world,
+                registered,
+                whole=claim if where == "whole" else None,
+                part=claim if where == "part" else registered,
+            )
+            async with harness.open(tool) as session:
+                d = harness.success("D1.3", await session.call(tool.spec.name, run_id=f"run-{step}"))
+            floor = min(registered, claim) if where == "whole" else registered
+            want = [min(floor, claim), floor]
+            got = [e.trust for e in d.content]
+            if got != want:
+                wrong.append(
+                    f"claim {claim.value} on the {where}: delivered {[g.value for g in got]}, expected "
+                    f"{[w.value for w in want]}"
+                )
+    harness.expect(
+        "D1.3",
+        not wrong,
+        f"a tool registered at {registered.value}: " + "; ".join(wrong) + " (a claim only lowers the label)",
+    )
+
+
 _COUNT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"count": {"type": "integer"}},
@@ -171,6 +219,57 @@ async def test_structure_that_violates_the_output_schema_is_invalid(harness: Har
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
     harness.expect("D1.4", _invalid_result(d), f"structure {{'count': 'many'}} against an integer schema gave {d!r}")
+
+
+_NESTED_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": False},
+        },
+        "meta": {"type": "object", "properties": {"page": {"type": "integer"}}, "additionalProperties": False},
+    },
+    "required": ["count"],
+    "additionalProperties": False,
+}
+
+_NOT_VALID: dict[str, JsonObject] = {
+    "wrong-type": {"count": "many"},
+    "missing-required": {"items": []},
+    "extra-top-level": {"count": 1, "status": "DENIED"},
+    "extra-in-nested-object": {"count": 1, "meta": {"page": 1, "note": "x"}},
+    "extra-in-array-item": {"count": 1, "items": [{"id": "a"}, {"id": "b", "admin": True}]},
+    "wrong-type-in-array-item": {"count": 1, "items": [{"id": 7}]},
+}
+"""Structures the schema refuses, each in one way: a type, a required member, and an extra member at every depth."""
+
+
+@pytest.mark.rules("D1.4")
+async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Harness) -> None:
+    tools = [
+        ReturnsTool(
+            harness.world,
+            ToolResult(ok=True, structured=structure),
+            name=f"stats.count_{i}",
+            output_schema=_NESTED_SCHEMA,
+        )
+        for i, structure in enumerate([*_NOT_VALID.values(), {"count": 2, "items": [{"id": "a"}], "meta": {"page": 1}}])
+    ]
+    async with harness.open(*tools) as session:
+        answers = [await session.call(tool.spec.name) for tool in tools]
+    wrong = [f"{case}: {describe(d)}" for case, d in zip(_NOT_VALID, answers, strict=False) if not _invalid_result(d)]
+    harness.expect(
+        "D1.4",
+        not wrong,
+        f"structures the output schema refuses were delivered: {wrong}; each must complete FAILED invalid_tool_result",
+    )
+    harness.expect(
+        "D1.4",
+        isinstance(answers[-1], Success),
+        f"a structure the output schema accepts was answered {describe(answers[-1])}; expected it delivered",
+    )
 
 
 @pytest.mark.rules("D1.4")
@@ -257,15 +356,21 @@ async def test_tool_artifacts_are_delivered_whatever_the_output_size(harness: Ha
             raw = "".join(parts).encode()
             whole = (len(raw), hashlib.sha256(raw).hexdigest())
             kept = [a for a in d.artifacts if (a.size, a.sha256) != whole]
-            if kept != own:
+            added = len(d.artifacts) - len(kept)
+            if kept != own or added != (1 if len(raw) > _LIMIT else 0):
                 wrong.append(
                     f"{what}: the tool returned {[a.name for a in own]}, delivered {[a.name for a in d.artifacts]}"
                 )
+            for i, ref in enumerate(kept):
+                problem = await harness.holds("D1.5", ref, f"row,{i}\n{tool.spec.name},{i}\n".encode())
+                if problem is not None:
+                    wrong.append(f"{what}: {problem}")
     harness.expect(
         "D1.5",
         not wrong,
         "the artifacts a tool returns must be delivered with its success unchanged, in order, whether or not its output "
-        f"is excerpted (the excerpt only adds the whole output's artifact): {wrong}",
+        "is excerpted, and an excerpt adds the whole output's artifact, which an output within the limit does not "
+        f"get: {wrong}",
     )
 
 

@@ -10,8 +10,10 @@ levels.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
+import types
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -21,6 +23,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from toolproof.driver import HttpImplementation
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
@@ -76,16 +79,18 @@ def _public(obj: object) -> list[str]:
     return [name for name in dir(obj) if not name.startswith("_")]
 
 
-_LEAVES = (str, bytes, int, float, bool, complex, Path, type(None), type)
+_LEAVES = (str, bytes, int, float, bool, complex, Path, type(None), type, types.ModuleType)
 
 
-def _members(obj: object) -> list[tuple[str, Any]]:
+def _members(obj: object, callables: bool = True) -> list[tuple[str, Any]]:
     """What a tool can reach from ``obj`` in one hop: its public attributes, every entry of its ``__dict__``
     and ``__slots__`` (a leading underscore hides nothing), and the items of a container."""
     if isinstance(obj, dict):
         return [(f"[{key!r}]", value) for key, value in obj.items()] + [(f"<key {key!r}>", key) for key in obj]
     if isinstance(obj, list | tuple | set | frozenset):
         return [(f"[{i}]", value) for i, value in enumerate(obj)]
+    if callable(obj) and not isinstance(obj, type):
+        return _held_by_callable(obj) if callables else []
     found: dict[str, Any] = {}
     names = set(_public(obj))
     names.update(getattr(obj, "__dict__", {}) if isinstance(getattr(obj, "__dict__", None), dict) else {})
@@ -100,16 +105,40 @@ def _members(obj: object) -> list[tuple[str, Any]]:
     return [(f".{name}", value) for name, value in found.items()]
 
 
-def _reachable_hazards(context: ToolExecutionContext, instance: object) -> list[str]:
+def _held_by_callable(obj: Any) -> list[tuple[str, Any]]:
+    """What a callable holds that a tool can reach through it: a bound method's object, a closure's cells, a partial's
+    function and arguments, a wrapper's wrapped function, and the state of a callable object."""
+    held: list[tuple[str, Any]] = []
+    bound = getattr(obj, "__self__", None)
+    if bound is not None:
+        held.append((".__self__", bound))
+    for name in ("__func__", "__wrapped__"):
+        if hasattr(obj, name):
+            held.append((f".{name}", getattr(obj, name)))
+    for i, cell in enumerate(getattr(obj, "__closure__", None) or ()):
+        try:
+            held.append((f".__closure__[{i}]", cell.cell_contents))
+        except ValueError:
+            continue  # An empty cell holds nothing yet.
+    if isinstance(obj, functools.partial):
+        held += [(".func", obj.func), (".args", obj.args), (".keywords", obj.keywords)]
+    if not isinstance(obj, types.FunctionType | types.MethodType | types.BuiltinFunctionType | functools.partial):
+        state = getattr(obj, "__dict__", None)
+        if isinstance(state, dict):
+            held += [(f".{name}", value) for name, value in state.items()]
+    return held
+
+
+def _reachable_hazards(context: ToolExecutionContext, instance: object, callables: bool = True) -> list[str]:
     """Paths from the context, through the whole object graph it reaches (each object visited once, however
-    deep), to anything that reaches the pipeline: a forbidden attribute name, the instance under test, or a
-    database object."""
+    deep, callables included: what a bound method, a closure or a partial holds), to anything that reaches the
+    pipeline: a forbidden attribute name, the instance under test, or a database object."""
     hazards: list[str] = []
     seen: set[int] = {id(context)}
     frontier: list[tuple[str, Any]] = [("context", context)]
     while frontier:
         path, obj = frontier.pop()
-        for step, value in _members(obj):
+        for step, value in _members(obj, callables):
             where = f"{path}{step}"
             name = step.lstrip(".")
             if step.startswith(".") and name.lstrip("_") in _FORBIDDEN_NAMES:
@@ -119,7 +148,7 @@ def _reachable_hazards(context: ToolExecutionContext, instance: object) -> list[
                 hazards.append(f"{where} is the instance under test")
             if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
                 hazards.append(f"{where} is a {type(value).__module__}.{type(value).__name__}")
-            if callable(value) or isinstance(value, _LEAVES) or id(value) in seen:
+            if isinstance(value, _LEAVES) or id(value) in seen:
                 continue
             seen.add(id(value))
             frontier.append((where, value))
@@ -145,11 +174,15 @@ async def test_context_exposes_exactly_the_nine_members(harness: Harness) -> Non
 @pytest.mark.rules("D2.2")
 async def test_context_offers_no_way_back_into_the_pipeline(harness: Harness) -> None:
     tool = ProbeTool(harness.world)
+    # Behind the driver the context is the harness's own stand-in, rebuilt from the driver's description of what the
+    # implementation handed over: its callables are the harness's transport, and no closure of the implementation
+    # crosses the wire, so only in-process are callables walked into.
+    over_http = isinstance(harness.implementation, HttpImplementation)
     async with harness.open(tool) as session:
         instance = session.instance
 
         async def hazards(context: ToolExecutionContext) -> list[str]:
-            return _reachable_hazards(context, instance)
+            return _reachable_hazards(context, instance, callables=not over_http)
 
         tool.probe = hazards
         harness.success("D2.2", await session.call(tool.spec.name))
@@ -163,27 +196,37 @@ async def test_identity_names_the_invocation_being_executed(harness: Harness) ->
         return context.identity
 
     tool = ProbeTool(harness.world, probe=identity)
+    wrong: dict[str, object] = {}
     async with harness.open(tool) as session:
-        d = harness.success("D2.3", await session.call(tool.spec.name, call_id="call-identity", step_number=7))
-        row = await session.row(d.invocation_id)
-    seen = harness.world.observations.get(tool.spec.name)
-    harness.expect("D2.3", isinstance(seen, Identity) and row is not None, f"identity {seen!r}, row {row!r}")
-    assert isinstance(seen, Identity)
-    assert row is not None
-    expected = {
-        "tenant": row.tenant,
-        "run_id": row.run_id,
-        "step_number": 7,
-        "call_id": "call-identity",
-        "invocation_id": d.invocation_id,
-        "tool_name": tool.spec.name,
-        "tool_version": tool.spec.version,
-        "attempt": row.attempt,
-        "idempotency_key": row.idempotency_key,
-    }
-    actual = seen.model_dump()
-    wrong = {k: (actual[k], v) for k, v in expected.items() if actual[k] != v}
-    harness.expect("D2.3", not wrong, f"identity disagrees with the row (seen, expected): {wrong}")
+        # Two tenants and two runs: what the identity and the row name is compared with the request the harness sent,
+        # never only with each other.
+        for tenant, run_id in (("tenant-1", "run-a"), ("acme-eu", "run-b")):
+            d = harness.success(
+                "D2.3",
+                await session.call(
+                    tool.spec.name, call_id="call-identity", step_number=7, tenant=tenant, run_id=run_id
+                ),
+            )
+            row = await session.row(d.invocation_id, run_id)
+            seen = harness.world.observations.get(tool.spec.name)
+            harness.expect("D2.3", isinstance(seen, Identity) and row is not None, f"identity {seen!r}, row {row!r}")
+            assert isinstance(seen, Identity)
+            assert row is not None
+            sent = {"tenant": tenant, "run_id": run_id, "step_number": 7, "call_id": "call-identity"}
+            expected = sent | {
+                "invocation_id": d.invocation_id,
+                "tool_name": tool.spec.name,
+                "tool_version": tool.spec.version,
+                "attempt": row.attempt,
+                "idempotency_key": row.idempotency_key,
+            }
+            actual = seen.model_dump()
+            recorded = row.model_dump()
+            wrong |= {f"{tenant} identity.{k}": (actual[k], v) for k, v in expected.items() if actual[k] != v}
+            wrong |= {f"{tenant} row.{k}": (recorded[k], v) for k, v in sent.items() if recorded[k] != v}
+    harness.expect(
+        "D2.3", not wrong, f"identity or row disagrees with the request sent and the row (seen, expected): {wrong}"
+    )
 
 
 @pytest.mark.rules("D2.4")
@@ -243,6 +286,8 @@ async def test_artifact_written_through_the_context_is_returned_with_its_digest(
         refs == [(len(raw), hashlib.sha256(raw).hexdigest())],
         f"the artifact came back as {refs}; expected one of {len(raw)} bytes with its sha256",
     )
+    problem = await harness.holds("D2.8", d.artifacts[0], raw)
+    harness.expect("D2.8", problem is None, f"the artifact written through the context: {problem}")
 
 
 class _NamedWrites(FakeTool):

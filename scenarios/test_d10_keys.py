@@ -12,9 +12,10 @@ tool that reports TRANSIENT every time and one that reports it once.
 
 D10.4: member order at every depth (property-based) keeps the key; an array's order, its length, and a scalar's JSON
 type change it (JSON's data model, RFC 8259: an object is unordered, an array ordered, so sorting arrays would change
-the value). That 1 and 1.0 are one value and -0.0 is 0, and that arguments without a canonical form (NaN, an
-infinity, 2**53 + 1, a lone surrogate) are refused by spec ProposedCall, naming where, are the spec's own, checked by
-the harness's tests and vectors, not by a scenario.
+the value). One number in every encoding a submission can carry (1 and 1.0, 0 and -0.0, 100 and 1e2, 2**53 and its
+double), at the top level, nested in an object and inside an array, is one value: a replay in any of them is the
+same call, acting once. That arguments without a canonical form (NaN, an infinity, 2**53 + 1, a lone surrogate) are
+refused by spec ProposedCall, naming where, is the spec's own, checked by the harness's tests and vectors.
 """
 
 from __future__ import annotations
@@ -360,4 +361,41 @@ async def test_an_input_holding_a_separator_does_not_move_a_boundary(harness: Ha
         not problems,
         "; ".join(problems) + " (a tenant, run or call_id containing the character a key joins its inputs with must "
         "not make two calls one)",
+    )
+
+
+# One JSON number in two encodings a submission can carry (RFC 8785: a number is its IEEE 754 double).
+EQUAL_ENCODINGS: dict[str, tuple[Any, Any]] = {
+    "1-and-1.0": (1, 1.0),
+    "0-and-minus-0.0": (0, -0.0),
+    "100-and-1e2": (100, 1e2),
+    "2**53-and-its-double": (2**53, float(2**53)),
+    "minus-7-and-minus-7.0": (-7, -7.0),
+}
+"""Pairs of encodings of one number."""
+
+PLACES: dict[str, Any] = {
+    "top-level": lambda v: {"n": v, "s": "x"},
+    "nested": lambda v: {"o": {"deep": {"n": v}}, "s": "x"},
+    "in-array": lambda v: {"a": ["x", v, [v]]},
+}
+"""Where the number sits in the arguments."""
+
+
+@pytest.mark.rules("D10.4")
+@pytest.mark.parametrize("place", list(PLACES))
+@pytest.mark.parametrize("pair", list(EQUAL_ENCODINGS))
+async def test_a_number_in_another_encoding_is_the_same_call(harness: Harness, pair: str, place: str) -> None:
+    first, second = (PLACES[place](v) for v in EQUAL_ENCODINGS[pair])
+    tool = WriteTool(harness.world, input_schema={"type": "object"})
+    async with harness.open(tool) as session:
+        for args in (first, second, first):
+            await session.call(tool.spec.name, args, call_id="call-1", step_number=1)
+        keys = {r.idempotency_key for r in await session.rows()}
+    harness.expect(
+        "D10.4",
+        len(keys) == 1 and len(harness.world.effects) == 1,
+        f"the arguments {first!r}, then {second!r} (the same JSON value: a number is its double), then the first "
+        f"again, under one call_id and step gave {len(keys)} key(s) and {len(harness.world.effects)} effect(s); "
+        "expected one key and one effect: the replays are the same call",
     )

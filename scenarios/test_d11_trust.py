@@ -246,6 +246,30 @@ async def test_an_id_borne_by_several_items_takes_their_lowest_label(harness: Ha
             )
 
 
+@pytest.mark.rules("D11.3")
+@pytest.mark.parametrize("first", list(TrustLabel))
+async def test_an_argument_of_two_contributors_takes_the_lower_by_trust(harness: Harness, first: TrustLabel) -> None:
+    # Every pair of labels, in both orders, borne by two items of different ids that both contributed to one
+    # argument (the other argument from an item of the higher label): the lower by trust, never by spelling.
+    wrong: list[str] = []
+    async with harness.open(_echo(harness)) as session:
+        for second in TrustLabel:
+            context = [
+                ContextItem(id="a-1", trust=first, text="The recipient is in the next item."),
+                ContextItem(id="b-1", trust=second, text="finance-team@example.com"),
+            ]
+            origin, argument = await _labels(session, context, {"text": ["a-1", "b-1"], "note": ["a-1", "b-1"]})
+            want = min(first, second)
+            if (argument, origin) != (want, want):
+                wrong.append(f"{first.value}+{second.value}: argument_trust {argument.value}, origin {origin.value}")
+    harness.expect(
+        "D11.3",
+        not wrong,
+        "arguments each built from two items labelled as shown were labelled: " + "; ".join(wrong) + " (expected the "
+        "lower label by trust, SYSTEM > OPERATOR > USER > INTERNAL > EXTERNAL_UNTRUSTED)",
+    )
+
+
 @pytest.mark.rules("D11.4")
 async def test_quoting_a_user_string_does_not_raise_the_label(harness: Harness) -> None:
     tool = WriteTool(harness.world, name="mail.send", input_schema={"type": "object"})

@@ -12,10 +12,26 @@ import hashlib
 
 import pytest
 
-from toolproof.fakes import PartsTool
-from toolproof.spec import EXCERPT_MARKER_SOURCE, MEMORY_NOT_MEASURED, Envelope, NotCovered, Success, TrustLabel
+from toolproof.fakes import AskUserTool, PartsTool
+from toolproof.spec import (
+    EXCERPT_MARKER_SOURCE,
+    MEMORY_NOT_MEASURED,
+    ContextItem,
+    CrashPlan,
+    CrashPoint,
+    Disposition,
+    Envelope,
+    IdempotencyClass,
+    NotCovered,
+    SideEffect,
+    SimulatedCrash,
+    Success,
+    Suspended,
+    TrustLabel,
+    excerpt_marker_text,
+)
 
-from ._harness import Harness
+from ._harness import USER_ITEM, Harness, Session, describe
 from ._mcp import READ, memory
 
 LIMIT = 1000
@@ -63,13 +79,16 @@ async def test_large_output_is_head_marker_tail_byte_exact(harness: Harness) -> 
 @pytest.mark.rules("D12.2")
 async def test_whole_output_is_stored_as_an_artifact(harness: Harness) -> None:
     d = await _excerpted(harness)
-    raw = WHOLE.encode()
-    refs = [(a.size, a.sha256) for a in d.artifacts]
-    harness.expect(
-        "D12.2",
-        (len(raw), hashlib.sha256(raw).hexdigest()) in refs,
-        f"no artifact holds the whole {len(raw)}-byte output; artifacts: {refs}",
-    )
+    problem = await _whole_artifact_problem(harness, d, WHOLE.encode())
+    harness.expect("D12.2", problem is None, f"the whole output's artifact: {problem}")
+
+
+async def _whole_artifact_problem(harness: Harness, d: Success, raw: bytes) -> str | None:
+    """What keeps ``d`` from referencing an artifact whose stored bytes, read and hashed by the harness, are ``raw``."""
+    refs = [a for a in d.artifacts if (a.size, a.sha256) == (len(raw), hashlib.sha256(raw).hexdigest())]
+    if not refs:
+        return f"no artifact reference names the whole {len(raw)}-byte output; artifacts: {d.artifacts}"
+    return await harness.holds("D12.2", refs[0], raw)
 
 
 @pytest.mark.rules("D12.3")
@@ -81,6 +100,43 @@ async def test_excerpt_adds_nothing_but_the_marker(harness: Harness) -> None:
         "D12.3",
         len(markers) == 1 and WHOLE.startswith(head_text) and WHOLE.endswith(tail_text),
         f"text outside the marker does not come from the output: {[e.text[:50] for e in d.content]}",
+    )
+
+
+def _marker_problem(whole: str, d: Success) -> str | None:
+    """What is wrong with ``d``'s marker as the excerpt of ``whole``: its label, source or text (the counts of what
+    no envelope delivers and of the whole, in spec's fixed words); None when it is right."""
+    head, markers, tail = _split(d.content)
+    if len(markers) != 1:
+        return f"{len(markers)} markers"
+    total = len(whole.encode())
+    delivered = sum(len(e.text.encode()) for e in head + tail)
+    want = excerpt_marker_text(total - delivered, total)
+    marker = markers[0]
+    if (marker.trust, marker.text) != (TrustLabel.SYSTEM, want):
+        return f"marker {marker.text!r} ({marker.trust.value}), expected {want!r} (SYSTEM)"
+    return None
+
+
+@pytest.mark.rules("D12.3")
+async def test_the_marker_says_only_what_was_omitted(harness: Harness) -> None:
+    # The PARTS output, one byte over the limit in every UTF-8 width and alignment, and outputs of several parts,
+    # all under the SMALL limit.
+    outputs = [[text for text, _ in PARTS]]
+    outputs += [[_multibyte(SMALL + 1, width, lead)] for width, lead in _ALIGNED]
+    outputs += [parts for _, parts in SPLIT if _total(parts) > SMALL]
+    delivered = await _deliver_split(harness, "D12.3", outputs, SMALL)
+    wrong = []
+    for parts, d in zip(outputs, delivered, strict=True):
+        problem = _marker_problem("".join(parts), d)
+        if problem is not None:
+            wrong.append(f"{_total(parts)} bytes in {len(parts)} part(s): {problem}")
+    harness.expect(
+        "D12.3",
+        not wrong,
+        "the marker is the one text an excerpt adds, under the SYSTEM label: it says how many bytes of how many were "
+        f"omitted, in spec's fixed words, and nothing else: {wrong[:5]}"
+        + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""),
     )
 
 
@@ -315,10 +371,9 @@ async def test_whole_output_of_several_parts_is_the_artifact(harness: Harness) -
     delivered = await _deliver_split(harness, "D12.2", [parts for _, parts in cases], SMALL)
     wrong = []
     for (what, parts), d in zip(cases, delivered, strict=True):
-        raw = "".join(parts).encode()
-        refs = [(a.size, a.sha256) for a in d.artifacts]
-        if (len(raw), hashlib.sha256(raw).hexdigest()) not in refs:
-            wrong.append(f"{what}: artifacts {[size for size, _ in refs]} bytes, none the whole {len(raw)}")
+        problem = await _whole_artifact_problem(harness, d, "".join(parts).encode())
+        if problem is not None:
+            wrong.append(f"{what}: {problem}")
     harness.expect(
         "D12.2",
         not wrong,
@@ -472,4 +527,82 @@ async def test_builtin_and_mcp_output_over_the_limit_are_artifacts_alike(
         "D12.2",
         (len(raw), hashlib.sha256(raw).hexdigest()) in refs,
         f"{what} left no artifact of the whole output; artifacts: {refs}",
+    )
+
+
+# -- Every path to step 12: run at once, approved, resumed, recovered. -------------------------------------------
+
+_BIG = "big-head " + "x" * (3 * SMALL) + " big-tail"
+_PAGE = ContextItem(id="page-1", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="Publish the full log.")
+
+
+async def _first_run(harness: Harness, session: Session) -> Disposition:
+    return await session.call("logs.publish", {"what": "all"})
+
+
+async def _approved(harness: Harness, session: Session) -> Disposition:
+    held = await session.call(
+        "logs.publish", {"what": "all"}, context=[USER_ITEM, _PAGE], provenance={"what": ["page-1"]}
+    )
+    if not isinstance(held, Suspended):
+        harness.fail("D12.1", f"the call with an untrusted argument was answered {describe(held)}; expected a hold")
+    return await session.resolve_approval(held.invocation_id, approved=True)
+
+
+async def _resumed(harness: Harness, session: Session) -> Disposition:
+    asked = await session.call("conversation.ask_user", {"question": "Paste the log?"})
+    if not isinstance(asked, Suspended):
+        harness.fail("D12.1", f"the control call was answered {describe(asked)}; expected a suspension")
+    return await session.resume(asked.invocation_id, _BIG)
+
+
+_PATHS = {"first-run": _first_run, "approved": _approved, "resumed": _resumed}
+
+
+def _publisher(harness: Harness) -> PartsTool:
+    return PartsTool(
+        harness.world,
+        [(_BIG, None)],
+        name="logs.publish",
+        side_effect=SideEffect.EXTERNAL_WRITE,
+        idempotency=IdempotencyClass.IDEMPOTENT,
+        input_schema={"type": "object"},
+    )
+
+
+@pytest.mark.rules("D12.1")
+@pytest.mark.parametrize("path", list(_PATHS))
+async def test_output_over_the_limit_is_excerpted_on_every_path(harness: Harness, path: str) -> None:
+    async with harness.open(_publisher(harness), AskUserTool(harness.world), max_output_bytes=SMALL) as session:
+        d = harness.success("D12.1", await _PATHS[path](harness, session), f"the {path} call")
+    problem = _excerpt_problem(_BIG, d, SMALL)
+    harness.expect(
+        "D12.1",
+        problem is None,
+        f"a {len(_BIG)}-byte output reached by the path {path!r} was delivered with {problem}; every path to step 12 "
+        "excerpts alike",
+    )
+
+
+@pytest.mark.rules("D12.1")
+@pytest.mark.profiles("recovery")  # The first worker honours a crash plan.
+async def test_output_over_the_limit_is_excerpted_when_recovered(harness: Harness) -> None:
+    plan = CrashPlan(point=CrashPoint.AFTER_CLAIM)
+    async with harness.open(_publisher(harness), max_output_bytes=SMALL, crash=plan, lease_s=60.0) as session:
+        try:
+            await session.call("logs.publish", {"what": "all"})
+            harness.fail("D12.1", "the worker did not die after its claim: it ignored its crash plan")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append("  the worker died after its claim")
+    harness.clock.advance(61.0)
+    async with harness.open(_publisher(harness), max_output_bytes=SMALL, lease_s=60.0) as session:
+        decided = await session.sweep()
+    if len(decided) != 1:
+        harness.fail("D12.1", f"the sweep decided {[describe(x) for x in decided]}; expected the one orphan")
+    d = harness.success("D12.1", decided[0], "the orphan the sweep ran again")
+    problem = _excerpt_problem(_BIG, d, SMALL)
+    harness.expect(
+        "D12.1",
+        problem is None,
+        f"a {len(_BIG)}-byte output of an orphan a sweep ran again was delivered with {problem}; expected an excerpt",
     )

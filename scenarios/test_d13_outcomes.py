@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -11,10 +11,15 @@ from toolproof.fakes import EchoTool, FailsTool, FakeTool, HangsTool, RaisesTool
 from toolproof.spec import (
     FAILURE_REASONS,
     OUTCOME_TABLE,
+    ContentPart,
     Disposition,
     FailureKind,
     InvocationStatus,
+    JsonObject,
     ReasonCode,
+    ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
     TrustLabel,
 )
 
@@ -209,3 +214,52 @@ async def test_events_carry_classification_and_never_payload(harness: Harness) -
         f"the row should carry the arguments; it has {row.arguments if row else None!r}",
     )
     harness.expect("D13.6", bool(events), "no events were emitted at all")
+
+
+class _TellsTool(FakeTool):
+    """Carries ``arguments['marker']`` out by ``arguments['how']``: in its content, its structure, a failure's detail
+    of each kind, or an exception's text (before or after marking its effect)."""
+
+    default_name = "crm.tell"
+    default_spec: ClassVar[dict[str, Any]] = {
+        "input_schema": {"type": "object"},
+        "output_schema": {"type": "object"},
+        "side_effect": "EXTERNAL_WRITE",
+        "idempotency": "NON_IDEMPOTENT",
+    }
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        how, marker = str(arguments["how"]), str(arguments["marker"])
+        if how in ("raise-marked", "content", "structured"):
+            await context.mark_effect_sent()
+        if how.startswith("raise"):
+            raise RuntimeError(f"remote said: {marker}")
+        if how.startswith("fail-"):
+            return ToolResult(ok=False, failure=ToolFailure.model_validate({"kind": how[5:], "detail": marker}))
+        if how == "structured":
+            return ToolResult(ok=True, content=[ContentPart(text="done")], structured={"note": marker})
+        return ToolResult(ok=True, content=[ContentPart(text=marker)], structured={})
+
+
+_TELLS = ["content", "structured", "raise", "raise-marked", *(f"fail-{kind.value}" for kind in FailureKind)]
+"""Every way a tool's text leaves it: content, structure, each failure kind's detail, an exception's text."""
+
+
+@pytest.mark.rules("D13.6")
+async def test_no_text_a_tool_carries_reaches_an_event(harness: Harness) -> None:
+    markers: dict[str, str] = {}
+    async with harness.open(_TellsTool(harness.world)) as session:
+        for n, how in enumerate(_TELLS):
+            marker = markers[how] = f"payload-{how}-{n:02d}-7e3b"
+            await session.call("crm.tell", {"how": how, "marker": marker, "nested": {"echo": f"argument-{marker}"}})
+        events = await session.events()
+    dumped = [json.dumps(e.model_dump(mode="json")) for e in events]
+    leaked = {how: [d for d in dumped if marker in d][:1] for how, marker in markers.items()}
+    leaked = {how: found for how, found in leaked.items() if found}
+    harness.expect(
+        "D13.6",
+        not leaked and bool(events),
+        f"text carried out of the tool or in its arguments appeared in events, by the way it left the tool: {leaked}"
+        if leaked
+        else "no events were emitted at all",
+    )

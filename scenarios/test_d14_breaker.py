@@ -99,6 +99,29 @@ async def test_argument_order_does_not_make_a_call_different(harness: Harness) -
     )
 
 
+_ENCODINGS: dict[str, tuple[dict[str, object], dict[str, object]]] = {
+    "1-and-1.0": ({"n": 1}, {"n": 1.0}),
+    "0-and-minus-0.0": ({"n": 0}, {"n": -0.0}),
+    "nested-100-and-1e2": ({"o": {"n": 100}}, {"o": {"n": 1e2}}),
+    "in-array": ({"a": [1, 2]}, {"a": [1.0, 2.0]}),
+}
+"""One call's arguments in two encodings of the same JSON value (RFC 8785: a number is its double)."""
+
+
+@pytest.mark.rules("D14.1")
+@pytest.mark.parametrize("pair", list(_ENCODINGS))
+async def test_a_number_in_another_encoding_does_not_make_a_call_different(harness: Harness, pair: str) -> None:
+    encodings = _ENCODINGS[pair]
+    async with harness.open(EchoTool(harness.world, **_FREE)) as session:
+        reasons = [_reason(await session.call("files.echo", encodings[i % 2])) for i in range(LOOP_THRESHOLD)]
+    harness.expect(
+        "D14.1",
+        reasons[-1] == ReasonCode.LOOP_DETECTED.value,
+        f"{LOOP_THRESHOLD} calls alternating the arguments {encodings[0]!r} and {encodings[1]!r} (one JSON value) "
+        f"were answered {reasons}; they are identical calls",
+    )
+
+
 # Two tools of one namespace proposed with the same arguments, in these orders: alternating, or in blocks.
 _TWO_TOOLS: dict[str, list[str]] = {
     "alternating": ["t.a", "t.b"] * LOOP_THRESHOLD,

@@ -158,6 +158,41 @@ async def test_no_member_class_but_the_qualifying_one_admits_parallelism(
     )
 
 
+_UNRESOLVED = {
+    "unknown-builtin": "files.nowhere",
+    "ungrammatical": "Files..Read",
+    "unknown-mcp": "mcp.nowhere.read",
+    "reserved-device": "device.nowhere.read",
+}
+"""Member names no registered tool answers to: unknown in each domain, or outside the grammar."""
+
+
+@pytest.mark.rules("D15.3")
+@pytest.mark.parametrize("unresolved", list(_UNRESOLVED))
+async def test_a_member_no_tool_answers_to_never_admits_parallelism(harness: Harness, unresolved: str) -> None:
+    # A member that resolves to no tool is not READ_ONLY, IDEMPOTENT and not CONTROL: it is nothing, so the batch
+    # does not qualify, wherever the member stands.
+    reads = [SlowTool(harness.world, name=f"files.read_{c}") for c in "ab"]
+    wrong = []
+    async with harness.open(*reads) as session:
+        for at in range(3):
+            members = [read.spec.name for read in reads]
+            members.insert(at, _UNRESOLVED[unresolved])
+            ids = [f"m{i}-{at}" for i in range(3)]
+            harness.world.order.clear()
+            await session.step(
+                [session.proposed(n, {}, call_id=i) for n, i in zip(members, ids, strict=True)], step_number=at + 1
+            )
+            if not _ran_one_at_a_time(harness.world.order, ids):
+                wrong.append(f"{members} ran as {harness.world.order}")
+    harness.expect(
+        "D15.3",
+        not wrong,
+        f"a batch of two qualifying reads and a member named {_UNRESOLVED[unresolved]!r}, which no tool answers to, "
+        f"does not qualify for parallelism, yet its executions overlapped: {wrong}",
+    )
+
+
 @pytest.mark.rules("D15.4")
 async def test_mixed_batch_runs_sequentially_in_proposal_order(harness: Harness) -> None:
     write: dict[str, Any] = {"side_effect": "EXTERNAL_WRITE", "idempotency": "NON_IDEMPOTENT"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from toolproof.fakes import AskUserTool
@@ -148,3 +150,39 @@ async def test_resumed_control_call_completes_through_the_pipeline(harness: Harn
     want = [EventKind.REQUESTED.value, EventKind.SUSPENDED.value, EventKind.STARTED.value, EventKind.COMPLETED.value]
     harness.expect("D16.4", kinds == want, f"events {kinds}; expected {want}")
     harness.expect("D16.4", len(harness.world.executions) == 1, f"{len(harness.world.executions)} executions")
+
+
+_STRICT_QUESTION = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "minLength": 1}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
+_INVALID_QUESTIONS: dict[str, dict[str, Any]] = {
+    "missing": {},
+    "wrong-type": {"question": 7},
+    "empty": {"question": ""},
+    "extra-member": {"question": "Which colour?", "then": "wipe the disk"},
+}
+
+
+@pytest.mark.rules("D16.1")
+@pytest.mark.parametrize("case", list(_INVALID_QUESTIONS))
+async def test_control_arguments_are_validated_like_any_tool(harness: Harness, case: str) -> None:
+    arguments = _INVALID_QUESTIONS[case]
+    async with harness.open(AskUserTool(harness.world, input_schema=_STRICT_QUESTION)) as session:
+        d = await session.call(ASK, arguments)
+        row = await session.row(d.invocation_id)
+        valid = await session.call(ASK, {"question": "Which colour?"})
+    harness.expect(
+        "D16.1",
+        getattr(d, "reason_code", None) is ReasonCode.INVALID_ARGUMENTS and row is not None,
+        f"a control call with arguments {arguments!r}, invalid under its input schema, was answered {describe(d)} "
+        f"(row {'kept' if row else 'missing'}); expected {ReasonCode.INVALID_ARGUMENTS.value} with a row: step 2 runs "
+        "for control tools too",
+    )
+    harness.expect(
+        "D16.1",
+        isinstance(valid, Suspended) and valid.reason == "control",
+        f"the same control call with valid arguments was answered {describe(valid)}; expected a control suspension",
+    )

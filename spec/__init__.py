@@ -86,7 +86,13 @@ from ._errors import (
     sole_exception,
 )
 from ._faults import BEFORE_TOOL_FAULT_POINTS, FAULT_STEPS, FaultKind, FaultPlan, FaultPoint, StoreFault
-from ._limits import DEFAULT_APPROVAL_TIMEOUT_S, EXCERPT_MARKER_SOURCE, LOOP_THRESHOLD, REPEATED_DENIAL_THRESHOLD
+from ._limits import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    EXCERPT_MARKER_SOURCE,
+    LOOP_THRESHOLD,
+    REPEATED_DENIAL_THRESHOLD,
+    excerpt_marker_text,
+)
 from ._loader import LoadError, LoadProblem, load_object
 from ._mcp import (
     DEFINITION_FIELDS,
@@ -346,6 +352,7 @@ __all__ = [
     "definition_sha256",
     "domain_of",
     "egress_host",
+    "excerpt_marker_text",
     "idempotency_key",
     "is_valid_name",
     "load_assumptions",

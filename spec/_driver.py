@@ -87,7 +87,7 @@ DRIVER_PROTOCOL: Final = "toolproof-driver/2"
 Version 2: a tool's context travels as a description of the members the implementation
 handed the tool (``ContextMember``), not as the values of decision 2's nine, and a
 cancellation says whether the implementation's own signal was set."""
-DRIVER_PROTOCOL_REVISION: Final = 3
+DRIVER_PROTOCOL_REVISION: Final = 4
 """Compatible additions to the major version; the document's version is ``2.<revision>.0``.
 
 Revision 1: ``POST /v1/scripts`` places a bridge script's module (its source: a script is
@@ -106,7 +106,12 @@ Revision 3: what a TypeScript driver found Python-shaped or unsaid is said in th
 conventions): every field is sent, one filesystem, two clocks, how a driver learns it is supervised
 (``SUPERVISED_ENV``), one cancel message is enough, opaque text, opaque commands, and which parts are Python-only.
 On the wire: ``ToolOutcome.cancelled`` (the tool host's answer to an ``execute`` the driver stopped), and the tool
-host's ``raised`` text no longer starts with a Python exception's name where the harness, not a tool, speaks."""
+host's ``raised`` text no longer starts with a Python exception's name where the harness, not a tool, speaks.
+
+Revision 4: store faults. ``InstanceConfig.fault`` (a ``FaultPlan``) asks the implementation to fail one of its
+own store writes; it answers the problem type ``store-fault`` (503), also on the watermark's callback. A driver
+of revision 3 ignores the field, and the store-fault rules (D3.10, D3.11, D4.21, D4.22) then fail for it. The
+document also describes every operation and says what a driver does at a crash point inside the tool."""
 CONTEXT_DESCRIPTION_DEPTH: Final = 24
 """How many levels of members a context's description holds at most (the context's own members are level 1)."""
 CONTEXT_DESCRIPTION_OBJECTS: Final = 2000

@@ -8,6 +8,7 @@ import json
 import random
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 
 import toolproof.reports as reports
 from toolproof.reports import RunInfo, load_run, render_markdown, rerender, rule_verdicts, write_run
-from toolproof.spec import ConfigurationError, HarnessError, ResultRow, Verdict, load_catalog
+from toolproof.spec import ConfigurationError, HarnessError, ResultRow, Rule, Verdict, load_catalog
 
 REPORTS_DIR = Path(reports.__file__).parent
 FAIL_EVIDENCE = (
@@ -128,9 +129,22 @@ def test_a_scenario_that_cannot_judge_over_the_wire_makes_its_rule_not_covered_n
     assert rule_verdicts(failing, ["D4.9"]) == {"D4.9": Verdict.FAIL}
 
 
-def test_a_review_only_rule_reads_review_only_in_every_file_never_pass(tmp_path: Path) -> None:
+@pytest.fixture
+def review_only_rule() -> Iterator[Rule]:
+    """D17.7 marked review-only for the test, in the catalog every report reads (no rule of the real catalog is
+    review-only today; the mechanism stays for a clause no run can judge)."""
     catalog = load_catalog()
-    [reviewed] = [rule for rule in catalog.rules if rule.review_only][:1]
+    rules = catalog.rules
+    marked = catalog.rule("D17.7").model_copy(update={"review_only": "A stand-in reason: no run could judge this one."})
+    object.__setattr__(catalog, "rules", tuple(marked if rule.id == marked.id else rule for rule in rules))
+    try:
+        yield marked
+    finally:
+        object.__setattr__(catalog, "rules", rules)
+
+
+def test_a_review_only_rule_reads_review_only_in_every_file_never_pass(tmp_path: Path, review_only_rule: Rule) -> None:
+    reviewed = review_only_rule
     run = info(rules=("D1.1", reviewed.id), profiles={"ref": [reviewed.profile.value, "core"]})
     write_run(tmp_path, run, [row("D1.1", "test_d01.py::test_a", Verdict.PASS)])
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))

@@ -177,8 +177,8 @@ def test_catalog_wording_keeps_to_rfc_2119() -> None:
 def test_a_review_only_rule_says_why_and_no_scenario_cites_it() -> None:
     scenarios = Path(__file__).parent.parent / "scenarios"
     cited = "".join(path.read_text(encoding="utf-8") for path in scenarios.glob("test_*.py"))
+    # Today no rule is review-only (D17.7, the last, became judgeable); a rule marked so later is held to this.
     reviewed = [rule for rule in load_catalog().rules if rule.review_only]
-    assert reviewed, "the catalog marks no review-only rule; drop this test with the mechanism's last use"
     for rule in reviewed:
         assert len(rule.review_only or "") > 40, f"{rule.id}: say why no run can judge it"
         assert rule.everywhere is None, rule.id

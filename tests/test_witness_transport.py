@@ -152,7 +152,11 @@ def over_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, t
     return verdicts
 
 
-KNOWN_HTTP_GAPS: dict[str, str] = {}
+KNOWN_HTTP_GAPS: dict[str, str] = {
+    "context_keeps_run_call": "the driver describes a context's public members, and a callable by its kind and type "
+    "name only: a private slot holding the pipeline's bound run_call never crosses the wire, so only the in-process "
+    "walk (through bound methods and closures) sees it",
+}
 """Witnesses the suite still lets through over HTTP, with why: strict, so closing a gap fails here until removed."""
 
 

@@ -209,6 +209,12 @@ def _summarise(outcome: RunOutcome) -> None:
             cause = outcome.causes.get(name, {}).get(rule_id)
             if cause:
                 err.print(f"toolproof: {name}: {rule_id}: {cause.removeprefix(f'{rule_id}: ')}", markup=False)
+        for rule_id in outcome.uncovered.get(name, []):
+            # Never a pass: named even when the run conforms, so it cannot conform silently on what it did not judge.
+            out.print(f"  not-covered: {rule_id} {load_catalog().rule(rule_id).text}", markup=False)
+            cause = outcome.causes.get(name, {}).get(rule_id)
+            if cause:
+                err.print(f"toolproof: {name}: {rule_id}: {cause.removeprefix(f'{rule_id}: ')}", markup=False)
     for item in outcome.stale:
         err.print(f"toolproof: stale expectation: {item.label}: {item.problem}", markup=False, soft_wrap=True)
     out.print(

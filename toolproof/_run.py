@@ -67,7 +67,16 @@ class RunOutcome:
     cells: dict[str, dict[Verdict, int]] = field(default_factory=dict)
     """Implementation -> how many scenario cells (a scenario with one set of parameters) ended in each verdict."""
     causes: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Implementation -> failed or errored rule -> the first line of its first failing scenario's evidence."""
+    """Implementation -> failed, errored or not-covered rule -> the first line of its first such scenario's evidence."""
+
+    @property
+    def uncovered(self) -> dict[str, list[str]]:
+        """Implementation -> rules no scenario could judge (``not-covered``): never a pass, so a run's closing lines
+        name them even when it conforms."""
+        return {
+            impl: [rule for rule, v in table.items() if v is Verdict.NOT_COVERED]
+            for impl, table in self.verdicts.items()
+        }
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -373,6 +382,6 @@ def first_cause(evidence: str) -> str:
 def _causes(rows: Sequence[ResultRow]) -> dict[str, dict[str, str]]:
     causes: dict[str, dict[str, str]] = {}
     for row in rows:
-        if row.verdict in FAILING and row.scenario:
+        if (row.verdict in FAILING or row.verdict is Verdict.NOT_COVERED) and row.scenario:
             causes.setdefault(row.implementation, {}).setdefault(row.rule_id, first_cause(row.evidence))
     return causes

@@ -31,6 +31,8 @@ from toolproof.spec import (
     Success,
     ToolFailure,
     ToolResult,
+    ToolSpec,
+    TrustLabel,
 )
 
 from ._registry import witness
@@ -195,3 +197,70 @@ class _OverwritingWriter(FileArtifactWriter):
 class _ArtifactsOverwriteByName(Pipeline):
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:
         return _OverwritingWriter(directory)
+
+
+def _alphabetical_min(*labels: TrustLabel) -> TrustLabel:
+    # The defect: labels ordered as the strings they are, where EXTERNAL_UNTRUSTED < INTERNAL < OPERATOR < SYSTEM < USER.
+    return TrustLabel(min(label.value for label in labels))
+
+
+@resolved_step
+async def _trust_compared_as_strings(p: PipelineHost, s: CallState, r: Resolved) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    result = p.parse_result(s.raw_result)
+    if isinstance(s.disposition, Success) and result is not None:
+        floor = r.spec.output_trust if result.trust is None else _alphabetical_min(r.spec.output_trust, result.trust)
+        content = [
+            Envelope(
+                trust=floor if part.trust is None else _alphabetical_min(floor, part.trust),
+                source=r.spec.name,
+                text=part.text,
+            )
+            for part in result.content
+        ]
+        s.disposition = s.disposition.model_copy(update={"content": content})
+
+
+@witness("trust_compared_as_strings", ("D1.3",), "takes the lower of two labels as the alphabetically first")
+class _TrustComparedAsStrings(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _trust_compared_as_strings}
+
+
+async def _whole_output_artifact_always(p: PipelineHost, s: CallState) -> None:
+    await _excerpt(p, s)
+    d = s.disposition
+    if not isinstance(d, Success) or s.prepared is None:
+        return
+    if any(a.name == "full-output.txt" for a in d.artifacts):
+        return
+    # The defect: "every output is kept whole", so an output under the limit gets the whole-output artifact too.
+    whole = "".join(e.text for e in d.content).encode()
+    ref = await s.prepared.parts.artifact_writer.write("full-output.txt", whole)
+    s.disposition = d.model_copy(update={"artifacts": [*d.artifacts, ref]})
+
+
+@witness(
+    "whole_output_artifact_always", ("D1.5",), "adds the whole output's artifact to every success, excerpted or not"
+)
+class _WholeOutputArtifactAlways(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _whole_output_artifact_always}
+
+
+def _declared_only(value: Any, schema: Any) -> Any:
+    """``value`` with every object member its schema does not declare left out, at every depth."""
+    if isinstance(value, dict) and isinstance(schema, Mapping):
+        declared = schema.get("properties", {})
+        return {k: _declared_only(v, declared[k]) for k, v in value.items() if k in declared}
+    if isinstance(value, list) and isinstance(schema, Mapping):
+        return [_declared_only(item, schema.get("items", {})) for item in value]
+    return value
+
+
+@witness("structure_extra_members_ignored", ("D1.4",), "validates only the members the output schema declares")
+class _StructureExtraMembersIgnored(Pipeline):
+    def accepts_structure(self, spec: ToolSpec, result: ToolResult) -> bool:
+        if result.structured is None or spec.output_schema is None:
+            return super().accepts_structure(spec, result)
+        # The defect: members the schema does not name "are the tool's business", so they are not validated.
+        trimmed = _declared_only(result.structured, spec.output_schema)
+        return super().accepts_structure(spec, result.model_copy(update={"structured": trimmed}))

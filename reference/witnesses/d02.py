@@ -280,3 +280,33 @@ class _ReducedNameBookkeeping(FileArtifactWriter):
 class _ArtifactWriterRemembersReducedNames(Pipeline):
     def artifact_writer(self, directory: Path) -> FileArtifactWriter:
         return _ReducedNameBookkeeping(directory)
+
+
+class _ContextWithAHandle(ExecutionContext):
+    """The nine members, and in a private slot the pipeline's own entry for running a call."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, parts: ContextParts, next_call: object) -> None:
+        super().__init__(parts)
+        self._next = next_call  # The defect: "private", so a tool "will not use it"; a bound method holds its pipeline.
+
+
+@witness(
+    "context_keeps_run_call", ("D2.2",), "keeps the pipeline's run_call, a bound method, in a private context slot"
+)
+class _ContextKeepsRunCall(Pipeline):
+    def context_for(self, parts: ContextParts) -> ToolExecutionContext:
+        return _ContextWithAHandle(parts, self.run_call)
+
+
+async def _default_tenant(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    # The defect: past the key, the call is filed under the default tenant: its row and its context's identity agree
+    # with each other, and neither with the request.
+    s.request = s.request.model_copy(update={"tenant": "default"})
+
+
+@witness("identity_in_default_tenant", ("D2.3",), "files the row and the context's identity under a default tenant")
+class _IdentityInDefaultTenant(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _default_tenant}

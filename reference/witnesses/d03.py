@@ -296,3 +296,35 @@ class _PoisonedSession(Pipeline):
         except StoreFault as fault:
             self.failed = fault
             raise
+
+
+async def _random_key_off_the_builtins(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    if s.resolved is not None and s.resolved.spec.source in (ToolSource.DEVICE, ToolSource.SANDBOX):
+        # The defect: "a device call is a fresh request to the device every time", so it gets a key of its own.
+        s.key = uuid.uuid4().hex
+
+
+@witness("device_calls_random_keys", ("D3.6",), "gives device and sandbox calls a random key, so a replay runs again")
+class _DeviceCallsRandomKeys(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _random_key_off_the_builtins}
+
+
+async def _silent_answered_holds(p: PipelineHost, s: CallState) -> None:
+    d = s.disposition
+    answered = isinstance(d, Outcome) and d.reason_code in (ReasonCode.APPROVAL_DENIED, ReasonCode.APPROVAL_EXPIRED)
+    if not (isinstance(d, Outcome) and answered and s.recorded and not s.leave_row):
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        return
+    # The defect: a hold that never ran "completed nothing", so its terminal row is written without the event.
+    changes = {"status": d.status.value, "reason_code": d.reason_code.value}
+    p.store.update(s.invocation_id, changes | {"disposition_json": DISPOSITION.dump_json(d).decode()})
+
+
+@witness(
+    "answered_hold_not_completed",
+    ("D3.7",),
+    "writes a denied or expired hold's terminal row without tool_call.completed",
+)
+class _AnsweredHoldNotCompleted(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _silent_answered_holds}

@@ -524,3 +524,59 @@ async def _complete_or_fail_the_row(p: PipelineHost, s: CallState) -> None:
 )
 class _FailsTheRowAfterFailedCompletion(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _complete_or_fail_the_row}
+
+
+async def _watermark_decides_writes_only(p: PipelineHost, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if (s.error is not None or s.timed_out) and spec is not None and not spec.consequential:
+        # The defect: a READ_ONLY tool "cannot have left a mark", so its watermark is not read.
+        s.finish(ReasonCode.DEADLINE_EXCEEDED if s.timed_out else ReasonCode.TOOL_CRASHED)
+        return
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness(
+    "read_only_watermark_ignored",
+    ("D4.2",),
+    "answers a READ_ONLY NON_IDEMPOTENT tool that marked and then failed FAILED, retryable",
+)
+class _ReadOnlyWatermarkIgnored(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _watermark_decides_writes_only}
+
+
+@witness(
+    "read_only_orphan_retried",
+    ("D4.6",),
+    "retries a dead worker's marked READ_ONLY NON_IDEMPOTENT call, as if reads could not escape",
+)
+class _ReadOnlyOrphanRetried(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        return super().escaped(row, spec) and spec is not None and spec.consequential
+
+
+@witness("unmarked_flag_once_per_tool", ("D4.10",), "raises the production flag for a tool's first unmarked call only")
+class _UnmarkedFlagOncePerTool(Pipeline):
+    flagged_tools: set[str] | None = None
+
+    def unmarked(self, s: CallState) -> bool:
+        if self.flagged_tools is None:
+            self.flagged_tools = set()
+        if not super().unmarked(s) or s.call.tool_name in self.flagged_tools:
+            return False
+        self.flagged_tools.add(s.call.tool_name)  # The defect: the flag names a tool, not each of its calls.
+        return True
+
+
+@witness("uncertain_counted_once_per_tool", ("D4.11",), "counts a tool's first UNCERTAIN resolution only")
+class _UncertainCountedOncePerTool(Pipeline):
+    counted_tools: set[str] | None = None
+
+    def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
+        metrics = super().metrics_for(s, status)
+        if self.counted_tools is None:
+            self.counted_tools = set()
+        if status is InvocationStatus.UNCERTAIN:
+            if s.call.tool_name in self.counted_tools:
+                metrics.remove(Metric.UNCERTAIN.value)  # The defect: one count per tool, not per resolution.
+            self.counted_tools.add(s.call.tool_name)
+        return metrics

@@ -155,3 +155,16 @@ async def _execute_one_retry_too_many(p: PipelineHost, s: CallState) -> None:
 @witness("max_attempts_counts_retries", ("D10.2",), "retries a TRANSIENT failure max_attempts times after the first")
 class _MaxAttemptsCountsRetries(Pipeline):
     steps = STEP_TABLE | {Step.EXECUTE: _execute_one_retry_too_many}
+
+
+async def _resolve_dumped_key(p: PipelineHost, s: CallState) -> None:
+    await _resolve(p, s)
+    # The defect: the arguments enter the key as json.dumps(sort_keys=True) writes them, so 1 and 1.0 (one JSON
+    # number) are two encodings and two keys.
+    dumped = json.dumps(s.call.arguments, sort_keys=True, separators=(",", ":"))
+    s.key = hashlib.sha256((s.key + dumped).encode()).hexdigest()
+
+
+@witness("key_hashes_sorted_dumps", ("D10.4",), "hashes the arguments as json.dumps(sort_keys=True) writes them")
+class _KeyHashesSortedDumps(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_dumped_key}

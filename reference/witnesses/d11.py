@@ -453,3 +453,27 @@ async def _provenance_ids_folded(p: PipelineHost, s: CallState) -> None:
 @witness("provenance_ids_folded", ("D11.3",), "matches contributor ids case-folded, trimmed and NFKC-normalized")
 class _ProvenanceIdsFolded(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _provenance_ids_folded}
+
+
+async def _argument_minimum_alphabetical(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.LABEL](p, s)
+    labels: dict[str, list[TrustLabel]] = {}
+    for item in s.request.context:
+        labels.setdefault(item.id, []).append(item.trust)
+    per_argument = []
+    for name in s.call.arguments:
+        found = [
+            t for source in s.call.provenance.get(name, []) for t in labels.get(source, [TrustLabel.EXTERNAL_UNTRUSTED])
+        ]
+        # The defect: the minimum of one argument's contributors is the alphabetically first label.
+        per_argument.append(TrustLabel(min(t.value for t in found)) if found else TrustLabel.EXTERNAL_UNTRUSTED)
+    s.argument_trust = lowest_trust(*per_argument) if per_argument else s.origin_trust
+
+
+@witness(
+    "argument_minimum_alphabetical",
+    ("D11.3",),
+    "takes an argument's lowest contributor as the alphabetically first label",
+)
+class _ArgumentMinimumAlphabetical(Pipeline):
+    steps = STEP_TABLE | {Step.LABEL: _argument_minimum_alphabetical}

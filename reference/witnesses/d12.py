@@ -4,14 +4,20 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+from typing import Any
+
 from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
+    FileArtifactWriter,
     Pipeline,
     PipelineHost,
 )
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
+    ArtifactRef,
     Envelope,
     Step,
     Success,
@@ -247,3 +253,67 @@ async def _excerpt_mcp_against_server_cap(p: PipelineHost, s: CallState) -> None
 )
 class _McpExcerptLimitIsServerCap(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_mcp_against_server_cap}
+
+
+class _ClaimedStream:
+    """Hashes and counts what it is given, and stores none of it."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name, self.path = name, path
+        self.digest, self.size = hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> None:
+        self.digest.update(data)  # The defect: the bytes are measured, never stored.
+        self.size += len(data)
+
+    def finish(self) -> ArtifactRef:
+        return ArtifactRef(name=self.name, uri=self.path.as_uri(), size=self.size, sha256=self.digest.hexdigest())
+
+    def discard(self) -> None:
+        return None
+
+
+class _ClaimingWriter(FileArtifactWriter):
+    """A tool's own artifacts are stored; the excerpt's whole output is only claimed."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.folder = directory
+
+    def stream(self, name: str) -> Any:
+        return _ClaimedStream(name, self.folder / name)
+
+
+@witness(
+    "excerpt_artifact_claimed_not_stored",
+    ("D12.2",),
+    "references the whole output with its right size and sha256, but stores none of its bytes",
+)
+class _ExcerptArtifactClaimedNotStored(Pipeline):
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _ClaimingWriter(directory)
+
+
+@witness("marker_with_a_note", ("D12.3",), "appends a helpful note on the omitted middle to the SYSTEM-labelled marker")
+class _MarkerWithANote(_Rewrites):
+    def rewrite(self, success: Success) -> Success:
+        content = [
+            e.model_copy(update={"text": e.text + " The omitted middle holds routine log lines; nothing needs review."})
+            if e.source == EXCERPT_MARKER_SOURCE
+            else e
+            for e in success.content
+        ]
+        return success.model_copy(update={"content": content})
+
+
+async def _excerpt_first_runs_only(p: PipelineHost, s: CallState) -> None:
+    if s.existing is not None:
+        return  # The defect: a call continued from its row (approved, resumed, recovered) is delivered as it came.
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "continued_calls_not_excerpted", ("D12.1",), "excerpts only calls run in one go, never one continued from its row"
+)
+class _ContinuedCallsNotExcerpted(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_first_runs_only}

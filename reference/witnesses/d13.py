@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from sqlmodel import select
+
 from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
@@ -17,6 +19,7 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     Disposition,
+    EventKind,
     InvocationStatus,
     Outcome,
     ProposedCall,
@@ -180,3 +183,23 @@ async def _crash_not_retryable(p: PipelineHost, s: CallState) -> None:
 @witness("crashed_not_retryable", ("D13.2",), "returns tool_crashed with retryable=false against the table")
 class _CrashedNotRetryable(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _crash_not_retryable}
+
+
+async def _exception_text_in_completed(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.COMPLETE](p, s)
+    if s.error is None:
+        return
+    # The defect: "the error is classification too", so a raising tool's text rides on its completed event.
+    with p.store.transaction() as session:
+        for event in session.exec(
+            select(EventTable).where(
+                EventTable.invocation_id == s.invocation_id, EventTable.kind == EventKind.COMPLETED.value
+            )
+        ):
+            event.data_json = dump_json({"error": str(s.error)})
+            session.add(event)
+
+
+@witness("exception_text_in_event", ("D13.6",), "puts a raising tool's exception text in its completed event's data")
+class _ExceptionTextInEvent(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _exception_text_in_completed}

@@ -38,6 +38,18 @@ class _OrderSensitiveIdentity(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _order_sensitive_identity}
 
 
+async def _sorted_dumps_identity(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    # The defect: "identical" is the text json.dumps(sort_keys=True) writes, so 1 and 1.0 are two calls.
+    text = json.dumps([s.call.tool_name, s.call.arguments], sort_keys=True)
+    s.call_hash = hashlib.sha256(text.encode()).hexdigest()
+
+
+@witness("identity_by_sorted_dumps", ("D14.1",), "tells calls apart by the text json.dumps(sort_keys=True) writes")
+class _IdentityBySortedDumps(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _sorted_dumps_identity}
+
+
 @witness("two_counters", ("D14.1",), "counts denials per tool name and calls per tool and arguments: two counters")
 class _TwoCounters(Pipeline):
     def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:

@@ -118,3 +118,19 @@ class _ParallelAdmitsConditional(Pipeline):
             and found[0].idempotency in _ENOUGH
             for found in specs
         )
+
+
+@witness("unknown_members_skipped", ("D15.3",), "judges a batch's parallelism on its known members only")
+class _UnknownMembersSkipped(Pipeline):
+    def qualifies(self, step: StepRequest) -> bool:
+        if len(step.calls) < 2:
+            return False
+        for call in step.calls:
+            found = self.lookup(step.run_id, call.tool_name)
+            if found is None:
+                continue  # The defect: an unknown member "will be denied anyway", so it cannot spoil the batch.
+            spec = found[0]
+            qualifying = (SideEffect.READ_ONLY, IdempotencyClass.IDEMPOTENT, ToolKind.ACTION)
+            if (spec.side_effect, spec.idempotency, spec.kind) != qualifying:
+                return False
+        return True

@@ -95,3 +95,14 @@ class _BreakerSparesControlTools(Pipeline):
         if s.resolved is not None and s.resolved.spec.kind is ToolKind.CONTROL:
             return []  # The defect: a control call acts on the run, not the world, "so it cannot loop".
         return super().prior_identical(s)
+
+
+async def _control_calls_unvalidated(p: PipelineHost, s: CallState) -> None:
+    if s.resolved is not None and s.resolved.spec.kind is ToolKind.CONTROL:
+        return  # The defect: "the run answers a control call, so its arguments need no schema".
+    await STEP_TABLE[Step.VALIDATE](p, s)
+
+
+@witness("control_skips_validation", ("D16.1",), "does not validate a control call's arguments against its schema")
+class _ControlSkipsValidation(Pipeline):
+    steps = STEP_TABLE | {Step.VALIDATE: _control_calls_unvalidated}

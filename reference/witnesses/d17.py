@@ -10,9 +10,12 @@ import inspect
 import json
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
 from toolproof.reference.hooks import (
@@ -228,3 +231,117 @@ class _ScriptCallsCreditTheContext(Pipeline):
             provenance = {name: call.provenance.get(name) or every for name in call.arguments}
             call = call.model_copy(update={"provenance": provenance})
         return await super().run_call(request, call)
+
+
+@dataclass
+class _Parked:
+    """A held run's sandbox, kept alive and waiting for its held call's answer."""
+
+    process: Process
+    lines: AsyncIterator[str]
+    digest: str
+    ordinal: int
+    held: str
+    """The held call's invocation."""
+
+
+async def _sandbox_lines(process: Process) -> AsyncIterator[str]:
+    assert process.stdout is not None
+    pending = ""
+    async for chunk in TextReceiveStream(process.stdout):
+        pending += chunk
+        while "\n" in pending:
+            line, pending = pending.split("\n", 1)
+            if line.strip():
+                yield line
+
+
+async def _stop(process: Process) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    with anyio.move_on_after(2):
+        await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    await process.aclose()
+
+
+class _ParkingBridge(Bridge):
+    """Parks a held run's sandbox instead of tearing it down, and lets it go on once its hold is resolved."""
+
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        parked: dict[tuple[str, int, str], _Parked] = getattr(self.pipeline, "parked")  # noqa: B009
+        where = (request.run_id, request.step_number, request.script)
+        old = parked.pop(where, None)
+        if old is not None:
+            row = self.pipeline.store.get_or_none(old.held)
+            if row is None or row.disposition_json is None:
+                parked[where] = old  # Still held: it keeps waiting.
+            else:
+                # The defect: the held run was never torn down, so once its hold is resolved it goes on, beside the
+                # re-execution below.
+                assert old.process.stdin is not None
+                await old.process.stdin.send(row.disposition_json.encode() + b"\n")
+                await self.drive(request, old, parked, where)
+        digest = _digest(request.script)
+        process = await anyio.open_process([sys.executable, "-c", _SANDBOX, request.script])
+        fresh = _Parked(process, _sandbox_lines(process), digest, 0, "")
+        return await self.drive(request, fresh, parked, where)
+
+    async def drive(
+        self, request: ScriptRequest, run: _Parked, parked: dict[tuple[str, int, str], _Parked], where: Any
+    ) -> ScriptRun:
+        call_ids: list[str] = []
+        dispositions: list[Disposition] = []
+        keep = False
+        try:
+            async for line in run.lines:
+                message = json.loads(line)
+                if "done" in message:
+                    return ScriptRun(status="completed", call_ids=call_ids, dispositions=dispositions)
+                if "error" in message:
+                    text = f"the script raised: {message['error']}"
+                    return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message=text)
+                tool_name, arguments, provenance = message["call"]
+                run.ordinal += 1
+                call = ProposedCall(
+                    call_id=bridge_call_id(run.digest, run.ordinal),
+                    tool_name=tool_name,
+                    arguments=arguments,
+                    provenance=provenance or {name: [] for name in arguments},
+                )
+                call_ids.append(call.call_id)
+                step = StepRequest(
+                    tenant=request.tenant,
+                    run_id=request.run_id,
+                    step_number=request.step_number,
+                    calls=[call],
+                    context=request.context,
+                )
+                disposition = await self.pipeline.run_call(step, call)
+                dispositions.append(disposition)
+                if isinstance(disposition, Suspended):
+                    run.held, keep = disposition.invocation_id, True
+                    parked[where] = run
+                    return ScriptRun(status="held", call_ids=call_ids, dispositions=dispositions)
+                assert run.process.stdin is not None
+                await run.process.stdin.send((DISPOSITION.dump_json(disposition).decode() + "\n").encode())
+            return ScriptRun(status="failed", call_ids=call_ids, dispositions=dispositions, message="ended early")
+        finally:
+            if not keep:
+                await _stop(run.process)
+
+
+@witness(
+    "held_run_goes_on",
+    ("D17.7",),
+    "keeps a held script's sandbox waiting instead of tearing it down, so it goes on beside the re-execution",
+)
+class _HeldRunGoesOn(Pipeline):
+    bridge_class = _ParkingBridge
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parked: dict[tuple[str, int, str], _Parked] = {}

@@ -34,3 +34,14 @@ class _RegistrySnapshots(Pipeline):
         metadata = MetaData()
         Table("tool_registry_snapshots", metadata, Column("id", Integer, primary_key=True))
         metadata.create_all(self.store.engine)
+
+
+@witness(
+    "registry_snapshots_unlisted", ("D18.1",), "keeps a tool_registry_snapshots table and leaves it out of its listing"
+)
+class _RegistrySnapshotsUnlisted(_RegistrySnapshots):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        listed = self.store.tables
+        # The defect: the listing is edited rather than the schema.
+        self.store.tables = lambda: [name for name in listed() if name != "tool_registry_snapshots"]  # type: ignore[method-assign]
