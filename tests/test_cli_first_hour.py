@@ -277,7 +277,7 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
     import toolproof._cli
     from toolproof import _interrupt, _main
 
-    def app() -> None:
+    def app(**_: object) -> None:
         _interrupt.interrupted(signal.SIGINT, None)
 
     monkeypatch.setattr(toolproof._cli, "app", app)

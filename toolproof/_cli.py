@@ -33,7 +33,7 @@ app = typer.Typer(
         toolproof COMMAND -h
 
         Shell completion: toolproof --install-completion (bash, zsh, fish or PowerShell), or
-        eval "$(_TOOLPROOF_COMPLETE=complete_bash toolproof)" in a bash session; see docs/running.md."""
+        eval "$(_TOOLPROOF_COMPLETE=source_bash toolproof)" in a bash session; see docs/running.md."""
     ),
     no_args_is_help=True,
     add_completion=True,

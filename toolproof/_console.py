@@ -15,6 +15,8 @@ out = Console(highlight=False, soft_wrap=True)
 
 EXIT_USAGE = 2
 EXIT_HARNESS = 3
+EXIT_NOTHING_JUDGED = 5
+"""As pytest's exit status when it collects nothing: the run judged no rule (``toolproof.reports.run_exit_code``)."""
 HELP_OPTIONS = ["-h", "--help"]
 """The help options of every command, as pytest and ruff take them."""
 
