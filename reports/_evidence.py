@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from toolproof.spec import CrashPoint
 
@@ -65,12 +65,15 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def rerun_command(refs: Mapping[str, str], implementation: str, rule_id: str, scenario: str) -> str:
+def rerun_command(
+    refs: Mapping[str, str], implementation: str, rule_id: str, scenario: str, options: Sequence[str] = ()
+) -> str:
     """The shell command that reruns one scenario cell against one implementation and judges one rule.
 
     ``refs`` maps implementation names to the ``--impl`` each was loaded from (``RunInfo.implementation_refs``);
     an implementation missing there is named as itself, which an entry-point name such as ``reference`` is.
+    ``options`` are the run's other options the cell needs (``RunInfo.rerun_options``: ``--database-url URL``).
     """
     ref = refs.get(implementation, implementation)
-    words = ["toolproof", "run", "--impl", ref, "--rules", rule_id, "--cell", scenario, "--out", "toolproof-rerun"]
-    return shlex.join(words)
+    words = ["toolproof", "run", "--impl", ref, "--rules", rule_id, "--cell", scenario, *options]
+    return shlex.join([*words, "--out", "toolproof-rerun"])

@@ -340,7 +340,7 @@ def _failures(
             (
                 "Rerun",
                 '<code class="command">'
-                f"{_e(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}</code>",
+                f"{_e(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario, info.rerun_options))}</code>",
             ),
             *((label, f"<code>{_e(value)}</code>") for label, value in evidence_facts(row.evidence)),
         ]

@@ -172,7 +172,7 @@ def _failures(
         lines += [
             f"### {row.implementation}: {row.rule_id}, {_code(row.scenario)} ({row.verdict.value})",
             "",
-            f"Rerun: {_code(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario))}",
+            f"Rerun: {_code(rerun_command(info.implementation_refs, row.implementation, row.rule_id, row.scenario, info.rerun_options))}",
             "",
         ]
         lines += _evidence(row.evidence, evidence_facts(row.evidence))

@@ -76,6 +76,7 @@ def merge_shards(shards: Sequence[Recorded], run_id: str) -> Recorded:
         profiles=first.profiles,
         implementation_refs=first.implementation_refs,
         catalog_sha256=first.catalog_sha256,
+        rerun_options=first.rerun_options,
     )
     rows: list[ResultRow] = []
     rule_level: set[tuple[str, str, Verdict]] = set()

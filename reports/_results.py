@@ -50,6 +50,12 @@ class RunInfo(BaseModel):
     """``K/N`` for shard K of a run split N ways with ``--shard``; None for a whole run."""
     whole_selection: list[str] = Field(default_factory=list)
     """For a shard: the rules the whole run selects (its ``selected_rules`` are the ones its own cells judge)."""
+    wall_s: float | None = None
+    """How long the run took, start to its files, in seconds (the next run's first line says it); None for a merged
+    run, or one recorded before toolproof stored it."""
+    rerun_options: list[str] = Field(default_factory=list)
+    """The options of the run that a command rerunning one of its cells needs too (``--database-url URL``, its
+    password left out), as words of the command line."""
 
     @field_validator("implementations", "selected_rules")
     @classmethod

@@ -32,7 +32,9 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {table: columns_of(model) for table, m
 # write, read as the field's default (a NULL in a column added to old rows reads so too).
 # Their position in the stored table does not matter: columns are always read and written by name.
 _LATE: dict[str, frozenset[str]] = {
-    "runs": frozenset({"exit_code", "implementation_refs", "catalog_sha256", "shard", "whole_selection"}),
+    "runs": frozenset(
+        {"exit_code", "implementation_refs", "catalog_sha256", "shard", "whole_selection", "rerun_options", "wall_s"}
+    ),
     "crash_matrix": frozenset({"path", "recovery"}),
 }
 

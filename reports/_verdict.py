@@ -18,10 +18,20 @@ _UNSELECTED = ": no rule selected"
 _SHOWN = 5
 
 
+NOTHING_JUDGED = 5
+"""The exit status of a run that judged no rule, as pytest's when it collects no test."""
+_JUDGED = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.XFAIL})
+
+
 def run_exit_code(table: Mapping[str, Mapping[str, Verdict]], stale: Sequence[StaleExpectation] = ()) -> int:
-    """The exit status of ``toolproof run``: 1 when a rule fails or errors or an expectation is stale, else 0."""
+    """The exit status of ``toolproof run``: 1 when a rule fails or errors or an expectation is stale; else 5
+    (``NOTHING_JUDGED``) when no rule was judged (each selected one not claimed, not covered or review-only, or none
+    selected: an empty shard); else 0."""
     failed = any(verdict in FAILING for verdicts in table.values() for verdict in verdicts.values())
-    return 1 if failed or stale else 0
+    if failed or stale:
+        return 1
+    judged = any(verdict in _JUDGED for verdicts in table.values() for verdict in verdicts.values())
+    return 0 if judged else NOTHING_JUDGED
 
 
 @dataclass(frozen=True)

@@ -285,7 +285,7 @@ def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Ver
         return None, "", None
     if report.when == "teardown":
         if report.failed:
-            return Verdict.ERROR, report.longreprtext, None
+            return Verdict.ERROR, _raised_first(report, raised), None
         return None, "", None
     if report.passed:
         return Verdict.PASS, "", None
@@ -301,7 +301,19 @@ def _judge(report: pytest.TestReport, raised: BaseException | None) -> tuple[Ver
         # The implementation's driver refused, failed, or answered off the protocol: said in the protocol's terms,
         # one line, not a traceback of the harness's client (which would read as Python to a driver in any language).
         return Verdict.ERROR, f"implementation error: {misbehaved}", None
-    return Verdict.ERROR, report.longreprtext, None
+    return Verdict.ERROR, _raised_first(report, raised), None
+
+
+def _raised_first(report: pytest.TestReport, raised: BaseException | None) -> str:
+    """An error's evidence: what was raised, in one line, then where (the traceback, without frames' arguments)."""
+    if raised is None:
+        return report.longreprtext
+    said = str(raised).strip().splitlines()
+    return (
+        f"{type(raised).__name__}: {said[0]}\n{report.longreprtext}"
+        if said
+        else (f"{type(raised).__name__}\n{report.longreprtext}")
+    )
 
 
 class _ScenarioModule(pytest.Module):

@@ -209,6 +209,8 @@ def test_write_run_writes_five_files_and_exact_columns(tmp_path: Path) -> None:
         "catalog_sha256",
         "shard",
         "whole_selection",
+        "wall_s",
+        "rerun_options",
     ]
     runs = stored(out / "results.duckdb", "SELECT implementations, selected_rules, profiles FROM runs")
     assert [tuple(json.loads(str(cell)) for cell in r) for r in runs] == [

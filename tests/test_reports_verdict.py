@@ -125,9 +125,14 @@ def test_summary_json_carries_the_verdict_and_the_exit_code(tmp_path: Path) -> N
         ({"D1.1": Verdict.PASS, "D1.2": Verdict.ERROR}, 0, 1),
         ({"D1.1": Verdict.FAIL}, 0, 1),
         ({"D1.1": Verdict.PASS}, 1, 1),
+        ({"D2.7": Verdict.NOT_CLAIMED}, 0, 5),
+        ({"D1.2": Verdict.NOT_COVERED, "D17.7": Verdict.REVIEW_ONLY}, 0, 5),
+        ({}, 0, 5),
+        ({"D2.7": Verdict.NOT_CLAIMED}, 1, 1),
+        ({"D1.1": Verdict.XFAIL}, 0, 0),
     ],
 )
-def test_the_exit_code_is_1_for_a_failure_an_error_or_a_stale_expectation(
+def test_the_exit_code_is_1_for_a_failure_an_error_or_a_stale_expectation_and_5_when_nothing_was_judged(
     verdicts: dict[str, Verdict], stale: int, expected: int
 ) -> None:
     entries = [

@@ -19,17 +19,27 @@ from ._commands_protocol import protocol
 from ._commands_results import diff, report
 from ._commands_run import merge, run
 from ._commands_serve import fake_mcp, serve_reference, supervise_command
-from ._console import GitStyleCommand, out
+from ._console import HELP_OPTIONS, GitStyleCommand, GitStyleGroup, out, sentences
 
 app = typer.Typer(
     name="toolproof",
-    help=(
-        "Conformance suite for ADR-0021's tool execution pipeline: run the scenarios against an "
-        "implementation and get a verdict per rule (pass, fail, error, xfail, not-claimed, not-covered, review-only)."
+    cls=GitStyleGroup,
+    help=sentences(
+        """Conformance suite for ADR-0021's tool execution pipeline: run the scenarios against an implementation and
+        get a verdict per rule (pass, fail, error, xfail, not-claimed, not-covered, review-only).
+
+        \b
+        toolproof run --impl reference --rules D1,D13
+        toolproof run --impl mypackage.pipeline:make --out toolproof-report
+        toolproof COMMAND -h
+
+        Shell completion: toolproof --install-completion (bash, zsh, fish or PowerShell), or
+        eval "$(_TOOLPROOF_COMPLETE=source_bash toolproof)" in a bash session; see docs/running.md."""
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 
 
@@ -52,8 +62,7 @@ def main_callback(
 app.command(cls=GitStyleCommand)(rules)
 app.command(cls=GitStyleCommand)(impls)
 app.command(cls=GitStyleCommand)(run)
-# Typer's own help class, unlike the others: its help shows `{DIR...}...` and `<bool>`, kept as it was.
-app.command()(merge)
+app.command(cls=GitStyleCommand)(merge)
 app.command(cls=GitStyleCommand)(report)
 app.command(cls=GitStyleCommand)(diff)
 app.command("check-tool", cls=GitStyleCommand)(check_tool_command)

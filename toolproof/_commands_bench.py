@@ -17,6 +17,10 @@ def bench(
     """Measure what the reference costs: commit limit, throughput, DBOS, batches, catalog, excerpts, the suite.
 
     Prints a table and writes bench.json. Exit status 0 once written: a missed target is a figure, not an error.
+
+    \b
+    Example:
+      toolproof bench --quick --out toolproof-bench
     """
     from toolproof.bench import bench_command
 

@@ -27,7 +27,13 @@ def rules(
         ),
     ] = False,
 ) -> None:
-    """List the rule catalog: every rule of the ADR's 18 decisions, with its ID, profile and text."""
+    """List the rule catalog: every rule of the ADR's 18 decisions, with its ID, profile and text.
+
+    \b
+    Examples:
+      toolproof rules --profile recovery
+      toolproof rules --json
+    """
     if interpretations:
         from toolproof.reports import render_assumptions
 
@@ -58,7 +64,14 @@ def _listed(rule: Rule) -> str:
 
 
 def impls() -> None:
-    """List implementations registered under the toolproof.implementations entry point, and the witnesses."""
+    """List implementations registered under the toolproof.implementations entry point, and the witnesses.
+
+    Each line is a name --impl takes.
+
+    \b
+    Example:
+      toolproof impls
+    """
     for name in available_implementations():
         out.print(name, markup=False)
     try:

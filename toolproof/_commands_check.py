@@ -50,6 +50,10 @@ def check_tool_command(
     where Linux allows it; elsewhere the verdict says the observation was partial.
     Exit status: 0 when the tool passes; 1 with one finding per violated rule (or, with --strict, a warning);
     2 for bad input.
+
+    \b
+    Example:
+      toolproof check-tool mypackage.tools:SendEmailTool --key-in body:idempotency_key
     """
     from toolproof.contracts import run_check_tool
 

@@ -19,7 +19,12 @@ def report(
         str | None, typer.Option("--run-id", metavar="RUN_ID", help="Which run to render; default the latest.")
     ] = None,
 ) -> None:
-    """Re-render summary.json, report.md, report.html and junit.xml from the folder's results.duckdb."""
+    """Re-render summary.json, report.md, report.html and junit.xml from the folder's results.duckdb.
+
+    \b
+    Example:
+      toolproof report toolproof-report --run-id 20261205T101500Z-1a2b3c
+    """
     from toolproof.reports import rerender
 
     try:
@@ -53,6 +58,11 @@ def diff(
 
     Prints a table rule | implementation | before | after (— where a run does not hold the rule).
     Implementations are paired by name; two runs of one implementation each are paired whatever their names.
+
+    \b
+    Examples:
+      toolproof diff before-report toolproof-report
+      toolproof diff toolproof-report@20261205T101500Z-1a2b3c toolproof-report --json
 
     Exit status: 0 when nothing changed; 1 when something did; 2 for bad input (missing folder, unknown run id).
     """

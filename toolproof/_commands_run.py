@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,14 +12,15 @@ from rich.markup import escape
 
 from toolproof.spec import ConfigurationError, HarnessError, ResultRow, Verdict, load_catalog
 
-from ._console import EXIT_HARNESS, die, err, out
+from ._console import EXIT_HARNESS, EXIT_NOTHING_JUDGED, die, err, out
 from ._interrupt import interrupted_status, say_interrupted, was_interrupted
-from ._preflight import check_out_dir, require
+from ._last_run import Eta, LastRun, header
+from ._preflight import check_out_dir, check_out_is_ours, probe_database
 
 if TYPE_CHECKING:
     from toolproof.scenarios import Shard
 
-    from ._run import RunOutcome
+    from ._outcome import RunOutcome
 
 
 def run(
@@ -30,7 +32,8 @@ def run(
             help=(
                 "Implementation: an entry-point name (see `toolproof impls`), package.module:factory (the working"
                 " directory is importable while the module is imported), or a driver URL (http://127.0.0.1:PORT,"
-                " see serve-reference). Repeatable: one report, side by side."
+                " see serve-reference). Repeatable: one report, side by side. Default: reference (as pytest without"
+                " arguments runs every test)."
             ),
         ),
     ] = None,
@@ -105,36 +108,85 @@ def run(
             " (every shard must be given the same one). Without it, shards get equal numbers of cells.",
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into an --out folder that holds files toolproof did not write.")
+    ] = False,
+    exitfirst: Annotated[bool, typer.Option("--exitfirst", "-x", help="Stop after the first failed cell.")] = False,
+    maxfail: Annotated[
+        int | None,
+        typer.Option(
+            "--maxfail",
+            metavar="N",
+            min=1,
+            help="Stop after N failed cells. The report then holds the rules the cells that ran judge.",
+        ),
+    ] = None,
+    last_failed: Annotated[
+        bool,
+        typer.Option(
+            "--lf",
+            "--last-failed",
+            help="Run only the cells that failed or errored in the last run in --out (with its --impl when none is"
+            " given); the whole selection when none did.",
+        ),
+    ] = False,
 ) -> None:
     """Run the conformance scenarios and write the report.
 
-    Exit status: 0 when every claimed, covered rule passes or fails as expected;
-    1 when any fails or errors, or an expectation is stale (one line each on stderr);
-    2 for bad input (unknown implementation, rule or cell, a malformed --shard, bad or draft expectations file, unwritable --out,
-    an existing --write-expectations file, unknown $TOOLPROOF_HYPOTHESIS_PROFILE);
-    3 when the harness itself failed; 130 on Ctrl-C and 143 on SIGTERM (one line; what the run started is stopped,
-    and results.duckdb keeps only complete runs).
+    Without --impl it runs the reference, as pytest without arguments runs every test: the first line says what
+    runs and how long it took the last time --out saw it.
+
+    \b
+    Examples:
+      toolproof run --impl reference --rules D1,D13      a first verdict, in seconds
+      toolproof run --impl mypackage.pipeline:make       the whole suite, about 5 minutes
+      toolproof run --impl http://127.0.0.1:8787 --lf    what failed last time, again
+
+    \b
+    Exit status:
+      0    every claimed, covered rule passes or fails as expected;
+      1    a rule fails or errors, or an expectation is stale (one line each on stderr);
+      2    bad input (one line, nothing written): an unknown implementation, rule or cell, a bad --shard, a bad or draft expectations file, an unwritable or foreign --out, an existing --write-expectations file, an unreachable --database-url;
+      3    the harness itself failed (one line naming it; no verdict is given);
+      5    nothing was judged: every selected rule is not claimed, not covered or review-only, or the shard is empty;
+      130  Ctrl-C, 143 SIGTERM (one line; what the run started is stopped, results.duckdb keeps only complete runs).
     """
     try:
-        load_catalog().select(rule_selectors)
+        selection = load_catalog().select(rule_selectors)
         split = _shard(shard)
         check_out_dir(out_dir)
+        if not force:
+            check_out_is_ours(out_dir)
+        if expectations:
+            from toolproof.expectations import check_expectations
+
+            check_expectations(expectations)
         if database_url:
-            require("psycopg", "--database-url")
+            probe_database(database_url)
     except ConfigurationError as exc:
         raise die(str(exc)) from None
-
+    refs = list(impl or [])
+    last = LastRun.find(out_dir)
+    chosen = list(cells or [])
+    if last_failed:
+        chosen, refs = _last_failed(last, out_dir, chosen, refs)
+    announce = header(
+        refs or ["reference"], not refs, rule_selectors, [rule.id for rule in selection], chosen, out_dir, last
+    )
+    same = last is not None and not chosen and last.ran(refs or ["reference"], [rule.id for rule in selection])
     try:
         outcome = _run_with_progress(
-            impl,
+            refs,
             rule_selectors,
             out_dir,
             quiet,
             database_url,
             expectations,
-            cells,
+            chosen,
             write_expectations,
             (split, shard_durations),
+            (announce, Eta(last, same, time.monotonic())),
+            1 if exitfirst else maxfail,
         )
     except BaseException:
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
@@ -153,42 +205,62 @@ def _shard(text: str | None) -> Shard | None:
     return Shard.parse(text)
 
 
+def _last_failed(last: LastRun | None, out_dir: Path, cells: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
+    """--lf: the cells that failed in the last run (and its implementations, when --impl is not given)."""
+    failed = last.failed_cells() if last is not None else []
+    if not failed:
+        err.print(
+            f"toolproof: --lf: no failed cell in the last run in {str(out_dir)!r}: running the whole selection",
+            markup=False,
+        )
+        return cells, refs
+    assert last is not None  # Invariant: only a run found can have failed cells.
+    return [*cells, *failed], refs or last.failed_refs()
+
+
 def _run_with_progress(
-    impl: list[str] | None,
+    impl: list[str],
     rule_selectors: str | None,
     out_dir: Path,
     quiet: bool,
     database_url: str | None,
     expectations: list[Path] | None,
-    cells: list[str] | None,
+    cells: list[str],
     write_expectations: Path | None,
-    sharding: tuple[Shard | None, Path | None] = (None, None),
+    sharding: tuple[Shard | None, Path | None],
+    start: tuple[str, Eta],
+    maxfail: int | None,
 ) -> RunOutcome:
     from ._run import run_suite
+
+    announce, eta = start
 
     def progress(result: ResultRow, done: int, total: int) -> None:
         style = {"pass": "green", "fail": "red", "error": "red", "xfail": "yellow"}.get(result.verdict.value, "dim")
         width = len(str(total))
+        timing = eta.after(result.implementation, result.scenario, result.duration_s, done, total, time.monotonic())
         # The cell's parameters are in brackets: escaped, or rich would take them for markup and drop them.
         err.print(
-            f"[{done:>{width}}/{total}] [{style}]{result.verdict.value:<11}[/] "
+            f"[{done:>{width}}/{total} {timing}] [{style}]{result.verdict.value:<11}[/] "
             f"{escape(result.implementation)}  {escape(result.scenario)}",
             highlight=False,
         )
 
     try:
         outcome = run_suite(
-            impl or [],
+            impl,
             rule_selectors,
             out_dir,
             progress=None if quiet else progress,
             notes=None if quiet else (lambda line: err.print(f"  ... {line}", markup=False, highlight=False)),
             database_url=database_url,
             expectations=expectations or [],
-            cells=cells or [],
+            cells=cells,
             write_expectations=write_expectations,
             shard=sharding[0],
             shard_durations=sharding[1],
+            announce=None if quiet else (lambda: err.print(announce, markup=False)),
+            maxfail=maxfail,
         )
     except ConfigurationError as exc:
         raise die(str(exc)) from None
@@ -217,6 +289,18 @@ def _summarise(outcome: RunOutcome) -> None:
                 err.print(f"toolproof: {name}: {rule_id}: {cause.removeprefix(f'{rule_id}: ')}", markup=False)
     for item in outcome.stale:
         err.print(f"toolproof: stale expectation: {item.label}: {item.problem}", markup=False, soft_wrap=True)
+    if outcome.stopped_after:
+        err.print(
+            f"toolproof: stopped after {outcome.stopped_after} failed cell{'s' if outcome.stopped_after > 1 else ''}"
+            f" (-x/--maxfail): {outcome.not_run} not run; the report holds the rules the cells that ran judge",
+            markup=False,
+        )
+    if outcome.exit_code == EXIT_NOTHING_JUDGED:
+        err.print(
+            "toolproof: nothing was judged: every selected rule is not claimed, not covered or review-only, or the"
+            " shard holds no cell (exit status 5, as pytest's when it collects nothing)",
+            markup=False,
+        )
     out.print(
         f"report: {outcome.out_dir / 'report.md'} and {outcome.out_dir / 'report.html'} (run {outcome.run_id})",
         markup=False,
@@ -243,9 +327,13 @@ def merge(
 
     A rule's verdict is worked out from all the shards' rows, as in one unsharded run.
 
-    Exit status: as `run` for the merged run (0 conforms, 1 a failure or a stale expectation);
-    2 when the folders are not every shard of one run (one missing or given twice; another catalog,
-    implementation, selection or toolproof version).
+    \b
+    Example:
+      toolproof merge shard-1 shard-2 shard-3 --out toolproof-report
+
+    Exit status: as `run` for the merged run (0 conforms, 1 a failure or a stale expectation, 5 nothing judged); 2
+    when the folders are not every shard of one run (one missing or given twice; another catalog, implementation,
+    selection or toolproof version).
     """
 
     from ._run import merge_runs

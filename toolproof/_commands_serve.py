@@ -38,7 +38,13 @@ def fake_mcp(
         ),
     ] = False,
 ) -> None:
-    """Serve one hostile fake MCP server (a real MCP server with one hostile behaviour) to test an MCP adapter."""
+    """Serve one hostile fake MCP server (a real MCP server with one hostile behaviour) to test an MCP adapter.
+
+    \b
+    Examples:
+      toolproof fake-mcp --list
+      toolproof fake-mcp RugPullServer --transport http --port 8765
+    """
     from toolproof.fakes import mcp as fake_servers
 
     if name not in fake_servers.SERVERS:
@@ -114,11 +120,18 @@ def supervise_command(
 ) -> None:
     """Run a driver COMMAND and start it again each time a crash plan kills it (SIGKILL), as serve-reference does.
 
-    For a driver in another language: `toolproof supervise -- node dist/src/main.js --port 8787`, then
-    `toolproof run --impl http://127.0.0.1:8787`; the recovery scenarios' SIGKILL cells then run over HTTP. The
-    driver finds TOOLPROOF_SUPERVISED=1 in its environment (driver protocol revision 3): its sign that a SIGKILL
-    plan is safe to accept. SIGINT and SIGTERM are passed on to the driver. Exit status: the driver's own when it exits by itself (0 when
-    stopped by SIGINT or SIGTERM); 2 when COMMAND cannot be started.
+    For a driver in another language: supervise it, then run the suite against it; the recovery scenarios' SIGKILL
+    cells then run over HTTP. The driver finds TOOLPROOF_SUPERVISED=1 in its environment (driver protocol revision
+    3): its sign that a SIGKILL plan is safe to accept. SIGINT and SIGTERM are passed on to the driver. Everything
+    after COMMAND is the driver's, options included (write -- before COMMAND).
+
+    \b
+    Example:
+      toolproof supervise -- node dist/src/main.js --port 8787
+      toolproof run --impl http://127.0.0.1:8787
+
+    Exit status: the driver's own when it exits by itself (0 when stopped by SIGINT or SIGTERM); 2 when COMMAND
+    cannot be started.
     """
     import shutil
 

@@ -8,7 +8,10 @@ processes) is stopped, not orphaned.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import signal
 import sys
 import warnings
@@ -22,6 +25,38 @@ INTERRUPTED_MESSAGE = "toolproof: interrupted; results.duckdb keeps only complet
 class _State:
     interrupted = False
     signum = signal.SIGINT
+    written: str | None = None
+    """The summary.json of a run whose files are all written, once they are."""
+
+
+def mark_written(summary: str | os.PathLike[str]) -> None:
+    """Say the run's files are written: from here an interrupt changes nothing in them but the exit status, which it
+    records in ``summary`` (summary.json) before it says its line and ends the process, so the file and the exit
+    status agree however late the interrupt lands (interpreter shutdown included)."""
+    _State.written = os.fspath(summary)
+
+
+def _after_written(status: int) -> None:
+    """Record ``status`` in the written summary.json, say so in one line, and end the process with it."""
+    path = _State.written
+    assert path is not None  # Invariant: called only once the run's files are written.
+    try:
+        with open(path, encoding="utf-8") as stream:
+            summary = json.load(stream)
+        summary["exit_code"] = status
+        summary["interrupted"] = "after the run was written"
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(summary, stream, indent=2)
+            stream.write("\n")
+        said = f"toolproof: interrupted after the run was written: summary.json records exit status {status}"
+    except (OSError, ValueError) as exc:
+        said = f"toolproof: interrupted after the run was written; summary.json could not record it ({exc})"
+    quiet_debris()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    sys.stderr.write(said + "\n")
+    sys.stderr.flush()
+    os._exit(status)  # Nothing is left to clean up: the run's servers and workers ended before its files were written.
 
 
 def was_interrupted() -> bool:
@@ -41,6 +76,8 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
     _State.signum = signal.Signals(signum)
     for stopping in STOPPING_SIGNALS:
         signal.signal(stopping, signal.SIG_IGN)
+    if _State.written is not None:
+        _after_written(interrupted_status())
     quiet_debris()
     raise KeyboardInterrupt
 
@@ -94,7 +131,15 @@ def handle_interrupts(command: Callable[[], object]) -> None:
     for stopping in STOPPING_SIGNALS:
         signal.signal(stopping, interrupted)
     try:
-        command()
+        try:
+            command()
+        finally:
+            if _State.written is not None and not _State.interrupted:
+                # The run's files are written and say how it ended: from here to the process's end (interpreter
+                # shutdown puts the default SIGINT action back, which would kill it with that summary.json left
+                # saying 0), an interrupt is ignored, so the exit status is the one the files record.
+                for stopping in STOPPING_SIGNALS:
+                    signal.signal(stopping, signal.SIG_IGN)
     except KeyboardInterrupt:  # Interrupted before a command could handle it, e.g. while the command line loads.
         exit_interrupted()
     except SystemExit as exit_:

@@ -6,7 +6,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -14,7 +14,7 @@ from pathlib import Path
 import hypothesis.configuration
 import pytest
 
-from toolproof.driver import load
+from toolproof.driver import is_driver_url, load
 from toolproof.reports import (
     RunInfo,
     load_fault_cells,
@@ -26,66 +26,35 @@ from toolproof.reports import (
     verdict_table,
     write_run,
 )
-from toolproof.scenarios import PLUGIN, ResultCollector, Shard, ShardSelector, cell_key, selected_exploration
+from toolproof.scenarios import (
+    PLUGIN,
+    ResultCollector,
+    Shard,
+    ShardSelector,
+    cell_key,
+    selected_exploration,
+)
 from toolproof.spec import (
     ConfigurationError,
     HarnessError,
+    Implementation,
     ResultRow,
-    StaleExpectation,
-    Verdict,
+    Rule,
     catalog_digest,
     load_catalog,
     new_run_id,
 )
 
 from . import __version__
-from ._interrupt import quiet_debris, was_interrupted
-from ._preflight import check_out_dir, require
+from ._interrupt import mark_written
+from ._out_lock import hold_out_dir
+from ._outcome import FAILING, causes, cell_counts
+from ._outcome import RunOutcome as RunOutcome  # Where the tests and the bench import it from.
+from ._preflight import check_out_dir, require, shown_database_url
+from ._run_plugins import HarnessFault, QuietAfterInterrupt, ShortTracebacks
 from .expectations import Expectations, draft_expectations
 
-FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 Progress = Callable[[ResultRow, int, int], None]
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What a run produced."""
-
-    run_id: str
-    """The run's id in results.duckdb."""
-    out_dir: Path
-    """Where the files were written."""
-    verdicts: dict[str, dict[str, Verdict]]
-    """Implementation -> rule -> verdict."""
-    stale: tuple[StaleExpectation, ...] = ()
-    """Expectations file entries the run contradicted."""
-    draft: Path | None = None
-    """The expectations file drafted from the run's failures, when one was asked for."""
-    exit_code: int = 0
-    """0 when every claimed, covered rule passed (or failed as expected) and no expectation is stale, else 1;
-    stored with the run, so the report states it."""
-    cells: dict[str, dict[Verdict, int]] = field(default_factory=dict)
-    """Implementation -> how many scenario cells (a scenario with one set of parameters) ended in each verdict."""
-    causes: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Implementation -> failed, errored or not-covered rule -> the first line of its first such scenario's evidence."""
-
-    @property
-    def uncovered(self) -> dict[str, list[str]]:
-        """Implementation -> rules no scenario could judge (``not-covered``): never a pass, so a run's closing lines
-        name them even when it conforms."""
-        return {
-            impl: [rule for rule, v in table.items() if v is Verdict.NOT_COVERED]
-            for impl, table in self.verdicts.items()
-        }
-
-    @property
-    def failed(self) -> dict[str, list[str]]:
-        """Implementation -> rules that failed or errored."""
-        return {
-            impl: [rule for rule, v in table.items() if v in FAILING]
-            for impl, table in self.verdicts.items()
-            if any(v in FAILING for v in table.values())
-        }
 
 
 def _check_writable(out_dir: Path) -> None:
@@ -98,16 +67,6 @@ def _check_writable(out_dir: Path) -> None:
         raise ConfigurationError(
             f"--out {str(out_dir)!r} is not a writable directory ({exc.strerror or exc})"
         ) from None
-
-
-class _QuietAfterInterrupt:
-    """After Ctrl-C, pytest's unconfigure collects garbage and warns of what failed to be collected (an object the
-    interrupt left half-built): debris, quieted before pytest's own unconfigure runs."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self) -> None:
-        if was_interrupted():
-            quiet_debris()
 
 
 def run_suite(
@@ -125,6 +84,8 @@ def run_suite(
     shard_durations: Path | None = None,
     impl_rules: Mapping[str, str] | None = None,
     first_failure: bool = False,
+    announce: Callable[[], None] | None = None,
+    maxfail: int | None = None,
 ) -> RunOutcome:
     """Run the scenarios of ``rules`` against ``impls`` and write the report into ``out_dir``.
 
@@ -142,6 +103,8 @@ def run_suite(
     ``notes`` hears a long scenario say how far it has gone while it runs (examples done, of how many).
     ``first_failure`` runs no more cells of a scenario for an implementation once one failed for it (they leave no
     row): one failed cell rejects it on the scenario's rules, which is all the witness matrix asks of a run.
+    ``announce`` is called once everything is checked, just before the scenarios start; ``maxfail`` stops the run after
+    that many failed cells (the report then holds the rules the cells that ran judge).
 
     Raises:
         ConfigurationError: an unknown implementation or rule, an ``impl_rules`` key not in ``impls``, a cell that selects no scenario (nothing runs),
@@ -150,13 +113,14 @@ def run_suite(
             file that exists or a run of several implementations to draft it from (checked before anything runs,
             so nothing is half-written); ``--shard`` with ``--cell`` or ``--write-expectations``, or a
             ``shard_durations`` folder that holds no results.
-        HarnessError: the scenarios could not be collected or pytest stopped on its own.
+        HarnessError: the scenarios could not be collected, a cell met a harness failure (a HarnessError: nothing
+            is written), or pytest stopped on its own.
     """
     refs = list(impls) or ["reference"]
     selected_exploration()
     selection = load_catalog().select(rules)
     check_out_dir(out_dir)
-    if database_url:
+    if database_url:  # The command line probed it already (probe_database): a run asks the database nothing twice.
         require("psycopg", "--database-url")
     loaded = [load(ref, patience_s=0) for ref in refs]  # A driver URL is probed once: it answers now or never.
     names = [impl.name for impl in loaded]
@@ -167,6 +131,46 @@ def run_suite(
     if write_expectations is not None:
         _check_draft(write_expectations, names)
     selector = _shard_selector(shard, shard_durations, cells, write_expectations)
+    with hold_out_dir(out_dir):
+        if announce is not None:
+            announce()
+        asked = _Asked(database_url, cells, write_expectations, shard, impl_rules, first_failure, maxfail)
+        return _run_and_write(refs, loaded, rules, selection, out_dir, expected, selector, asked, progress, notes)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a run was asked for beyond its implementations and rules (``run_suite``'s arguments of those names)."""
+
+    database_url: str | None
+    cells: Sequence[str]
+    write_expectations: Path | None
+    shard: Shard | None
+    impl_rules: Mapping[str, str] | None
+    first_failure: bool
+    maxfail: int | None
+
+
+def _run_and_write(
+    refs: list[str],
+    loaded: list[Implementation],
+    rules: str | None,
+    selection: Sequence[Rule],
+    out_dir: Path,
+    expected: Expectations,
+    selector: ShardSelector | None,
+    asked: _Asked,
+    progress: Progress | None,
+    notes: Callable[[str], None] | None,
+) -> RunOutcome:
+    database_url, cells, write_expectations, shard = (
+        asked.database_url,
+        asked.cells,
+        asked.write_expectations,
+        asked.shard,
+    )
+    impl_rules, first_failure, maxfail = asked.impl_rules, asked.first_failure, asked.maxfail
+    names = [impl.name for impl in loaded]
 
     started = datetime.now(UTC)
     run_id = new_run_id(started)
@@ -190,6 +194,8 @@ def run_suite(
         "--toolproof-run-id",
         run_id,
     ]
+    if maxfail is not None:
+        args.append(f"--maxfail={maxfail}")
     for ref in refs:
         args += ["--toolproof-impl", ref]
     if rules is not None:
@@ -209,13 +215,16 @@ def run_suite(
     with tempfile.TemporaryDirectory(prefix="toolproof-hypothesis-") as scratch:
         hypothesis.configuration.set_hypothesis_home_dir(scratch)
         try:
-            plugins: list[object] = [collector, expected.index, _QuietAfterInterrupt()]
+            fault = HarnessFault()
+            plugins: list[object] = [collector, expected.index, QuietAfterInterrupt(), fault, ShortTracebacks()]
             plugins += [selector] if selector is not None else []
             code = pytest.main(args, plugins=plugins)
         finally:
             hypothesis.configuration.set_hypothesis_home_dir(None)
     if collector.port_violation is not None:  # The collector stopped the session: checked before INTERRUPTED.
         raise ConfigurationError(collector.port_violation)
+    if fault.fault is not None:  # The fault stopped the session: checked before INTERRUPTED.
+        raise HarnessError(f"{fault.fault} (no verdict is given, and nothing was written)")
     if collector.collection_errors:  # Before INTERRUPTED: pytest reports a collection error as interrupted too.
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
     if code == pytest.ExitCode.INTERRUPTED:
@@ -230,6 +239,10 @@ def run_suite(
     # A shard's own report holds the rules its cells are tagged with, and those the harness judged on them.
     reached = selector.judged | {row.rule_id for row in collector.results} if selector is not None else frozenset()
     selected = [rule_id for rule_id in whole if selector is None or rule_id in reached]
+    stopped = collector.done < collector.total and maxfail is not None
+    if stopped:  # -x or --maxfail: the report holds the rules the cells that ran judge.
+        ran = {row.rule_id for row in collector.results}
+        selected = [rule_id for rule_id in selected if rule_id in ran]
     info = RunInfo(
         run_id=run_id,
         implementations=names,
@@ -241,6 +254,7 @@ def run_suite(
         catalog_sha256=catalog_digest(),
         shard=str(shard) if shard is not None else None,
         whole_selection=whole if shard is not None else [],
+        rerun_options=["--database-url", shown_database_url(database_url)] if database_url else [],
     )
     chosen = set(selected)
     # A scenario may also judge rules outside the selection.
@@ -251,11 +265,21 @@ def run_suite(
     verdicts = verdict_table(info, rows, selected_rules(info))
     # The exit code is known before anything is written, so the report can state it.
     code = run_exit_code(verdicts, stale)
-    updated = info.model_copy(update={"exit_code": code})
-    write_run(out_dir, updated, rows, collector.crash_cells, stale, fault_cells=collector.fault_cells)
+    wall_s = (datetime.now(UTC) - started).total_seconds()
+    write_run(
+        out_dir,
+        info.model_copy(update={"exit_code": code, "wall_s": wall_s}),
+        rows,
+        collector.crash_cells,
+        stale,
+        fault_cells=collector.fault_cells,
+    )
     if write_expectations is not None:
         # Drafted from the rows as the scenarios gave them: a failure an expectations file already expects stays in.
-        _write_draft(write_expectations, draft_expectations(names[0], judged, run_id))
+        # A driver's file names it without its address (as docs/expectations.md says), so the port can change.
+        named = names[0].rpartition("@")[0] if is_driver_url(refs[0]) and "@" in names[0] else names[0]
+        _write_draft(write_expectations, draft_expectations(names[0], judged, run_id, named))
+    mark_written(out_dir / "summary.json")
     return RunOutcome(
         run_id=run_id,
         out_dir=out_dir,
@@ -263,8 +287,10 @@ def run_suite(
         stale=tuple(stale),
         draft=write_expectations,
         exit_code=code,
-        cells=_cell_counts(rows),
-        causes=_causes(rows),
+        cells=cell_counts(rows),
+        causes=causes(rows),
+        stopped_after=sum(1 for row in collector.results if row.verdict in FAILING) if stopped else 0,
+        not_run=collector.total - collector.done if stopped else 0,
     )
 
 
@@ -290,15 +316,16 @@ def merge_runs(folders: Sequence[Path], out_dir: Path) -> RunOutcome:
     _check_writable(out_dir)
     verdicts = verdict_table(info, rows, selected_rules(info))
     code = run_exit_code(verdicts, stale)
-    write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale, fault_cells=faults)
+    with hold_out_dir(out_dir):
+        write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale, fault_cells=faults)
     return RunOutcome(
         run_id=run_id,
         out_dir=out_dir,
         verdicts=verdicts,
         stale=tuple(stale),
         exit_code=code,
-        cells=_cell_counts(rows),
-        causes=_causes(rows),
+        cells=cell_counts(rows),
+        causes=causes(rows),
     )
 
 
@@ -345,43 +372,3 @@ def _write_draft(path: Path, text: str) -> None:
         raise ConfigurationError(
             f"--write-expectations {str(path)!r} cannot be written ({exc.strerror or exc})"
         ) from None
-
-
-_WORST_FIRST = (
-    Verdict.FAIL,
-    Verdict.ERROR,
-    Verdict.XFAIL,
-    Verdict.NOT_COVERED,
-    Verdict.REVIEW_ONLY,
-    Verdict.PASS,
-    Verdict.NOT_CLAIMED,
-)
-
-
-def _cell_counts(rows: Sequence[ResultRow]) -> dict[str, dict[Verdict, int]]:
-    # A cell judges several rules; its verdict is the worst of its rows.
-    cells: dict[tuple[str, str], set[Verdict]] = {}
-    for row in rows:
-        if row.scenario:
-            cells.setdefault((row.implementation, row.scenario), set()).add(row.verdict)
-    counts: dict[str, dict[Verdict, int]] = {}
-    for (impl, _), verdicts in cells.items():
-        worst = next((v for v in _WORST_FIRST if v in verdicts), Verdict.ERROR)
-        table = counts.setdefault(impl, {})
-        table[worst] = table.get(worst, 0) + 1
-    return counts
-
-
-def first_cause(evidence: str) -> str:
-    """The line of ``evidence`` that says what went wrong: a traceback's ``E`` line, else its first line."""
-    lines = [line.strip() for line in evidence.splitlines() if line.strip()]
-    raised = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
-    return raised[0] if raised else (lines[0] if lines else "")
-
-
-def _causes(rows: Sequence[ResultRow]) -> dict[str, dict[str, str]]:
-    causes: dict[str, dict[str, str]] = {}
-    for row in rows:
-        if (row.verdict in FAILING or row.verdict is Verdict.NOT_COVERED) and row.scenario:
-            causes.setdefault(row.implementation, {}).setdefault(row.rule_id, first_cause(row.evidence))
-    return causes

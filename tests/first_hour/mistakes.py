@@ -37,3 +37,28 @@ class _Dicts:
 
     async def submit(self, step):
         return [d.model_dump(mode="json") for d in await self._inner.submit(step)]
+
+
+class RaisesOnSubmit(ReferenceImplementation):
+    """Raises a plain exception from every submission: the scenarios can judge nothing, and say so as an error."""
+
+    def open(self, config, tools, clock):
+        inner = super().open(config, tools, clock)
+
+        @asynccontextmanager
+        async def opened():
+            async with inner as instance:
+                yield _Raises(instance)
+
+        return opened()
+
+
+class _Raises:
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def submit(self, step):
+        raise RuntimeError("this pipeline cannot submit yet")

@@ -8,13 +8,18 @@ contradicts (a row it names passed, or nothing it names ran although it was sele
 ``draft_expectations`` drafts a file from a run's failures (``toolproof run --write-expectations``).
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from toolproof.spec import publish_exports as _publish_exports
 
 from ._apply import apply_expectations
 from ._draft import draft_expectations
-from ._expectations import Expectations
-from ._file import Expectation, ExpectationsError, LoadedExpectations, load_expectations
-from ._index import ScenarioIndex
+from ._file import Expectation, ExpectationsError, LoadedExpectations, check_expectations, load_expectations
+
+if TYPE_CHECKING:
+    from ._expectations import Expectations
+    from ._index import ScenarioIndex
 
 __all__ = [
     "Expectation",
@@ -23,8 +28,23 @@ __all__ = [
     "LoadedExpectations",
     "ScenarioIndex",
     "apply_expectations",
+    "check_expectations",
     "draft_expectations",
     "load_expectations",
 ]
 
-_publish_exports(globals())
+# Imported when first asked for: they load pytest and the scenarios, and `toolproof run` reads an expectations file
+# (check_expectations) before it loads those.
+_LATER = {"Expectations": "._expectations", "ScenarioIndex": "._index"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LATER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found = getattr(importlib.import_module(_LATER[name], __name__), name)
+    _publish_exports({"__name__": __name__, "__all__": [name], name: found})
+    globals()[name] = found
+    return found
+
+
+_publish_exports({**globals(), "__all__": [name for name in __all__ if name not in _LATER]})

@@ -4,11 +4,14 @@ contradicts are stale."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from toolproof.spec import ResultRow, StaleExpectation, Verdict
 
 from ._file import Expectation, LoadedExpectations
-from ._index import ScenarioIndex
+
+if TYPE_CHECKING:  # The index imports pytest: the CLI reads an expectations file before that loads.
+    from ._index import ScenarioIndex
 
 # Verdicts of a scenario that ran and judged; ``not-claimed`` rows never ran, so nothing there can fail.
 _JUDGED = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR})

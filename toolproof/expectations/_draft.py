@@ -14,13 +14,17 @@ _FAILING = frozenset({Verdict.FAIL, Verdict.ERROR})
 _JUDGED = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.ERROR})
 
 
-def draft_expectations(implementation: str, rows: Sequence[ResultRow], run_id: str = "") -> str:
+def draft_expectations(
+    implementation: str, rows: Sequence[ResultRow], run_id: str = "", named: str | None = None
+) -> str:
     """The text of an expectations file declaring every failure ``rows`` show for ``implementation``.
 
     A rule all of whose scenario rows fail with one verdict gets a rule entry; any other failing rule gets an
     entry per failing cell (``module.py::test_name[param]``). Each entry's ``reason`` is empty and the file
     carries ``draft = "…"``, so it is refused when loaded until the implementer writes the reasons and deletes
     that line. Rows are read as the scenarios gave them, before any expectations file turned them ``xfail``.
+    ``named`` is what the file's ``implementation`` key says, when not ``implementation`` itself (a driver's name
+    without its ``@address``).
     """
     own = [row for row in rows if row.implementation == implementation and row.verdict in _JUDGED and row.scenario]
     failing_rules = list(dict.fromkeys(row.rule_id for row in own if row.verdict in _FAILING))
@@ -45,7 +49,7 @@ def draft_expectations(implementation: str, rows: Sequence[ResultRow], run_id: s
         lines.append(f"{DRAFT_KEY} = {_string(_DRAFT_NOTE)}")
     else:
         lines.append("# The run saw no failure: there is nothing to expect.")
-    lines.append(f"implementation = {_string(implementation)}")
+    lines.append(f"implementation = {_string(named or implementation)}")
     return "\n".join(lines) + "\n" + "".join(entries)
 
 

@@ -135,7 +135,18 @@ def load_expectations(paths: Sequence[Path], implementations: Sequence[str]) -> 
     return [_load(path, implementations) for path in paths]
 
 
-def _load(path: Path, implementations: Sequence[str]) -> LoadedExpectations:
+def check_expectations(paths: Sequence[Path]) -> None:
+    """Read and check every expectations file as ``load_expectations`` does, save whom it names: the implementations
+    are not loaded yet (``toolproof run`` checks its files before anything heavy is imported).
+
+    Raises:
+        ExpectationsError: as ``load_expectations``, but for an implementation not under test.
+    """
+    for path in paths:
+        _load(path, None)
+
+
+def _load(path: Path, implementations: Sequence[str] | None) -> LoadedExpectations:
     shown = str(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -164,7 +175,9 @@ def _load(path: Path, implementations: Sequence[str]) -> LoadedExpectations:
     except ValidationError as exc:
         entry, problem = _explain(exc, raw)
         raise ExpectationsError(shown, problem, entry) from None
-    implementation = _under_test(shown, parsed.implementation, implementations)
+    implementation = (
+        parsed.implementation if implementations is None else _under_test(shown, parsed.implementation, implementations)
+    )
     return LoadedExpectations(path=shown, implementation=implementation, entries=parsed.expect)
 
 
