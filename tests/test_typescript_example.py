@@ -4,8 +4,8 @@ The driver protocol's claim that any language can plug in, checked end to end: `
 example, its build, the driver under ``toolproof supervise`` (so the recovery profile's SIGKILL cells restart
 it), and ``toolproof run --impl http://... --expectations examples/typescript/expectations.toml``.
 
-The example passes every rule it claims, so its expectations file has no entry to remove. An expected failure is
-shown on a second driver started with the example's one deliberate defect (``--defect duplicate-names``, which
+The example passes every rule it claims but the store-fault rules of protocol revision 4, which its expectations
+file declares (it ignores fault plans). A failure on purpose is shown on a second driver started with the example's one deliberate defect (``--defect duplicate-names``, which
 breaks D5.4 and nothing else): with ``expectations-defect.toml`` its run exits 0, D5.4 reading xfail; with that
 entry removed it exits 1 naming D5.4; and the same file against the driver without the defect is stale.
 """
