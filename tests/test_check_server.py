@@ -370,6 +370,30 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], files: dict[str, str]
     _one_line(_toolproof("check-server", "-q", *args, cwd=tmp_path), pattern)
 
 
+OK_FILE = {"ok.toml": '[[server]]\nid = "one"\nurl = "http://127.0.0.1:9/mcp"\n'}
+
+
+@pytest.mark.parametrize(
+    ("args", "files", "pattern"),
+    [
+        # After a file or a URL, options still count (the README's example).
+        (["ok.toml", "--server", "other"], OK_FILE, "--server 'other': no such id in ok.toml; its ids are: one"),
+        (["ok.toml", "-q", "--server=other"], OK_FILE, "--server 'other': no such id in ok.toml"),
+        (["http://127.0.0.1:9/mcp", "--timeout", "0"], {}, "--timeout 0: give a positive number of seconds"),
+        (["https://127.0.0.1:9/mcp", "--server", "x"], {}, "--server picks servers of an MCP server file"),
+        # From a command's first word on, every word is the command's, options included.
+        (["toolproof-no-such-command", "--timeout", "0"], {}, "command 'toolproof-no-such-command' not found"),
+        (["--timeout", "5", "toolproof-no-such-command", "-y"], {}, "command 'toolproof-no-such-command' not found"),
+    ],
+)
+def test_options_may_follow_a_file_or_a_url(
+    args: list[str], files: dict[str, str], pattern: str, tmp_path: Path
+) -> None:
+    for file_name, content in files.items():
+        (tmp_path / file_name).write_text(content, encoding="utf-8")
+    _one_line(_toolproof("check-server", *args, cwd=tmp_path), pattern)
+
+
 @pytest.mark.slow
 def test_a_server_that_connects_in_no_era_exits_2_with_one_line(tmp_path: Path) -> None:
     # The fakes' module without a fake name prints its usage on stderr and exits: no era connects.
