@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Self, TextIO
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -28,10 +27,9 @@ from toolproof.spec import (
     Clock,
     ConfigurationError,
     InstanceConfig,
-    McpOrigin,
     McpServerConfig,
     McpTransport,
-    on_egress_allowlist,
+    admission_refusal,
     sole_exception,
 )
 
@@ -74,19 +72,9 @@ class McpConnections:
             if server.server_id in seen:
                 raise ConfigurationError(f"MCP server_id {server.server_id!r} is configured twice (D5.5)")
             seen.add(server.server_id)
-            if server.origin is not McpOrigin.TENANT:
-                continue
-            if server.transport is not McpTransport.HTTP:
-                raise ConfigurationError(
-                    f"tenant MCP server {server.server_id!r} uses {server.transport.value}: "
-                    "tenant servers must use HTTP (D7.1)"
-                )
-            if not on_egress_allowlist(server.url or "", config.egress_allowlist):
-                host = urlsplit(server.url or "").hostname
-                raise ConfigurationError(
-                    f"tenant MCP server {server.server_id!r} is on host {host!r}, "
-                    "which is not on the egress allowlist (D7.2)"
-                )
+            refusal = admission_refusal(server, config.egress_allowlist)
+            if refusal is not None:
+                raise ConfigurationError(refusal)
 
     def client_options(self, server: McpServerConfig) -> dict[str, Any]:
         """``mcp.Client`` options over the defaults: none, so sampling and roots are never advertised (decision 8)."""
