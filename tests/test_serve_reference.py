@@ -20,7 +20,12 @@ CHECK_TIMEOUT = "20"
 
 def _toolproof(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolproof", *args], capture_output=True, text=True, cwd=cwd, check=False, timeout=timeout
+        [sys.executable, "-m", "toolproof", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        timeout=timeout,
     )
 
 
