@@ -34,6 +34,7 @@ from toolproof.spec import (
 )
 
 from ._mcp_link import (
+    HANDSHAKE_ONLY_ANSWERS,
     INPUT_REQUIRED_MAX_ROUNDS,
     RECONNECT_BACKOFF_CAP_S,
     RECONNECT_BACKOFF_S,
@@ -44,6 +45,7 @@ from ._mcp_link import (
     Opening,
     answers,
     one_line,
+    server_answered,
     stderr_log,
     unjudged,
 )
@@ -132,7 +134,8 @@ class McpConnections:
         """D7.8: make sure a 2026-07-28 server speaks that era before open returns (a handshake already did).
 
         The SDK adopts a 2026-07-28 connection without a request, so a ``server/discover`` probe, bounded by the
-        server's call timeout, must list the era. No fallback: a server that speaks only the other era is refused.
+        server's call timeout, must list the era. No fallback: a server that speaks only the other era is refused,
+        and an error a handshake-era server answers the probe with (``HANDSHAKE_ONLY_ANSWERS``) says so.
         """
         if server.protocol == "legacy":
             return
@@ -146,7 +149,7 @@ class McpConnections:
                 raise TimeoutError(f"server/discover had no answer within {server.call_timeout_s:g} s")
         except MCPError as exc:
             error = f"{exc.error.code} {one_line(exc.error.message)}"
-            if exc.error.code == types.METHOD_NOT_FOUND:
+            if exc.error.code in HANDSHAKE_ONLY_ANSWERS and server_answered(exc):
                 opening.answer = (
                     f"answered server/discover with {error}: it speaks only the initialize handshake; "
                     'configure protocol = "legacy" (the adapter does not fall back to another era)'

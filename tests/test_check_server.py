@@ -254,12 +254,23 @@ EXPECTED: dict[str, Expected] = {
         options=("--timeout", "3"),
         refused={"legacy": "gave no answer within 3 s", "2026-07-28": "no answer within 3 s"},
     ),
-    "LegacyOnlyServer": Expected(refused={"2026-07-28": "it speaks only the initialize handsha"}),
+    "LegacyOnlyServer": Expected(
+        refused={"2026-07-28": 'it speaks only the initialize handshake; configure protocol = "legacy"'}
+    ),
+    "DiscoverInvalidParamsServer": Expected(
+        refused={"2026-07-28": "with -32602 Invalid request parameters: it speaks"}
+    ),
+    "DiscoverInternalErrorServer": Expected(refused={"2026-07-28": "with -32603 Internal error: it speaks only the"}),
+    "DiscoverSessionErrorServer": Expected(
+        refused={
+            "2026-07-28": "with -32000 Bad Request: No valid session ID provided: it speaks only the initialize handshake"
+        }
+    ),
     "EraViolatorServer": Expected(
         frozenset({K.MALFORMED_RESULT}), ("--call", "broken", "--call", "echo"), check=_malformed
     ),
     "NonJsonServer": Expected(refused={era: "wrote non-JSON to stdout" for era in ERAS}),
-    "CrashesAtStartServer": Expected(refused={era: "Connection closed" for era in ERAS}),
+    "CrashesAtStartServer": Expected(refused={era: "the server exited before answering;" for era in ERAS}),
     "ListingErrorServer": Expected(),
     "ChangingResourcesServer": Expected(check=_read_tool(False)),
     "SchemaViolationServer": Expected(

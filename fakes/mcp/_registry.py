@@ -15,6 +15,9 @@ from ._drift import (
 )
 from ._eras import (
     CrashesAtStartServer,
+    DiscoverInternalErrorServer,
+    DiscoverInvalidParamsServer,
+    DiscoverSessionErrorServer,
     EraViolatorServer,
     HangsAtInitializeServer,
     LegacyOnlyServer,
@@ -86,6 +89,9 @@ SERVERS: dict[str, ServerFake] = {
         SchemaViolationServer,
         HangsAtInitializeServer,
         LegacyOnlyServer,
+        DiscoverInvalidParamsServer,
+        DiscoverInternalErrorServer,
+        DiscoverSessionErrorServer,
         EraViolatorServer,
         NonJsonServer,
         CrashesAtStartServer,
