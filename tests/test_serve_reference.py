@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import free_port, wait_for_driver
 
+from toolproof.fakes.mcp import stdio_command
+
 CHECK_TIMEOUT = "20"
 """check-server's --timeout in these tests: a bound on a wait, never a verdict."""
 
@@ -192,3 +194,56 @@ def test_a_refused_instance_is_a_typed_error_for_the_client_and_a_line_in_the_se
     assert client.stderr == "", "the client printed on stderr (a server's CancelledError traceback)"
     logged = [line for line in log.read_text().splitlines() if "not opened" in line]
     assert logged == [f"instance not opened (422 configuration-error): {cause}"]
+
+
+OPEN_CLIENT = """\
+import anyio, sys, pathlib
+from toolproof.driver import load
+from toolproof.fakes import FakeClock
+from toolproof.spec import ConfigurationError, InstanceConfig
+root = pathlib.Path(sys.argv[2])
+async def main():
+    try:
+        async with load(sys.argv[1]).open(InstanceConfig(store_dir=root / "store", workspace=root), [], FakeClock()):
+            print("opened")
+    except ConfigurationError as exc:
+        print(f"{type(exc).__name__}: {exc}")
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow
+def test_a_server_that_exits_at_start_reads_alike_in_check_server_and_serve_reference(tmp_path: Path) -> None:
+    command = stdio_command("CrashesAtStartServer")
+    config = tmp_path / "servers.toml"
+    config.write_text(
+        f'[[server]]\nid = "crashes"\ncommand = {json.dumps(command[0])}\nargs = {json.dumps(command[1:])}\n'
+    )
+    checked = _toolproof("check-server", "-q", "--json", "--era", "legacy", str(config))
+    [era] = json.loads(checked.stdout)["servers"][0]["eras"]
+    said = "MCP server 'crashes' refused at open: asked era legacy; the server exited before answering"
+    assert era["failure"].startswith(f"McpOpenError: {said}; cause: "), era["failure"]
+    port = free_port()
+    root = tmp_path / "root"
+    root.mkdir()
+    log = tmp_path / "serve-reference.log"
+    serve = ["serve-reference", "--mcp-config", str(config), "--port", str(port), "--root", str(root)]
+    with log.open("w") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "toolproof", *serve], stderr=stderr)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_driver(url, process)
+        client = subprocess.run(
+            [sys.executable, "-c", OPEN_CLIENT, url, str(root)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    # serve-reference adds the server's stderr tail and its log's path; the words before are check-server's.
+    assert client.stdout.startswith(f"ConfigurationError: {said} (its stderr ends: "), client.stdout + client.stderr
+    assert client.stderr == ""
+    assert f"instance not opened (422 configuration-error): {said}" in log.read_text()
