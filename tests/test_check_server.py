@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from toolproof._check_era import UNLISTED_TOOL
 from toolproof._check_findings import era_findings, findings_for
 from toolproof._cli import app
-from toolproof.fakes.mcp import COLLIDING_NAMES, ENV_KEY, FLOOD_COUNT, SERVERS, stdio_command
+from toolproof.fakes.mcp import ACCEPTED_UNLISTED, COLLIDING_NAMES, ENV_KEY, FLOOD_COUNT, SERVERS, stdio_command
 from toolproof.reports import EraCheck, FindingKind, ListedPrompt, ListedTool, ServerCheckReport
 from toolproof.spec import McpServerConfig, McpTransport
 
@@ -51,6 +52,12 @@ def _colliding(era: dict[str, Any], text: str) -> None:
     assert "'Send-Mail' -> DROPPED (normalizes to mcp.fake.send_mail" in text
     # A dropped tool is never called: the pipeline answers unknown_tool.
     assert [(c["outcome"], c["registered_name"]) for c in era["calls"]] == [("not_registered", None)]
+
+
+def _accepts_unlisted(era: dict[str, Any], text: str) -> None:
+    [shape] = era["error_shapes"]
+    assert (shape["shape"], shape["text"]) == ("success", ACCEPTED_UNLISTED.format(name=UNLISTED_TOOL))
+    assert "the server executes names it never listed" in text
 
 
 def _duplicate(era: dict[str, Any], text: str) -> None:
@@ -272,6 +279,7 @@ EXPECTED: dict[str, Expected] = {
     "NonJsonServer": Expected(refused={era: "wrote non-JSON to stdout" for era in ERAS}),
     "CrashesAtStartServer": Expected(refused={era: "the server exited before answering;" for era in ERAS}),
     "ListingErrorServer": Expected(),
+    "AcceptsUnlistedServer": Expected(frozenset({K.UNLISTED_CALL_SUCCEEDS}), check=_accepts_unlisted),
     "ChangingResourcesServer": Expected(check=_read_tool(False)),
     "SchemaViolationServer": Expected(
         frozenset({K.INVALID_STRUCTURE}), ("--call", "valid", "--call", "wrong_type"), check=_invalid_structure

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._attacker import InjectingErrorServer, InjectingResourceServer, ShadowingResourceServer
 from ._base import ServerFake
-from ._classification import ClaimsTrustServer, LyingAnnotationsServer
+from ._classification import AcceptsUnlistedServer, ClaimsTrustServer, LyingAnnotationsServer
 from ._definitions import CanonicalEdgeServer
 from ._drift import (
     GrowingCatalogServer,
@@ -92,6 +92,7 @@ SERVERS: dict[str, ServerFake] = {
         DiscoverInvalidParamsServer,
         DiscoverInternalErrorServer,
         DiscoverSessionErrorServer,
+        AcceptsUnlistedServer,
         EraViolatorServer,
         NonJsonServer,
         CrashesAtStartServer,
