@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Self, TextIO
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -28,14 +27,14 @@ from toolproof.spec import (
     Clock,
     ConfigurationError,
     InstanceConfig,
-    McpOrigin,
     McpServerConfig,
     McpTransport,
-    on_egress_allowlist,
+    admission_refusal,
     sole_exception,
 )
 
 from ._mcp_link import (
+    HANDSHAKE_ONLY_ANSWERS,
     INPUT_REQUIRED_MAX_ROUNDS,
     RECONNECT_BACKOFF_CAP_S,
     RECONNECT_BACKOFF_S,
@@ -46,6 +45,7 @@ from ._mcp_link import (
     Opening,
     answers,
     one_line,
+    server_answered,
     stderr_log,
     unjudged,
 )
@@ -74,19 +74,9 @@ class McpConnections:
             if server.server_id in seen:
                 raise ConfigurationError(f"MCP server_id {server.server_id!r} is configured twice (D5.5)")
             seen.add(server.server_id)
-            if server.origin is not McpOrigin.TENANT:
-                continue
-            if server.transport is not McpTransport.HTTP:
-                raise ConfigurationError(
-                    f"tenant MCP server {server.server_id!r} uses {server.transport.value}: "
-                    "tenant servers must use HTTP (D7.1)"
-                )
-            if not on_egress_allowlist(server.url or "", config.egress_allowlist):
-                host = urlsplit(server.url or "").hostname
-                raise ConfigurationError(
-                    f"tenant MCP server {server.server_id!r} is on host {host!r}, "
-                    "which is not on the egress allowlist (D7.2)"
-                )
+            refusal = admission_refusal(server, config.egress_allowlist)
+            if refusal is not None:
+                raise ConfigurationError(refusal)
 
     def client_options(self, server: McpServerConfig) -> dict[str, Any]:
         """``mcp.Client`` options over the defaults: none, so sampling and roots are never advertised (decision 8)."""
@@ -144,7 +134,8 @@ class McpConnections:
         """D7.8: make sure a 2026-07-28 server speaks that era before open returns (a handshake already did).
 
         The SDK adopts a 2026-07-28 connection without a request, so a ``server/discover`` probe, bounded by the
-        server's call timeout, must list the era. No fallback: a server that speaks only the other era is refused.
+        server's call timeout, must list the era. No fallback: a server that speaks only the other era is refused,
+        and an error a handshake-era server answers the probe with (``HANDSHAKE_ONLY_ANSWERS``) says so.
         """
         if server.protocol == "legacy":
             return
@@ -158,7 +149,7 @@ class McpConnections:
                 raise TimeoutError(f"server/discover had no answer within {server.call_timeout_s:g} s")
         except MCPError as exc:
             error = f"{exc.error.code} {one_line(exc.error.message)}"
-            if exc.error.code == types.METHOD_NOT_FOUND:
+            if exc.error.code in HANDSHAKE_ONLY_ANSWERS and server_answered(exc):
                 opening.answer = (
                     f"answered server/discover with {error}: it speaks only the initialize handshake; "
                     'configure protocol = "legacy" (the adapter does not fall back to another era)'

@@ -95,6 +95,20 @@ class Keeper:
     """One attempt at a time."""
 
 
+HANDSHAKE_ONLY_ANSWERS = frozenset(
+    {types.METHOD_NOT_FOUND, types.INVALID_PARAMS, types.INTERNAL_ERROR, types.CONNECTION_CLOSED}
+)
+"""The errors handshake-era servers answer ``server/discover`` with: Method not found; a Python-SDK server of an
+earlier major, -32602 (a request before initialize) or -32603; a streamable-HTTP one, -32000 (no session)."""
+SDK_CLOSED = "Connection closed"
+"""The message of the SDK's own -32000 error for a connection that closed, which no server sent."""
+
+
+def server_answered(exc: MCPError) -> bool:
+    """Whether the server sent this error, rather than the SDK raising it for a closed connection."""
+    return not (exc.error.code == types.CONNECTION_CLOSED and exc.error.message == SDK_CLOSED)
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` says the connection is gone, rather than that the server answered an error."""
     if isinstance(exc, MCPError):

@@ -119,6 +119,10 @@ class Pipeline:
         """Run ``state`` through the step table in ``spec.STEPS`` order, from ``start`` (default the first)."""
         for step in STEPS if start is None else STEPS[STEPS.index(start) :]:
             if state.disposition is not None and step not in FINISHING:
+                if step is Step.LABEL:
+                    # Refused at resolve or validate: the row still records the labels its request carried (pure
+                    # logic, so no crash point), never the defaults a reader would take for a judgement.
+                    await self.steps[step](self, state)
                 continue  # Decided: skip to excerpt (a no-op unless it succeeded), complete and publish.
             point = PERSIST_FAULT_POINTS.get(step)
             if point is None:

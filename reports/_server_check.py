@@ -49,6 +49,12 @@ class FindingKind(StrEnum):
     """The era connected but its check stopped early (an error, or no answer within the era's bound)."""
     MALFORMED_MESSAGE = "malformed_message"
     """The server wrote something that is not a JSON-RPC message."""
+    UNLISTED_CALL_SUCCEEDS = "unlisted_call_succeeds"
+    """Decision 5: the server answered a tools/call of a name it never listed with success: its listing does not
+    describe everything it executes (the pipeline still refuses such a name: unknown_tool at step 1)."""
+    NOT_ADMITTED = "not_admitted"
+    """Decision 7: as configured, the server is refused (a tenant's stdio server, or a host off the egress
+    allowlist); ``serve-reference`` and the reference refuse it in the same words."""
 
 
 class Finding(BaseModel):

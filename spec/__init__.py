@@ -113,6 +113,7 @@ from ._mcp import (
     McpServerConfig,
     McpTransport,
     Skill,
+    admission_refusal,
     definition_sha256,
     egress_host,
     mcp_skill_name,
@@ -121,7 +122,7 @@ from ._mcp import (
     on_egress_allowlist,
     replay_history,
 )
-from ._mcp_config import McpConfigError, load_mcp_servers
+from ._mcp_config import McpConfigError, McpServerFile, load_mcp_config, load_mcp_servers
 from ._names import MAX_NAME_LENGTH, NAME_GRAMMAR, RESERVED_DOMAINS, domain_of, is_valid_name
 from ._outcomes import FAILURE_REASONS, OUTCOME_TABLE, OutcomeEntry, outcome_entry
 from ._port import (
@@ -293,6 +294,7 @@ __all__ = [
     "McpOpenError",
     "McpOrigin",
     "McpServerConfig",
+    "McpServerFile",
     "McpTransport",
     "MeasuresExcerptMemory",
     "MemberKind",
@@ -341,6 +343,7 @@ __all__ = [
     "Topic",
     "TrustLabel",
     "Verdict",
+    "admission_refusal",
     "available_implementations",
     "call_hash",
     "canonical_json",
@@ -358,6 +361,7 @@ __all__ = [
     "load_assumptions",
     "load_catalog",
     "load_implementation",
+    "load_mcp_config",
     "load_mcp_servers",
     "load_object",
     "lowest_trust",

@@ -186,6 +186,29 @@ class McpServerConfig(BaseModel):
         return self.classification or UNCLASSIFIED
 
 
+def admission_refusal(server: McpServerConfig, egress_allowlist: Iterable[str]) -> str | None:
+    """Decision 7: why ``server`` may not be connected, naming the rule, or None when it may.
+
+    A tenant's server must use HTTP (D7.1) to a host on ``egress_allowlist`` (D7.2); an operator's may use any
+    transport. The one decision ``check-server``, ``serve-reference`` and the reference's adapter all make.
+    """
+    if server.origin is not McpOrigin.TENANT:
+        return None
+    if server.transport is not McpTransport.HTTP:
+        return (
+            f"tenant MCP server {server.server_id!r} uses {server.transport.value}: tenant servers must use HTTP (D7.1)"
+        )
+    if not on_egress_allowlist(server.url or "", egress_allowlist):
+        try:
+            host = urlsplit(server.url or "").hostname
+        except ValueError:
+            host = None
+        return (
+            f"tenant MCP server {server.server_id!r} is on host {host!r}, which is not on the egress allowlist (D7.2)"
+        )
+    return None
+
+
 _OUTSIDE_SEGMENT = re.compile(r"[^a-z0-9_]+")
 
 

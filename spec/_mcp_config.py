@@ -14,6 +14,8 @@ Example::
     url = "http://127.0.0.1:9000/mcp"
     protocol = "2026-07-28"
 
+    egress_allowlist = ["127.0.0.1"]   # top level: the hosts a tenant's HTTP server may be on (D7.2)
+
 A ``command`` makes a stdio server and a ``url`` a streamable-HTTP one; every other key is the
 ``McpServerConfig`` field of that name. Errors name the file, the entry and the key, in one line,
 and never show an ``env`` value (it may be a key).
@@ -26,10 +28,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._errors import ConfigurationError
-from ._mcp import ENV_NAME_GRAMMAR, McpOrigin, McpServerConfig, McpTransport
+from ._mcp import ENV_NAME_GRAMMAR, McpOrigin, McpServerConfig, McpTransport, egress_host
 
 SERVER_KEYS = (
     "id",
@@ -46,6 +48,19 @@ SERVER_KEYS = (
     "listing_max_age_s",
 )
 """The keys a ``[[server]]`` table may have."""
+TOP_LEVEL_KEYS = ("server", "egress_allowlist")
+"""The keys the file may have at its top level."""
+
+
+class McpServerFile(BaseModel):
+    """What an operator's MCP server file configures: the servers, and the egress allowlist (D7.2)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    servers: list[McpServerConfig]
+    """Every ``[[server]]`` table, in order."""
+    egress_allowlist: list[str] = []
+    """The hosts a tenant's HTTP server may be on (``origin = "tenant"``, D7.2); empty: none."""
 
 
 class McpConfigError(ConfigurationError):
@@ -68,6 +83,15 @@ def load_mcp_servers(path: str | Path) -> list[McpServerConfig]:
     Raises:
         McpConfigError: the file is missing, not TOML, or an entry is invalid (one line, no ``env`` value).
     """
+    return load_mcp_config(path).servers
+
+
+def load_mcp_config(path: str | Path) -> McpServerFile:
+    """Read an MCP server file: its servers, and its top-level ``egress_allowlist``.
+
+    Raises:
+        McpConfigError: the file is missing, not TOML, or an entry is invalid (one line, no ``env`` value).
+    """
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -79,9 +103,17 @@ def load_mcp_servers(path: str | Path) -> list[McpServerConfig]:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's messages give a position, never the text found there.
         raise McpConfigError(path, f"not TOML: {exc}") from None
-    extra = sorted(set(document) - {"server"})
+    extra = sorted(set(document) - set(TOP_LEVEL_KEYS))
     if extra:
-        raise McpConfigError(path, f"unknown top-level key {extra[0]!r}; the file holds only [[server]] tables")
+        raise McpConfigError(
+            path, f"unknown top-level key {extra[0]!r}; the file holds [[server]] tables and egress_allowlist"
+        )
+    allowlist = document.get("egress_allowlist", [])
+    if not (isinstance(allowlist, list) and all(isinstance(h, str) for h in allowlist)):
+        raise McpConfigError(path, 'must be a list of host names, e.g. ["127.0.0.1"]', key="egress_allowlist")
+    for host in allowlist:
+        if egress_host(host) is None:
+            raise McpConfigError(path, f"{host!r} names no host a client can reach", key="egress_allowlist")
     tables = document.get("server")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise McpConfigError(path, "no [[server]] tables; give one per MCP server")
@@ -98,7 +130,7 @@ def load_mcp_servers(path: str | Path) -> list[McpServerConfig]:
             )
         seen[server.server_id] = number
         servers.append(server)
-    return servers
+    return McpServerFile(servers=servers, egress_allowlist=allowlist)
 
 
 def _entry(number: int, table: Mapping[str, Any]) -> str:

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from toolproof._check_era import UNLISTED_TOOL
 from toolproof._check_findings import era_findings, findings_for
 from toolproof._cli import app
-from toolproof.fakes.mcp import COLLIDING_NAMES, ENV_KEY, FLOOD_COUNT, SERVERS, stdio_command
+from toolproof.fakes.mcp import ACCEPTED_UNLISTED, COLLIDING_NAMES, ENV_KEY, FLOOD_COUNT, SERVERS, stdio_command
 from toolproof.reports import EraCheck, FindingKind, ListedPrompt, ListedTool, ServerCheckReport
 from toolproof.spec import McpServerConfig, McpTransport
 
@@ -51,6 +52,12 @@ def _colliding(era: dict[str, Any], text: str) -> None:
     assert "'Send-Mail' -> DROPPED (normalizes to mcp.fake.send_mail" in text
     # A dropped tool is never called: the pipeline answers unknown_tool.
     assert [(c["outcome"], c["registered_name"]) for c in era["calls"]] == [("not_registered", None)]
+
+
+def _accepts_unlisted(era: dict[str, Any], text: str) -> None:
+    [shape] = era["error_shapes"]
+    assert (shape["shape"], shape["text"]) == ("success", ACCEPTED_UNLISTED.format(name=UNLISTED_TOOL))
+    assert "the server executes names it never listed" in text
 
 
 def _duplicate(era: dict[str, Any], text: str) -> None:
@@ -254,13 +261,25 @@ EXPECTED: dict[str, Expected] = {
         options=("--timeout", "3"),
         refused={"legacy": "gave no answer within 3 s", "2026-07-28": "no answer within 3 s"},
     ),
-    "LegacyOnlyServer": Expected(refused={"2026-07-28": "it speaks only the initialize handsha"}),
+    "LegacyOnlyServer": Expected(
+        refused={"2026-07-28": 'it speaks only the initialize handshake; configure protocol = "legacy"'}
+    ),
+    "DiscoverInvalidParamsServer": Expected(
+        refused={"2026-07-28": "with -32602 Invalid request parameters: it speaks"}
+    ),
+    "DiscoverInternalErrorServer": Expected(refused={"2026-07-28": "with -32603 Internal error: it speaks only the"}),
+    "DiscoverSessionErrorServer": Expected(
+        refused={
+            "2026-07-28": "with -32000 Bad Request: No valid session ID provided: it speaks only the initialize handshake"
+        }
+    ),
     "EraViolatorServer": Expected(
         frozenset({K.MALFORMED_RESULT}), ("--call", "broken", "--call", "echo"), check=_malformed
     ),
     "NonJsonServer": Expected(refused={era: "wrote non-JSON to stdout" for era in ERAS}),
-    "CrashesAtStartServer": Expected(refused={era: "Connection closed" for era in ERAS}),
+    "CrashesAtStartServer": Expected(refused={era: "the server exited before answering;" for era in ERAS}),
     "ListingErrorServer": Expected(),
+    "AcceptsUnlistedServer": Expected(frozenset({K.UNLISTED_CALL_SUCCEEDS}), check=_accepts_unlisted),
     "ChangingResourcesServer": Expected(check=_read_tool(False)),
     "SchemaViolationServer": Expected(
         frozenset({K.INVALID_STRUCTURE}), ("--call", "valid", "--call", "wrong_type"), check=_invalid_structure
@@ -368,6 +387,30 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], files: dict[str, str]
     for file_name, content in files.items():
         (tmp_path / file_name).write_text(content, encoding="utf-8")
     _one_line(_toolproof("check-server", "-q", *args, cwd=tmp_path), pattern)
+
+
+OK_FILE = {"ok.toml": '[[server]]\nid = "one"\nurl = "http://127.0.0.1:9/mcp"\n'}
+
+
+@pytest.mark.parametrize(
+    ("args", "files", "pattern"),
+    [
+        # After a file or a URL, options still count (the README's example).
+        (["ok.toml", "--server", "other"], OK_FILE, "--server 'other': no such id in ok.toml; its ids are: one"),
+        (["ok.toml", "-q", "--server=other"], OK_FILE, "--server 'other': no such id in ok.toml"),
+        (["http://127.0.0.1:9/mcp", "--timeout", "0"], {}, "--timeout 0: give a positive number of seconds"),
+        (["https://127.0.0.1:9/mcp", "--server", "x"], {}, "--server picks servers of an MCP server file"),
+        # From a command's first word on, every word is the command's, options included.
+        (["toolproof-no-such-command", "--timeout", "0"], {}, "command 'toolproof-no-such-command' not found"),
+        (["--timeout", "5", "toolproof-no-such-command", "-y"], {}, "command 'toolproof-no-such-command' not found"),
+    ],
+)
+def test_options_may_follow_a_file_or_a_url(
+    args: list[str], files: dict[str, str], pattern: str, tmp_path: Path
+) -> None:
+    for file_name, content in files.items():
+        (tmp_path / file_name).write_text(content, encoding="utf-8")
+    _one_line(_toolproof("check-server", *args, cwd=tmp_path), pattern)
 
 
 @pytest.mark.slow

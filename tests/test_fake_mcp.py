@@ -64,6 +64,9 @@ OPENING_FAULTS = {
     ("HangsAtInitializeServer", "legacy"),
     ("HangsAtInitializeServer", "auto"),
     ("LegacyOnlyServer", "auto"),
+    ("DiscoverInvalidParamsServer", "auto"),
+    ("DiscoverInternalErrorServer", "auto"),
+    ("DiscoverSessionErrorServer", "auto"),
 }
 """(fake, mode) whose fault is the opening itself: no client gets as far as a listing (tested on their own below).
 In-process, ``auto`` adopts 2026-07-28 without a probe, so it never falls back to the handshake."""
@@ -599,7 +602,15 @@ async def test_http_server_answers_a_real_client_and_is_gone_after_exit() -> Non
         await anyio.connect_tcp(fakes.LOOPBACK, port)
 
 
-SUBPROCESS_FAULTS = {"HangsAtInitializeServer", "LegacyOnlyServer", "NonJsonServer", "CrashesAtStartServer"}
+SUBPROCESS_FAULTS = {
+    "HangsAtInitializeServer",
+    "LegacyOnlyServer",
+    "DiscoverInvalidParamsServer",
+    "DiscoverInternalErrorServer",
+    "DiscoverSessionErrorServer",
+    "NonJsonServer",
+    "CrashesAtStartServer",
+}
 """Fakes that never serve a plain client in one of these openings (tests/test_mcp_sweep.py takes them over
 stdio and HTTP, through the reference)."""
 
@@ -790,6 +801,23 @@ async def test_legacy_only_server_refuses_the_2026_era_and_serves_the_handshake(
         with pytest.raises(MCPError, match="handshake only"):
             await client.list_tools()
     async with Client(fakes.LegacyOnlyServer(), mode="legacy") as client:
+        assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("DiscoverInvalidParamsServer", types.INVALID_PARAMS),
+        ("DiscoverInternalErrorServer", types.INTERNAL_ERROR),
+        ("DiscoverSessionErrorServer", types.CONNECTION_CLOSED),
+    ],
+)
+async def test_a_handshake_era_server_answers_discover_with_its_own_error(name: str, code: int) -> None:
+    async with Client(fakes.SERVERS[name](), mode="2026-07-28") as client:
+        with pytest.raises(MCPError) as discover:
+            await client.session.send_discover("2026-07-28")
+        assert discover.value.error.code == code
+    async with Client(fakes.SERVERS[name](), mode="legacy") as client:
         assert _texts(await client.call_tool("echo", {"text": "hi"})) == "hi"
 
 

@@ -106,7 +106,15 @@ BAD_FILES: dict[str, tuple[str | bytes | None, str]] = {
     "server not a table list": ('server = "fetch"\n', "{file}: no [[server]] tables; give one per MCP server"),
     "unknown top-level key": (
         "servers = []\n" + SERVER,
-        "{file}: unknown top-level key 'servers'; the file holds only [[server]] tables",
+        "{file}: unknown top-level key 'servers'; the file holds [[server]] tables and egress_allowlist",
+    ),
+    "allowlist not a list": (
+        'egress_allowlist = "127.0.0.1"\n' + SERVER,
+        '{file}: egress_allowlist: must be a list of host names, e.g. ["127.0.0.1"]',
+    ),
+    "allowlist entry names no host": (
+        'egress_allowlist = ["127.0.0.1", "."]\n' + SERVER,
+        "{file}: egress_allowlist: '.' names no host a client can reach",
     ),
     "unknown key": (
         SERVER + "timeout = 3\n",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,32 +10,29 @@ from pathlib import Path
 import anyio
 
 from toolproof.reports import ServerCheck, ServerCheckReport, render_server_check_html, render_server_check_text
-from toolproof.spec import ConfigurationError, McpServerConfig, McpTransport, load_mcp_servers
+from toolproof.spec import ConfigurationError, McpServerConfig, McpTransport, load_mcp_config
 
 from . import __version__
 from ._check_call import Call, parse_call
 from ._check_server import check_server
+from ._server_file import command_problem
 
 COMMAND_SERVER_ID = "server"
 """The server id (name prefix ``mcp.server.``) of a server given as a command or a URL."""
 
 
-def _command_found(executable: str) -> bool:
-    if "/" in executable:
-        return os.access(executable, os.X_OK) and not os.path.isdir(executable)
-    return shutil.which(executable) is not None
-
-
-def servers_of(target: Sequence[str], server_ids: Sequence[str]) -> tuple[list[McpServerConfig], bool]:
-    """The servers ``target`` names, and whether they came from an operator file.
+def servers_of(target: Sequence[str], server_ids: Sequence[str]) -> tuple[list[McpServerConfig], bool, list[str]]:
+    """The servers ``target`` names, whether they came from an operator file, and the file's egress allowlist.
 
     Raises:
         ConfigurationError: nothing given, a bad file, an unknown ``--server``, a command not found (one line).
     """
     if not target:
         raise ConfigurationError("give an MCP server file (FILE.toml), a URL, or -- COMMAND ARGS...")
+    allowlist: list[str] = []
     if len(target) == 1 and target[0].endswith(".toml"):
-        servers = load_mcp_servers(target[0])
+        loaded = load_mcp_config(target[0])
+        servers, allowlist = loaded.servers, loaded.egress_allowlist
         if server_ids:
             known = {s.server_id for s in servers}
             for wanted in server_ids:
@@ -56,9 +51,9 @@ def servers_of(target: Sequence[str], server_ids: Sequence[str]) -> tuple[list[M
         servers = [McpServerConfig(server_id=COMMAND_SERVER_ID, transport=McpTransport.STDIO, command=list(target))]
         configured = False
     for server in servers:
-        if server.transport is McpTransport.STDIO and server.command and not _command_found(server.command[0]):
-            raise ConfigurationError(f"server {server.server_id!r}: command {server.command[0]!r} not found")
-    return servers, configured
+        if (problem := command_problem(server)) is not None:
+            raise ConfigurationError(problem)
+    return servers, configured, allowlist
 
 
 def run_check_server(
@@ -88,7 +83,7 @@ def run_check_server(
                 parsed.append(parse_call(text))
             except ValueError as exc:
                 raise ConfigurationError(str(exc)) from None
-        servers, configured = servers_of(target, server_ids)
+        servers, configured, allowlist = servers_of(target, server_ids)
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
     except (ConfigurationError, OSError) as exc:
@@ -97,7 +92,15 @@ def run_check_server(
 
     async def every() -> list[ServerCheck]:
         return [
-            await check_server(s, configured=configured, calls=parsed, wait_s=timeout, era=era, progress=progress)
+            await check_server(
+                s,
+                configured=configured,
+                egress_allowlist=allowlist,
+                calls=parsed,
+                wait_s=timeout,
+                era=era,
+                progress=progress,
+            )
             for s in servers
         ]
 

@@ -64,6 +64,22 @@ def _probe_config(server: McpServerConfig, era: str, transport: TappedTransport,
     )
 
 
+class _CheckAdapter(McpAdapter):
+    """The reference's adapter, its open errors worded for the server as configured (stdio or HTTP), not for the
+    tapped transport it reaches it through: a server that exits at start reads as it does in serve-reference."""
+
+    def __init__(self, config: InstanceConfig, store: Store, configured: McpServerConfig) -> None:
+        super().__init__(config, store, _WallClock())
+        self.configured = configured
+
+    def open_error(self, opening: Any, exc: BaseException) -> Any:
+        probed = opening.server  # The era tried, and the wait capped by --timeout, stay the check's own.
+        opening.server = self.configured.model_copy(
+            update={"protocol": probed.protocol, "call_timeout_s": probed.call_timeout_s}
+        )
+        return super().open_error(opening, exc)
+
+
 class _EraRun:
     """Everything seen on one era's connection, filled in as the check goes."""
 
@@ -177,7 +193,7 @@ async def check_era(
         bound = wait_s * (ERA_WAITS + len(calls))
         try:
             with anyio.fail_after(bound):
-                await _connected(McpAdapter(config, store, _WallClock()), server, run, tap, calls, progress)
+                await _connected(_CheckAdapter(config, store, server), server, run, tap, calls, progress)
         except TimeoutError:
             run.facts["failure"] = (
                 f"not finished within {bound:g} s ({ERA_WAITS} + {len(calls)} waits of --timeout {wait_s:g} s)"

@@ -10,6 +10,8 @@ Findings, per connected era:
 - a called tool's result over the output cap (D8.8) or with no answer within the call timeout;
 - the connection lost while checked (its tools answer unavailable until reconnected);
 - anything the server wrote that is not a JSON-RPC message;
+- a success answered to the ``tools/call`` of a name the server never listed: its catalog, which naming,
+  classification, pinning and drift (decisions 5, 6 and 9) all rest on, does not describe what it executes;
 - the check stopped before its end (an error, or no answer within the era's bound).
 
 And per server: the era the operator's file configures does not connect while another does.
@@ -88,6 +90,14 @@ def _era_findings(era: EraCheck) -> list[Finding]:
         )
     if era.failure:
         add(FindingKind.UNFINISHED, 7, f"the check stopped early: {era.failure}")
+    for shape in era.error_shapes:
+        if shape.shape == "success":
+            add(
+                FindingKind.UNLISTED_CALL_SUCCEEDS,
+                5,
+                f"{shape.probe} answered success ({shape.text!r}): the server executes names it never listed, so "
+                "its listing does not describe what it does; the pipeline still refuses such a name (unknown_tool)",
+            )
     if era.malformed:
         add(FindingKind.MALFORMED_MESSAGE, 8, f"{era.malformed} messages on the wire were not JSON-RPC")
     return found

@@ -9,13 +9,14 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 
-from toolproof.reports import EraCheck, ServerCheck
+from toolproof.reports import EraCheck, Finding, FindingKind, ServerCheck
 from toolproof.spec import MCP_PROTOCOLS, UNCLASSIFIED, McpServerConfig, McpTransport
 
 from ._check_call import Call
 from ._check_era import Progress, check_era
 from ._check_findings import findings_for
 from ._check_text import shown
+from ._server_file import not_admitted
 
 STDERR_LINES = 20
 """How many of the server's last stderr lines the report keeps."""
@@ -38,12 +39,14 @@ async def check_server(
     server: McpServerConfig,
     *,
     configured: bool,
+    egress_allowlist: Sequence[str] = (),
     calls: Sequence[Call] = (),
     wait_s: float = 30.0,
     era: str | None = None,
     progress: Progress = lambda line: None,
 ) -> ServerCheck:
-    """Check ``server`` in every era (or in ``era``); ``configured``: it came from an operator file."""
+    """Check ``server`` in every era (or in ``era``); ``configured``: it came from an operator file, whose
+    ``egress_allowlist`` decision 7 admits a tenant's server by."""
     eras: list[EraCheck] = []
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         for name in eras_for(server, configured, era):
@@ -55,6 +58,9 @@ async def check_server(
         errlog.seek(0)
         stderr_tail = [shown(line.rstrip("\n")) for line in errlog.read().splitlines()[-STDERR_LINES:]]
     findings = findings_for(server, eras, configured=configured)
+    refusal = not_admitted(server, egress_allowlist)
+    if refusal is not None:
+        findings.append(Finding(kind=FindingKind.NOT_ADMITTED, decision=7, era=None, message=refusal))
     connected = any(e.connected for e in eras)
     classification = server.classification
     return ServerCheck(

@@ -14,7 +14,7 @@ import typer
 from . import __version__
 from ._commands_bench import bench
 from ._commands_catalog import impls, rules
-from ._commands_check import check_server_command, check_tool_command
+from ._commands_check import CheckServerCommand, check_server_command, check_tool_command
 from ._commands_protocol import protocol
 from ._commands_results import diff, report
 from ._commands_run import merge, run
@@ -68,10 +68,8 @@ app.command(cls=GitStyleCommand)(diff)
 app.command("check-tool", cls=GitStyleCommand)(check_tool_command)
 app.command(cls=GitStyleCommand)(bench)
 app.command("fake-mcp", cls=GitStyleCommand)(fake_mcp)
-# After its target, check-server's words are the stdio server's command line, options included.
-app.command("check-server", cls=GitStyleCommand, context_settings={"allow_interspersed_args": False})(
-    check_server_command
-)
+# Options anywhere around a file or a URL; from a command's first word on, the words are the server's.
+app.command("check-server", cls=CheckServerCommand)(check_server_command)
 app.command("serve-reference", cls=GitStyleCommand)(serve_reference)
 app.command(cls=GitStyleCommand)(protocol)
 # The driver's own options pass through to its command line.

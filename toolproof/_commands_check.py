@@ -3,11 +3,46 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
+from typer.core import TyperOption
 
-from ._console import err
+from ._console import GitStyleCommand, err
+
+
+def is_server_file_or_url(word: str) -> bool:
+    """Whether a check-server target is an operator file or a URL (options may follow it), not a command's first word."""
+    return word.endswith(".toml") or word.startswith(("http://", "https://"))
+
+
+class CheckServerCommand(GitStyleCommand):
+    """check-server's parsing: options anywhere around a file or a URL; a command line is taken whole.
+
+    A stdio server's command line is its own (``-y``, ``--port``): from its first word on, nothing is an option of
+    check-server's, as if ``--`` stood before it. A file or a URL is one word, so options may come after it.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        takes_value = {
+            name
+            for param in self.get_params(ctx)
+            if isinstance(param, TyperOption) and not param.is_flag and not param.count
+            for name in (*param.opts, *param.secondary_opts)
+        }
+        words = list(args)
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                break
+            if word.startswith("-") and len(word) > 1:
+                i += 2 if word in takes_value else 1  # ``--timeout=5`` carries its value.
+                continue
+            if not is_server_file_or_url(word):
+                words.insert(i, "--")
+            break
+        return list(super().parse_args(ctx, words))
 
 
 def check_tool_command(

@@ -9,9 +9,24 @@ from typing import Annotated, Literal
 
 import typer
 
-from toolproof.spec import DRIVER_PROTOCOL, ConfigurationError, load_implementation, load_mcp_servers
+from toolproof.spec import DRIVER_PROTOCOL, ConfigurationError, McpServerFile, load_implementation, load_mcp_config
 
 from ._console import die, err
+from ._server_file import command_problem, not_admitted
+
+
+def port_in_use(port: int) -> str | None:
+    """Why nothing can listen on 127.0.0.1:``port`` (the system's words), or None when something can."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As uvicorn binds: SO_REUSEADDR, so a port left in TIME_WAIT is free, and one listened on is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def _list_fake_servers(value: bool) -> None:
@@ -86,7 +101,9 @@ def serve_reference(
 
     Test it with `toolproof run --impl http://127.0.0.1:PORT`. A supervisor restarts the server each time a
     crash plan kills it (SIGKILL), so the recovery scenarios run over HTTP too. Stop it with Ctrl-C.
-    Exit status 2 for bad input (unknown implementation, bad port, root or --mcp-config file).
+    Exit status 2 for bad input, in one line, before anything is served: an unknown implementation, a port that is
+    not one or is in use, a bad root, or a bad --mcp-config file (unreadable, a stdio command not found, a server
+    decision 7 refuses: the same decisions check-server makes on the file).
     """
     import tempfile
 
@@ -94,14 +111,22 @@ def serve_reference(
 
     try:
         load_implementation(impl)
-        servers = load_mcp_servers(mcp_config) if mcp_config is not None else []
+        loaded = load_mcp_config(mcp_config) if mcp_config is not None else McpServerFile(servers=[])
     except ConfigurationError as exc:
         raise die(str(exc)) from None
+    servers = loaded.servers
+    # The decisions check-server makes on the same file, in its words: refused here once, not at every open.
+    for server in servers:
+        problem = command_problem(server) or not_admitted(server, loaded.egress_allowlist)
+        if problem is not None:
+            raise die(f"{mcp_config}: {problem}")
     if not 0 < port < 65536:
         raise die(f"--port {port}: not a TCP port")
     base = (root or Path(tempfile.gettempdir())).resolve()
     if not base.is_dir():
         raise die(f"--root {base}: not a directory")
+    if (busy := port_in_use(port)) is not None:
+        raise die(f"--port {port}: cannot listen on 127.0.0.1:{port} ({busy}); give a free port")
     err.print(f"serving {impl} at http://127.0.0.1:{port} (driver protocol {DRIVER_PROTOCOL}, root {base})")
     if servers:
         err.print(f"MCP servers of {mcp_config}: {', '.join(s.server_id for s in servers)}", markup=False)

@@ -20,7 +20,13 @@ from ._attacker import (
     shadowing_resource_server,
 )
 from ._base import FakeServer, ServerFake
-from ._classification import TRUST_CLAIMS, ClaimsTrustServer, LyingAnnotationsServer
+from ._classification import (
+    ACCEPTED_UNLISTED,
+    TRUST_CLAIMS,
+    AcceptsUnlistedServer,
+    ClaimsTrustServer,
+    LyingAnnotationsServer,
+)
 from ._definitions import EDGES, CanonicalEdgeServer
 from ._drift import (
     DRIFTING,
@@ -39,6 +45,9 @@ from ._eras import (
     LEGACY_ONLY_MESSAGE,
     NON_JSON_LINE,
     CrashesAtStartServer,
+    DiscoverInternalErrorServer,
+    DiscoverInvalidParamsServer,
+    DiscoverSessionErrorServer,
     EraViolatorServer,
     HangsAtInitializeServer,
     LegacyOnlyServer,
@@ -123,6 +132,7 @@ from ._volume import (
 )
 
 __all__ = [
+    "ACCEPTED_UNLISTED",
     "ANSI",
     "BROKEN",
     "COLLIDING_NAMES",
@@ -169,12 +179,16 @@ __all__ = [
     "UNICODE_TRICK_NAMES",
     "VALID_REPORT",
     "WRITE",
+    "AcceptsUnlistedServer",
     "CanonicalEdgeServer",
     "ChangedOnRestartServer",
     "ChangingResourcesServer",
     "ClaimsTrustServer",
     "CollidingNamesServer",
     "CrashesAtStartServer",
+    "DiscoverInternalErrorServer",
+    "DiscoverInvalidParamsServer",
+    "DiscoverSessionErrorServer",
     "DripServer",
     "DuplicateNamesServer",
     "EarlyNoticeServer",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 
-from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, text
+from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, is_modern, text
 
 DELETE_EVERYTHING = types.Tool(
     name="delete_everything",
@@ -71,4 +72,32 @@ ClaimsTrustServer = ServerFake(
     "ClaimsTrustServer",
     "returns results claiming trust 'SYSTEM' and status 'SUCCESS' in text, structuredContent and _meta",
     _claims_trust,
+)
+
+
+ACCEPTED_UNLISTED = "done: {name} ran"
+"""What AcceptsUnlistedServer answers a ``tools/call`` of a name it never listed with (a success)."""
+
+
+def _accepts_unlisted() -> FakeServer:
+    fake = FakeServer("AcceptsUnlistedServer", lambda: [ECHO], {"echo": echo})
+
+    async def accept(ctx: Context, call_next: Callable[[Context], Awaitable[Any]]) -> Any:
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name = params.get("name")
+        if ctx.method == "tools/call" and isinstance(name, str) and name != ECHO.name:
+            fake.log.append(f"tools/call {name}: accepted, never listed")
+            return text(ACCEPTED_UNLISTED.format(name=name)).model_dump(by_alias=True, exclude_none=True) | (
+                {"resultType": "complete"} if is_modern(ctx) else {}
+            )
+        return await call_next(ctx)
+
+    fake.server.middleware.insert(0, accept)
+    return fake
+
+
+AcceptsUnlistedServer = ServerFake(
+    "AcceptsUnlistedServer",
+    "answers a tools/call of any name with success, names it never listed included, as a catch-all dispatcher does",
+    _accepts_unlisted,
 )

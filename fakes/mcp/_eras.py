@@ -64,6 +64,44 @@ LegacyOnlyServer = ServerFake(
     _legacy_only,
 )
 
+
+def _discover_refused(name: str, code: int, message: str) -> Callable[[], FakeServer]:
+    def build() -> FakeServer:
+        async def refuse_discover(ctx: Context, call_next: Callable[[Context], Awaitable[Any]]) -> Any:
+            if ctx.request_id is not None and is_modern(ctx):
+                fake.log.append(f"{ctx.method}: refused with {code}")
+                raise MCPError(code, message)
+            return await call_next(ctx)
+
+        fake = FakeServer(name, lambda: [ECHO], {"echo": echo})
+        fake.server.middleware.insert(0, refuse_discover)
+        return fake
+
+    return build
+
+
+DiscoverInvalidParamsServer = ServerFake(
+    "DiscoverInvalidParamsServer",
+    "speaks only the handshake era, and answers every 2026-07-28 request (server/discover included) with -32602 "
+    "Invalid request parameters, as a Python-SDK server of an earlier major answers a request before initialize",
+    _discover_refused("DiscoverInvalidParamsServer", types.INVALID_PARAMS, "Invalid request parameters"),
+)
+DiscoverInternalErrorServer = ServerFake(
+    "DiscoverInternalErrorServer",
+    "speaks only the handshake era, and answers every 2026-07-28 request (server/discover included) with -32603 "
+    "Internal error, as a server whose dispatcher fails on a method it does not know",
+    _discover_refused("DiscoverInternalErrorServer", types.INTERNAL_ERROR, "Internal error"),
+)
+DiscoverSessionErrorServer = ServerFake(
+    "DiscoverSessionErrorServer",
+    "speaks only the handshake era, and answers every 2026-07-28 request (server/discover included) with -32000 "
+    "Bad Request: No valid session ID provided, as a streamable-HTTP server of an earlier SDK major answers a "
+    "request outside an initialized session",
+    _discover_refused(
+        "DiscoverSessionErrorServer", types.CONNECTION_CLOSED, "Bad Request: No valid session ID provided"
+    ),
+)
+
 BROKEN = types.Tool(
     name="broken", description="Answers without the result's required content.", input_schema=TEXT_SCHEMA
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._attacker import InjectingErrorServer, InjectingResourceServer, ShadowingResourceServer
 from ._base import ServerFake
-from ._classification import ClaimsTrustServer, LyingAnnotationsServer
+from ._classification import AcceptsUnlistedServer, ClaimsTrustServer, LyingAnnotationsServer
 from ._definitions import CanonicalEdgeServer
 from ._drift import (
     GrowingCatalogServer,
@@ -15,6 +15,9 @@ from ._drift import (
 )
 from ._eras import (
     CrashesAtStartServer,
+    DiscoverInternalErrorServer,
+    DiscoverInvalidParamsServer,
+    DiscoverSessionErrorServer,
     EraViolatorServer,
     HangsAtInitializeServer,
     LegacyOnlyServer,
@@ -86,6 +89,10 @@ SERVERS: dict[str, ServerFake] = {
         SchemaViolationServer,
         HangsAtInitializeServer,
         LegacyOnlyServer,
+        DiscoverInvalidParamsServer,
+        DiscoverInternalErrorServer,
+        DiscoverSessionErrorServer,
+        AcceptsUnlistedServer,
         EraViolatorServer,
         NonJsonServer,
         CrashesAtStartServer,

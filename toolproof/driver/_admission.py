@@ -27,6 +27,9 @@ class DriverOptions:
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The operator's MCP servers (``serve-reference --mcp-config``): added to every instance, their commands
     started whatever ``stdio_commands`` says, since the operator, not the harness, named them."""
+    egress_allowlist: tuple[str, ...] = ()
+    """The operator's egress allowlist (the server file's ``egress_allowlist``): added to every instance's, so a
+    tenant's HTTP server on one of its hosts is admitted (D7.2)."""
 
 
 def admit(body: OpenInstance, options: DriverOptions) -> OpenInstance:
@@ -59,4 +62,9 @@ def admit(body: OpenInstance, options: DriverOptions) -> OpenInstance:
             raise Refused(422, "not-supported", f"{where}.url: only loopback servers", f"{where}.url")
         servers.append(server.model_copy(update={"server": None}))
     servers.extend(options.mcp_servers)
-    return body.model_copy(update={"config": body.config.model_copy(update={"mcp_servers": servers})})
+    allowlist = [
+        *body.config.egress_allowlist,
+        *(h for h in options.egress_allowlist if h not in body.config.egress_allowlist),
+    ]
+    config = body.config.model_copy(update={"mcp_servers": servers, "egress_allowlist": allowlist})
+    return body.model_copy(update={"config": config})

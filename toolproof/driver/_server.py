@@ -8,6 +8,7 @@ task (``_instances``), which a route's work is handed to.
 from __future__ import annotations
 
 import base64
+import logging
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -55,6 +56,9 @@ from ._problems import Refused, problem
 from ._scripts import ScriptFolder
 
 _M = TypeVar("_M", bound=BaseModel)
+
+log = logging.getLogger("toolproof.driver")
+"""One line per instance the driver did not open, with its cause (Python's last-resort handler: stderr)."""
 
 
 class _RunIdConvertor(Convertor[str]):
@@ -166,8 +170,13 @@ class Driver:
 
     async def open_instance(self, request: Request) -> Response:
         """``POST /v1/instances``."""
-        body = admit(await self._body(request, OpenInstance), self.options)
-        instance_id = await self.instances.open(body, _now_of(request))
+        try:
+            body = admit(await self._body(request, OpenInstance), self.options)
+            instance_id = await self.instances.open(body, _now_of(request))
+        except Refused as exc:
+            # The operator sees every refusal where the driver runs, not only the client that asked.
+            log.warning("instance not opened (%s %s): %s", exc.status, exc.kind, exc.detail)
+            raise
         return JSONResponse(InstanceHandle(instance_id=instance_id).model_dump(mode="json"), status_code=201)
 
     async def place_script(self, request: Request) -> Response:

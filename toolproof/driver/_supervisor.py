@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from toolproof.spec import SUPERVISED_ENV, McpConfigError, McpServerConfig, load_implementation, load_mcp_servers
+from toolproof.spec import SUPERVISED_ENV, McpConfigError, McpServerFile, load_implementation, load_mcp_config
 
 from ._admission import DriverOptions
 from ._mutant import install_mutant_from_environment
@@ -71,16 +71,20 @@ def serve_child(argv: Sequence[str]) -> None:
     """``python -m toolproof.driver REF PORT ROOT supervised|alone [--mcp-config=FILE] [STDIO_COMMAND...]``:
     what ``child_command`` runs."""
     ref, port, root, mode, *stdio = argv
-    servers: tuple[McpServerConfig, ...] = ()
+    loaded = McpServerFile(servers=[])
     if stdio and stdio[0].startswith(MCP_CONFIG_ARGUMENT):
         # Read again here, though the CLI checked it first: only the path may go on the command line.
         try:
-            servers = tuple(load_mcp_servers(stdio.pop(0).removeprefix(MCP_CONFIG_ARGUMENT)))
+            loaded = load_mcp_config(stdio.pop(0).removeprefix(MCP_CONFIG_ARGUMENT))
         except McpConfigError as exc:  # Changed since the CLI read it: one line, as the CLI would say it.
             sys.stderr.write(f"toolproof: error: {exc}\n")
             raise SystemExit(2) from None
     options = DriverOptions(
-        root=Path(root), stdio_commands=frozenset(stdio), supervised=mode == "supervised", mcp_servers=servers
+        root=Path(root),
+        stdio_commands=frozenset(stdio),
+        supervised=mode == "supervised",
+        mcp_servers=tuple(loaded.servers),
+        egress_allowlist=tuple(loaded.egress_allowlist),
     )
     install_mutant_from_environment()  # The mutation gate's mutant, before the implementation is imported.
     serve(load_implementation(ref), int(port), options)

@@ -46,6 +46,9 @@ from ._problems import problem, raise_problem
 
 _M = TypeVar("_M", bound=BaseModel)
 
+SERVER_STOP_S = 5.0
+"""How long a loopback server is given to stop by itself before it is cancelled."""
+
 
 def _free_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -60,8 +63,16 @@ async def serving(app: Any) -> AsyncIterator[str]:
     sock = _free_socket()
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    stopped = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve([sock])
+        finally:
+            stopped.set()
+
     async with anyio.create_task_group() as group:
-        group.start_soon(server.serve, [sock])
+        group.start_soon(serve)
         for _ in range(3000):  # uvicorn signals nothing but this flag; 30 s at most.
             if server.started:
                 break
@@ -72,6 +83,10 @@ async def serving(app: Any) -> AsyncIterator[str]:
             yield f"http://127.0.0.1:{port}"
         finally:
             server.should_exit = True
+            # Let it stop by itself, even when the body raised: cancelled, uvicorn logs a CancelledError traceback
+            # from its lifespan. Bounded: it looks at should_exit every 0.1 s.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SERVER_STOP_S):
+                await stopped.wait()
     sock.close()
 
 
