@@ -132,6 +132,11 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
     status = got.status.value
     reason = got.reason_code.value if isinstance(got, Outcome) else None
     before = record.verdicts
+    if isinstance(got, Outcome) and got.status is not OUTCOME_TABLE[got.reason_code].status:
+        table = OUTCOME_TABLE[got.reason_code].status.value
+        return [
+            ("D13.2", f"{where}: model allowed {got.reason_code.value} only as {table}, implementation gave {status}")
+        ]
     if not record.settle(status, reason):
         rules = tuple(dict.fromkeys(r for v in before for r in v.rules)) + expected.rules
         return [

@@ -98,7 +98,7 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     return Behaviour(
         parts=parts,
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
-        structure=draw(st.sampled_from(["none", "none", "valid", "invalid"])),
+        structure=draw(st.sampled_from(["none"] * 5 + ["valid", "invalid"])),
         artifacts=tuple(
             draw(
                 st.lists(
@@ -204,11 +204,11 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
     actions: list[Any] = []
     submitted: list[Submit] = []
     steps = 0
-    names = [t.spec.name for t in catalog] + list(UNKNOWN_NAMES)
+    names = [t.spec.name for t in catalog]
     for _ in range(draw(st.integers(1, max_actions))):
         held = [r for r in model.records if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
         suspended = [r for r in model.records if r.suspended]
-        kind = draw(st.sampled_from(["submit"] * 4 + ["repeat", "replay", "answer", "resume", "advance", "sweep"]))
+        kind = draw(st.sampled_from(["submit"] * 3 + ["repeat"] * 3 + ["replay", "answer", "answer", "resume", "advance", "sweep"]))
         action: Any
         if kind == "answer" and held:
             action = Answer(draw(st.sampled_from(held)).ref, draw(st.booleans()))
@@ -246,11 +246,11 @@ def _step(
     calls: list[ProposedCall] = []
     for i in range(draw(st.integers(1, 3))):
         old = [c for s in earlier for c in s.calls]
-        if old and draw(st.booleans()):
+        if old and draw(st.integers(0, 3)) > 0:
             again = draw(st.sampled_from(old))  # A repeat of an earlier call: another step, same tool and arguments.
             name, args, prov = again.tool_name, again.arguments, again.provenance
         else:
-            name = draw(st.sampled_from(names))
+            name = draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args))
         calls.append(ProposedCall(call_id=f"c{number}.{i}", tool_name=name, arguments=args, provenance=prov))

@@ -54,7 +54,7 @@ class Model:
                 record.held_since = self.clock
             self.records.append(record)
             self.by_ref[ref] = record
-            out.append(self._expected(record, ("D15.2",)))
+            out.append(self._expected(record, ()))
         return out
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
@@ -66,6 +66,7 @@ class Model:
 
     def _replay(self, record: Record) -> Expected:
         """D3.4: a terminal call replayed is answered from its record; a held one is still held."""
+        record.replayed += 1
         return Expected(record, self._expected(record, ()).suspended, ("D3.4",), replay=True)
 
     def past_bound(self, record: Record) -> bool | None:

@@ -42,6 +42,8 @@ class Record:
     run: Run | None = None
     delivery: Delivery | None = None
     answer: str | None = None
+    replayed: int = 0
+    """How often the call was submitted again (D3.4)."""
     pre_record: bool = False
     """Refused before step 6: a replay may write its own row (the same verdict)."""
 
@@ -54,6 +56,18 @@ class Record:
     def terminal(self) -> bool:
         """Whether step 13 has written it."""
         return bool(self.verdicts)
+
+    def path_rules(self) -> tuple[str, ...]:
+        """The rules that decide how often this call's tool ran, by the path it took."""
+        if self.executions:
+            return tuple(dict.fromkeys(r for v in self.verdicts for r in v.rules)) or ("D3.1",)
+        if self.pre_record:
+            return ("D3.3",)
+        if self.status is InvocationStatus.AWAITING_APPROVAL:
+            return ("D11.5",)
+        if self.suspended:
+            return ("D16.2",)
+        return tuple(dict.fromkeys(r for v in self.verdicts for r in v.rules)) or ("D3.1",)
 
     def settle(self, status: str, reason: str | None) -> bool:
         """Fix the verdict to the one observed, when the model allowed it; False when it did not."""

@@ -22,8 +22,8 @@ class Verdict:
 
 
 def outcome(reason: ReasonCode, *rules: str) -> Verdict:
-    """D13.2: the status is the table's for ``reason``."""
-    return Verdict(OUTCOME_TABLE[reason].status, reason, (*rules, "D13.2"))
+    """An outcome the table gives ``reason`` its status for; ``rules`` are those that choose the reason."""
+    return Verdict(OUTCOME_TABLE[reason].status, reason, rules)
 
 
 SUCCEEDED = Verdict(InvocationStatus.SUCCEEDED, None, ("D1.2",))
