@@ -169,19 +169,27 @@ def arguments(draw: st.DrawFn, tool: ModelTool | None) -> dict[str, Any]:
 @st.composite
 def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
     """Context items of every label, ids possibly shared by several items; sometimes none at all."""
-    items = draw(st.lists(st.tuples(st.sampled_from(ITEM_IDS[:5]), st.sampled_from(LABELS)), max_size=4))
+    trusted = [label for label in LABELS if label is not TrustLabel.EXTERNAL_UNTRUSTED]
+    label = st.sampled_from(trusted * 2 + [TrustLabel.EXTERNAL_UNTRUSTED])
+    items = draw(st.lists(st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=4))
     return tuple(ContextItem(id=i, trust=label, text=f"item {i}") for i, label in items)
 
 
 @st.composite
-def provenance(draw: st.DrawFn, args: dict[str, Any]) -> dict[str, list[str]]:
-    """Per argument: missing, empty, known ids, an unknown id (x), duplicates."""
+def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem, ...]) -> dict[str, list[str]]:
+    """Per argument: mostly ids of the request's items; sometimes missing, empty, or an id not in it (x)."""
+    known = sorted({item.id for item in context}) or ["x"]
     out: dict[str, list[str]] = {}
     for name in args:
-        choice = draw(st.integers(0, 4))
+        choice = draw(st.integers(0, 9))
         if choice == 0:
             continue
-        out[name] = [] if choice == 1 else draw(st.lists(st.sampled_from(ITEM_IDS), min_size=1, max_size=3))
+        if choice == 1:
+            out[name] = []
+        elif choice == 2:
+            out[name] = draw(st.lists(st.sampled_from(ITEM_IDS), min_size=1, max_size=3))
+        else:
+            out[name] = draw(st.lists(st.sampled_from(known), min_size=1, max_size=2))
     return out
 
 
@@ -243,6 +251,7 @@ def _step(
     draw: st.DrawFn, catalog: tuple[ModelTool, ...], names: list[str], number: int, earlier: list[Submit]
 ) -> Submit:
     by_name = {t.spec.name: t for t in catalog}
+    context = draw(contexts())
     calls: list[ProposedCall] = []
     for i in range(draw(st.integers(1, 3))):
         old = [c for s in earlier for c in s.calls]
@@ -252,7 +261,7 @@ def _step(
         else:
             name = draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
             args = draw(arguments(by_name.get(name)))
-            prov = draw(provenance(args))
+            prov = draw(provenance(args, context))
         calls.append(ProposedCall(call_id=f"c{number}.{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]
     if parallel_allowed(specs):
@@ -270,7 +279,7 @@ def _step(
         run_id=draw(st.sampled_from(["run-1", "run-1", "run-2"])),
         step_number=number,
         calls=tuple(calls),
-        context=draw(contexts()),
+        context=context,
         tenant=tenant,
     )
 
