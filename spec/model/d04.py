@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolproof.spec import FAILURE_REASONS, FailureKind, IdempotencyClass, ReasonCode, ToolSpec
+from toolproof.spec import FAILURE_REASONS, FailureKind, IdempotencyClass, ReasonCode, ToolKind, ToolSpec
 
 from ._catalog import Behaviour
 from .d01 import invalid_result
@@ -68,7 +68,14 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
             break
         verdicts = (outcome(reason, "D1.2", "D10.2"),)
     owes = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT and not behaviour.mark
-    certain = owes and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT and verdicts[0] is SUCCEEDED
+    # D4.10 binds for certain an ACTION tool only: a CONTROL tool's effect is on the run (decision 16), and whether
+    # its declared classification owes the watermark the ADR does not say (docs/model.md, settled disagreements).
+    certain = (
+        owes
+        and spec.kind is ToolKind.ACTION
+        and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+        and verdicts[0] is SUCCEEDED
+    )
     return Run(
         verdicts=verdicts,
         executions=executions,
