@@ -34,6 +34,7 @@ from toolproof.spec.model import (
     Advance,
     Answer,
     Behaviour,
+    Ending,
     Model,
     ModelTool,
     Resume,
@@ -89,7 +90,7 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     parts = tuple(
         (_text(max(size, 1), draw(st.integers(0, 50))), draw(st.none() | st.sampled_from(LABELS))) for size in sizes
     )
-    ending = draw(
+    ending: Ending = draw(
         st.sampled_from(
             ["ok"] * 5
             + ["ERROR", "TRANSIENT", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "raise", "overrun"]
@@ -171,7 +172,11 @@ def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
     """Context items of every label, ids possibly shared by several items; sometimes none at all."""
     trusted = [label for label in LABELS if label is not TrustLabel.EXTERNAL_UNTRUSTED]
     label = st.sampled_from(trusted * 2 + [TrustLabel.EXTERNAL_UNTRUSTED])
-    items = draw(st.lists(st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=4))
+    items = draw(
+        st.lists(
+            st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=4
+        )
+    )
     return tuple(ContextItem(id=i, trust=label, text=f"item {i}") for i, label in items)
 
 
@@ -216,7 +221,11 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
     for _ in range(draw(st.integers(1, max_actions))):
         held = [r for r in model.records if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
         suspended = [r for r in model.records if r.suspended]
-        kind = draw(st.sampled_from(["submit"] * 3 + ["repeat"] * 3 + ["replay", "answer", "answer", "resume", "advance", "sweep"]))
+        kind = draw(
+            st.sampled_from(
+                ["submit"] * 3 + ["repeat"] * 3 + ["replay", "answer", "answer", "resume", "advance", "sweep"]
+            )
+        )
         action: Any
         if kind == "answer" and held:
             action = Answer(draw(st.sampled_from(held)).ref, draw(st.booleans()))
@@ -259,7 +268,9 @@ def _step(
             again = draw(st.sampled_from(old))  # A repeat of an earlier call: another step, same tool and arguments.
             name, args, prov = again.tool_name, again.arguments, again.provenance
         else:
-            name = draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
+            name = (
+                draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
+            )
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args, context))
         calls.append(ProposedCall(call_id=f"c{number}.{i}", tool_name=name, arguments=args, provenance=prov))

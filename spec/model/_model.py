@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolproof.spec import EventKind, InvocationStatus, ProposedCall, ReasonCode
+from toolproof.spec import EventKind, InvocationStatus, ReasonCode
 
 from ._catalog import Answer, ModelTool, Resume, Submit, Workload
 from ._record import CallRef, Record
@@ -117,10 +117,3 @@ class Model:
     def executed_arguments(self, record: Record) -> dict[str, object]:
         """What the tool must have been executed with (D16.4: a control call gets the answer too)."""
         return with_answer(record.call, record.answer)
-
-    @staticmethod
-    def call(
-        call_id: str, tool_name: str, arguments: dict[str, object], provenance: dict[str, list[str]]
-    ) -> ProposedCall:
-        """A proposed call (a convenience for workloads written by hand)."""
-        return ProposedCall(call_id=call_id, tool_name=tool_name, arguments=arguments, provenance=provenance)  # type: ignore[arg-type]
