@@ -33,9 +33,6 @@ class ScriptedTool(FakeTool):
         self.world.order.append(("start", call_id))
         await anyio.lowlevel.checkpoint()  # A checkpoint: members run concurrently would interleave here.
         refs = [await context.artifact_writer.write(name, text.encode()) for name, text in b.artifacts]
-        self.world.observations.setdefault("artifacts", []).extend(
-            (ref, text) for ref, (_, text) in zip(refs, b.artifacts)
-        )
         if b.mark:
             await context.mark_effect_sent()
         if b.effect:
