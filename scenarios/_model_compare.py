@@ -19,8 +19,10 @@ from toolproof.spec import (
     ArtifactRef,
     Disposition,
     Event,
+    IdempotencyClass,
     InvocationRow,
     Outcome,
+    ReasonCode,
     Success,
     Suspended,
     canonical_json,
@@ -237,3 +239,15 @@ def world_counts(world: World, invocation_id: str) -> tuple[int, int]:
     executions = sum(1 for e in world.executions if e.invocation_id == invocation_id)
     effects = sum(1 for e in world.effects if e.invocation_id == invocation_id)
     return executions, effects
+
+
+def consistency(record: Record, row: InvocationRow) -> Problems:
+    """D4.7 and D4.2 on the row alone: UNCERTAIN only with a watermark; a marked NON_IDEMPOTENT raise or overrun
+    is UNCERTAIN, never a retryable failure."""
+    marked = row.effect_sent_at is not None
+    if row.reason_code is ReasonCode.EFFECT_UNKNOWN and not marked:
+        return [("D4.7", f"{record.ref[2]}: the row is UNCERTAIN with its watermark unset")]
+    escaped = marked and record.tool is not None and record.tool.spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+    if escaped and row.reason_code in (ReasonCode.TOOL_CRASHED, ReasonCode.DEADLINE_EXCEEDED):
+        return [("D4.2", f"{record.ref[2]}: a NON_IDEMPOTENT call with its watermark set is {row.reason_code.value}")]
+    return []

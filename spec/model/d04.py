@@ -26,6 +26,9 @@ class Run:
     detail: str | None
     """Remote text the last failure carried."""
     succeeded: bool
+    cut: bool = False
+    """Cut off at its deadline: the deadline is wall-clock time, so the cut may come before the tool entered execute,
+    before its mark or after its effect; the watermark the row shows then decides between D4.2 and D4.20."""
 
 
 def _escaped(spec: ToolSpec, marked: bool) -> bool:
@@ -58,8 +61,12 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
             invalid = invalid_result(spec, behaviour)
             verdicts = (outcome(invalid, "D1.4", "D3.5"),) if invalid else (SUCCEEDED,)
             break
-        if ending in ("raise", "overrun"):
+        if ending == "raise":
             verdicts = _end(spec, ending, marked)
+            break
+        if ending == "overrun":
+            unmarked = _end(spec, ending, False)
+            verdicts = unmarked + tuple(v for v in _end(spec, ending, marked) if v not in unmarked)
             break
         reason = FAILURE_REASONS[FailureKind(ending)]
         verdicts = (outcome(reason, "D1.2"),)
@@ -84,4 +91,5 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
         unmarked=(int(certain), executions if owes else 0),
         detail=behaviour.detail,
         succeeded=verdicts[0] is SUCCEEDED,
+        cut=behaviour.ending_at(executions) == "overrun",
     )
