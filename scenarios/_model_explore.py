@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -91,13 +92,18 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
 
 
 def judge_workloads(
-    implementation: Implementation, directory: Path, strategy: st.SearchStrategy[Workload], examples: int, shrink: bool
+    implementation: Implementation,
+    directory: Path,
+    strategy: st.SearchStrategy[Workload],
+    examples: int,
+    shrink: bool,
+    seed: int | None = None,
 ) -> Divergence | None:
-    """Run ``examples`` workloads; the shrunk divergence the judge found, or None."""
+    """Run ``examples`` workloads (derandomized, or drawn from ``seed``); the reduced divergence found, or None."""
     options = settings(
         max_examples=examples,
         deadline=None,
-        derandomize=True,
+        derandomize=seed is None,
         database=None,
         suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
@@ -114,7 +120,7 @@ def judge_workloads(
             raise
 
     try:
-        explore()
+        (explore if seed is None else hypothesis.seed(seed)(explore))()
     except Divergence:
         workload, divergence = first[0]
         return reduce(implementation, workload, divergence, directory)[1] if shrink else divergence

@@ -273,6 +273,8 @@ class Judge:
         """D2.3 and D16.4: what the tool was handed, read from the tool itself."""
         seen = [i for i in self.world.observations.get("identities", []) if i.invocation_id == row.invocation_id]
         problems: Problems = []
+        if len({i.idempotency_key for i in seen}) > 1:
+            problems.append(("D10.2", f"{record.ref[2]}: its attempts were handed {len(seen)} different keys"))
         for attempt, identity in enumerate(seen, start=1):
             want = (
                 record.tenant,
