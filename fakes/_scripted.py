@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 
 from toolproof.spec import ContentPart, JsonObject, ToolExecutionContext, ToolFailure, ToolResult
-from toolproof.spec.model import INVALID_STRUCTURE, RAISED_TEXT, VALID_STRUCTURE, ModelTool
+from toolproof.spec.model import RAISED_TEXT, STRUCTURES, ModelTool
 
 from ._tools import FakeTool
 from ._world import World
@@ -45,7 +45,7 @@ class ScriptedTool(FakeTool):
             await anyio.sleep_forever()
         if ending != "ok":
             return ToolResult(ok=False, failure=ToolFailure(kind=ending, detail=b.detail))
-        structure = {"none": None, "valid": VALID_STRUCTURE, "invalid": INVALID_STRUCTURE}[b.structure]
+        structure = STRUCTURES[b.structure]
         return ToolResult(
             ok=True,
             content=[ContentPart(text=text, trust=label) for text, label in b.parts],

@@ -215,9 +215,10 @@ def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Prob
     seen: dict[str, tuple[object, ...]] = {}
     for inputs, keys in by_inputs.items():
         if len(keys) > 1:
-            problems.append(
-                ("D10.1", f"model allowed one key for the inputs {inputs!r:.160}, implementation gave {len(keys)}")
-            )
+            # Equal inputs (the arguments compared in canonical form), several keys: the derivation is not a
+            # function of its inputs (D10.1) or not of the arguments' canonical form (D10.4, a replay re-encoded).
+            shown = f"model allowed one key for the inputs {inputs!r:.160}, implementation gave {len(keys)}"
+            problems += [("D10.1", shown), ("D10.4", shown)]
         for key in keys:
             other = seen.setdefault(key, inputs)
             if other != inputs:

@@ -294,10 +294,14 @@ class Judge:
                 identity.attempt,
                 identity.idempotency_key,
             )
-            if got != want:
+            if got[:-1] != want[:-1]:
                 problems.append(
                     ("D2.3", f"{record.ref[2]}: model allowed identity {want!r:.200}, the tool was handed {got!r:.200}")
                 )
+            elif got != want:
+                # Only the key differs from the row's: the identity is wrong, or the key moved with the attempt.
+                shown = f"{record.ref[2]}: attempt {attempt} was handed key {got[-1]!r}, the row has {want[-1]!r}"
+                problems += [("D2.3", shown), ("D10.2", shown)]
         executed = [e.arguments for e in self.world.executions if e.invocation_id == row.invocation_id]
         want_args = canonical(self.model.executed_arguments(record))
         if any(canonical(a) != want_args for a in executed):

@@ -99,7 +99,7 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     return Behaviour(
         parts=parts,
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
-        structure=draw(st.sampled_from(["none"] * 5 + ["valid", "invalid"])),
+        structure=draw(st.sampled_from(["none"] * 5 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
             draw(
                 st.lists(
@@ -165,6 +165,26 @@ def arguments(draw: st.DrawFn, tool: ModelTool | None) -> dict[str, Any]:
     if names and draw(st.integers(0, 7)) == 0:
         args[names[0]] = None
     return args
+
+
+def reencoded(value: Any) -> Any:
+    """The same JSON value in another encoding: integral numbers as float or int (1 and 1.0, 0 and -0.0), members
+    in reverse order (RFC 8785 makes them one value, so keys and the breaker's identity must not change)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return float(value) if value else -0.0
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, list):
+        return [reencoded(item) for item in value]
+    return {key: reencoded(value[key]) for key in reversed(list(value))}
+
+
+def _again(step: Submit) -> Submit:
+    """A replay of ``step`` whose arguments are the same values, encoded otherwise."""
+    calls = tuple(c.model_copy(update={"arguments": reencoded(c.arguments)}) for c in step.calls)
+    return Submit(step.run_id, step.step_number, calls, step.context, step.tenant)
 
 
 @st.composite
@@ -245,6 +265,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
             model.sweep()
         elif kind == "replay" and submitted:
             action = draw(st.sampled_from(submitted))
+            action = _again(action) if draw(st.booleans()) else action
             model.submit(action)
         else:
             steps += 1
@@ -267,6 +288,7 @@ def _step(
         if old and draw(st.integers(0, 3)) > 0:
             again = draw(st.sampled_from(old))  # A repeat of an earlier call: another step, same tool and arguments.
             name, args, prov = again.tool_name, again.arguments, again.provenance
+            args = reencoded(args) if draw(st.booleans()) else args
         else:
             name = (
                 draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))

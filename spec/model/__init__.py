@@ -3,9 +3,11 @@
 from toolproof.spec import publish_exports as _publish_exports
 
 from ._catalog import (
+    EXTRA_STRUCTURE,
     INVALID_STRUCTURE,
     OUTPUT_SCHEMA,
     RAISED_TEXT,
+    STRUCTURES,
     VALID_STRUCTURE,
     Action,
     Advance,
@@ -23,9 +25,11 @@ from ._model import Expected, Model
 from ._record import CallRef, Record
 
 __all__ = [
+    "EXTRA_STRUCTURE",
     "INVALID_STRUCTURE",
     "OUTPUT_SCHEMA",
     "RAISED_TEXT",
+    "STRUCTURES",
     "VALID_STRUCTURE",
     "Action",
     "Advance",

@@ -13,7 +13,7 @@ from toolproof.spec import ContextItem, ProposedCall, ToolSpec, TrustLabel
 
 Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
 """How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
-Structure = Literal["none", "valid", "invalid"]
+Structure = Literal["none", "valid", "invalid", "extra"]
 """The structured output a result carries, judged against the spec's output schema."""
 
 OUTPUT_SCHEMA = {
@@ -25,8 +25,17 @@ OUTPUT_SCHEMA = {
 """The one output schema a generated tool may declare."""
 VALID_STRUCTURE = {"n": 1}
 """Structure that validates against OUTPUT_SCHEMA."""
-INVALID_STRUCTURE = {"n": "one", "extra": True}
-"""Structure that does not."""
+INVALID_STRUCTURE = {"n": "one"}
+"""Structure that does not: a member of the wrong type."""
+EXTRA_STRUCTURE = {"n": 1, "extra": True}
+"""Structure that does not either: a member the schema does not allow (additionalProperties is false)."""
+STRUCTURES: dict[str, dict[str, object] | None] = {
+    "none": None,
+    "valid": VALID_STRUCTURE,
+    "invalid": INVALID_STRUCTURE,
+    "extra": EXTRA_STRUCTURE,
+}
+"""What each Structure carries."""
 RAISED_TEXT = "raised: the connection dropped, secret-exception-text"
 """What a raising scripted tool's exception says (it must reach no message and no event)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from toolproof.spec import ReasonCode, ToolSource, ToolSpec, TrustLabel, lowest_trust
 
-from ._catalog import INVALID_STRUCTURE, VALID_STRUCTURE, Behaviour
+from ._catalog import STRUCTURES, Behaviour
 from ._schema import validates
 
 UNTRUSTED_SOURCES = frozenset({ToolSource.MCP, ToolSource.DEVICE, ToolSource.SANDBOX})
@@ -37,7 +37,7 @@ def floor(spec: ToolSpec) -> tuple[TrustLabel, tuple[str, ...]]:
 
 def invalid_result(spec: ToolSpec, behaviour: Behaviour) -> ReasonCode | None:
     """D1.4: structure without a schema, or structure the schema refuses, is an invalid result."""
-    structure = {"none": None, "valid": VALID_STRUCTURE, "invalid": INVALID_STRUCTURE}[behaviour.structure]
+    structure = STRUCTURES[behaviour.structure]
     if structure is None:
         return None
     if spec.output_schema is None or not validates(spec.output_schema, structure):
@@ -50,6 +50,6 @@ def delivery(spec: ToolSpec, behaviour: Behaviour) -> Delivery:
     top, rules = floor(spec)
     whole = lowest_trust(top, behaviour.result_trust or top)
     parts = tuple((text, lowest_trust(whole, label or whole)) for text, label in behaviour.parts)
-    structure = {"none": None, "valid": VALID_STRUCTURE, "invalid": INVALID_STRUCTURE}[behaviour.structure]
+    structure = STRUCTURES[behaviour.structure]
     artifacts = tuple((name, text.encode()) for name, text in behaviour.artifacts)
     return Delivery(parts, dict(structure) if structure is not None else None, artifacts, rules)
