@@ -27,10 +27,17 @@ class ScriptedTool(FakeTool):
         self.behaviour = tool.behaviour
 
     async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
-        b = self.behaviour
         call_id = context.identity.call_id
         self.world.observations.setdefault("identities", []).append(context.identity)
         self.world.order.append(("start", call_id))
+        try:
+            return await self._act(arguments, context)
+        finally:
+            # Also when cut off at the deadline: the execution ends when its task does.
+            self.world.order.append(("end", call_id))
+
+    async def _act(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        b = self.behaviour
         await anyio.lowlevel.checkpoint()  # A checkpoint: members run concurrently would interleave here.
         refs = [await context.artifact_writer.write(name, text.encode()) for name, text in b.artifacts]
         if b.mark:
@@ -38,7 +45,6 @@ class ScriptedTool(FakeTool):
         if b.effect:
             self.world.leave_mark(self.spec.name, arguments, context)
         ending = b.ending_at(context.identity.attempt)
-        self.world.order.append(("end", call_id))
         if ending == "raise":
             raise ScriptedToolError(RAISED_TEXT)
         if ending == "overrun":
