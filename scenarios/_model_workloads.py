@@ -283,10 +283,13 @@ def _step(
     by_name = {t.spec.name: t for t in catalog}
     context = draw(contexts())
     calls: list[ProposedCall] = []
+    old = [c for s in earlier for c in s.calls]
+    # Sometimes one earlier call proposed several times over in this batch: the breaker's thresholds within a step.
+    burst = draw(st.sampled_from(old)) if old and draw(st.integers(0, 2)) == 0 else None
     for i in range(draw(st.integers(1, 3))):
-        old = [c for s in earlier for c in s.calls]
         if old and draw(st.integers(0, 3)) > 0:
-            again = draw(st.sampled_from(old))  # A repeat of an earlier call: another step, same tool and arguments.
+            # A repeat of an earlier call: another step, same tool and arguments.
+            again = burst if burst is not None else draw(st.sampled_from(old))
             name, args, prov = again.tool_name, again.arguments, again.provenance
             args = reencoded(args) if draw(st.booleans()) else args
         else:
