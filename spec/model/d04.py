@@ -74,7 +74,9 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
         if ending != "TRANSIENT" or _escaped(spec, marked):
             break
         verdicts = (outcome(reason, "D1.2", "D10.2"),)
-    owes = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT and not behaviour.mark
+    may_owe = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT
+    owes = may_owe and not behaviour.mark
+    cut = behaviour.ending_at(executions) == "overrun"
     # D4.10 binds for certain an ACTION tool only: a CONTROL tool's effect is on the run (decision 16), and whether
     # its declared classification owes the watermark the ADR does not say (docs/model.md, settled disagreements).
     certain = (
@@ -88,8 +90,9 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
         executions=executions,
         watermark=marked,
         effects=effects,
-        unmarked=(int(certain), executions if owes else 0),
+        # A call cut off at its deadline may be cut before its mark: the flag may then rise too.
+        unmarked=(int(certain), executions if owes or (cut and may_owe) else 0),
         detail=behaviour.detail,
         succeeded=verdicts[0] is SUCCEEDED,
-        cut=behaviour.ending_at(executions) == "overrun",
+        cut=cut,
     )
