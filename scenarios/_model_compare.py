@@ -152,13 +152,17 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
         return [(rule, f"{where}: {msg}") for rule, msg in _success_problems(model, record, got)]
     entry = OUTCOME_TABLE[got.reason_code]
     problems: Problems = []
-    if (got.message, got.retryable) != (entry.message, entry.retryable):
+    if got.retryable != entry.retryable:
         problems.append(
-            (
-                "D13.3",
-                f"{where}: model allowed message {entry.message!r} retryable={entry.retryable}, implementation gave {got.message!r} retryable={got.retryable}",
-            )
+            ("D13.2", f"{where}: model allowed retryable={entry.retryable}, implementation gave {got.retryable}")
         )
+    if got.message != entry.message:
+        problems.append(
+            ("D13.3", f"{where}: model allowed message {entry.message!r}, implementation gave {got.message!r}")
+        )
+        remote = [t for t in (record.run.detail if record.run else None, RAISED_TEXT) if t]
+        if any(text in got.message for text in remote):
+            problems.append(("D13.4", f"{where}: the message carries remote or exception text: {got.message!r:.120}"))
     detail = None if got.external_detail is None else (got.external_detail.trust.value, got.external_detail.text)
     allowed = detail_allowed(record.run.detail if record.run is not None else None)
     if detail not in allowed:
