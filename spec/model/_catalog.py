@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from toolproof.spec import ContextItem, ProposedCall, ToolSpec, TrustLabel
+from toolproof.spec import ContextItem, JsonObject, ProposedCall, ToolSpec, TrustLabel
 
 Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
 """How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
@@ -23,13 +23,13 @@ OUTPUT_SCHEMA = {
     "additionalProperties": False,
 }
 """The one output schema a generated tool may declare."""
-VALID_STRUCTURE = {"n": 1}
+VALID_STRUCTURE: JsonObject = {"n": 1}
 """Structure that validates against OUTPUT_SCHEMA."""
-INVALID_STRUCTURE = {"n": "one"}
+INVALID_STRUCTURE: JsonObject = {"n": "one"}
 """Structure that does not: a member of the wrong type."""
-EXTRA_STRUCTURE = {"n": 1, "extra": True}
+EXTRA_STRUCTURE: JsonObject = {"n": 1, "extra": True}
 """Structure that does not either: a member the schema does not allow (additionalProperties is false)."""
-STRUCTURES: dict[str, dict[str, object] | None] = {
+STRUCTURES: dict[str, JsonObject | None] = {
     "none": None,
     "valid": VALID_STRUCTURE,
     "invalid": INVALID_STRUCTURE,
