@@ -27,6 +27,7 @@ from ._authors import (
     WritesWhileReadOnlyTool,
 )
 from ._clock import FakeClock
+from ._scripted import ScriptedTool, ScriptedToolError
 from ._tools import (
     ArtifactTool,
     AskUserTool,
@@ -88,6 +89,8 @@ __all__ = [
     "ReturnsStatusTool",
     "ReturnsTool",
     "ReturnsUndeclaredStructureTool",
+    "ScriptedTool",
+    "ScriptedToolError",
     "SendsMessageTool",
     "SlowTool",
     "TransientOnceTool",

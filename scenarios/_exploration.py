@@ -6,7 +6,8 @@
   as found, not shrunk (the examples are derandomized, so the verdict is the one shrinking would give; only
   the evidence is longer);
 - ``ci``: the figures a conformance run has always used: 200 state-machine examples, 200 lease
-  races per store (a lease mutant needed 200 races to be caught: never lower this);
+  races per store (a lease mutant needed 200 races to be caught: never lower this), and 20 generated
+  workloads per cell of the model judge;
 - ``thorough``: the long exploration (``nox -s stateful``).
 
 Each profile is also registered with hypothesis (``toolproof-<name>``), carrying the state
@@ -40,6 +41,8 @@ class Exploration:
     """Random crash/recover/approve/replay sequences (D4.6, D4.7)."""
     races: int
     """Races of two workers for one expired lease, per store (D4.9)."""
+    model_examples: int = 20
+    """Generated workloads each cell of the model judge (scenarios/test_model.py) runs."""
     shrink: bool = True
     """Whether a failing state-machine sequence is shrunk to a smallest one before it is reported."""
 
@@ -56,9 +59,9 @@ class Exploration:
 PROFILES = {
     profile.name: profile
     for profile in (
-        Exploration("dev", stateful_examples=10, races=10, shrink=False),
-        Exploration("ci", stateful_examples=200, races=200),
-        Exploration("thorough", stateful_examples=5000, races=1000),
+        Exploration("dev", stateful_examples=10, races=10, model_examples=5, shrink=False),
+        Exploration("ci", stateful_examples=200, races=200, model_examples=20),
+        Exploration("thorough", stateful_examples=5000, races=1000, model_examples=2000),
     )
 }
 

@@ -175,6 +175,27 @@ def test_package_imports_follow_the_layers(package: str) -> None:
     assert layer_violations(package, ROOT / {**FOLDERS, **SCRIPTS}[package]) == []
 
 
+def model_violations(folder: Path) -> list[str]:
+    """Every import in the model (``spec/model``) beyond the standard library, ``toolproof.spec`` and its own
+    modules: the model is a second statement of the ADR, so it reads the spec and nothing that implements it."""
+    violations = []
+    for path in sorted(folder.rglob("*.py")):
+        for name in _absolute_imports(path, "toolproof.spec.model"):
+            parts = name.split(".")
+            if parts[0] == "toolproof":
+                if parts[:3] != ["toolproof", "spec", "model"] and (
+                    parts[:2] != ["toolproof", "spec"] or len(parts) != 3
+                ):
+                    violations.append(f"{path.relative_to(folder)} imports {name}")
+            elif parts[0] not in sys.stdlib_module_names and parts[0] != "__future__":
+                violations.append(f"{path.relative_to(folder)} imports third-party {name}")
+    return violations
+
+
+def test_the_model_imports_only_the_spec_and_the_standard_library() -> None:
+    assert model_violations(ROOT / "spec" / "model") == []
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_imports_another_packages_private_module(package: str) -> None:
     installed = "toolproof" if package == "toolproof" else f"toolproof.{package}"

@@ -1,0 +1,61 @@
+"""A tool that does what a declared ``Behaviour`` says: the executable half of the model's catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from toolproof.spec import ContentPart, JsonObject, ToolExecutionContext, ToolFailure, ToolResult
+from toolproof.spec.model import RAISED_TEXT, STRUCTURES, ModelTool
+
+from ._tools import FakeTool
+from ._world import World
+
+
+class ScriptedToolError(RuntimeError):
+    """What a scripted tool raises when its behaviour says ``raise``."""
+
+
+class ScriptedTool(FakeTool):
+    """Executes ``tool.behaviour`` under ``tool.spec``; every execution, effect, start and end lands in ``world``."""
+
+    def __init__(self, world: World, tool: ModelTool) -> None:
+        super().__init__(world, tool.spec.name)
+        self._spec = tool.spec
+        self.behaviour = tool.behaviour
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        call_id = context.identity.call_id
+        self.world.observations.setdefault("identities", []).append(context.identity)
+        self.world.order.append(("start", call_id))
+        try:
+            return await self._act(arguments, context)
+        finally:
+            # Also when cut off at the deadline: the execution ends when its task does.
+            self.world.order.append(("end", call_id))
+
+    async def _act(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        b = self.behaviour
+        await anyio.lowlevel.checkpoint()  # A checkpoint: members run concurrently would interleave here.
+        refs = [await context.artifact_writer.write(name, text.encode()) for name, text in b.artifacts]
+        if b.mark:
+            await context.mark_effect_sent()
+        if b.effect:
+            self.world.leave_mark(self.spec.name, arguments, context)
+        ending = b.ending_at(context.identity.attempt)
+        if ending == "raise":
+            raise ScriptedToolError(RAISED_TEXT)
+        if ending == "overrun":
+            await anyio.sleep_forever()
+        if ending != "ok":
+            return ToolResult(ok=False, failure=ToolFailure(kind=ending, detail=b.detail))
+        structure = STRUCTURES[b.structure]
+        return ToolResult(
+            ok=True,
+            content=[ContentPart(text=text, trust=label) for text, label in b.parts],
+            structured=dict(structure) if structure is not None else None,
+            artifacts=refs,
+            trust=b.result_trust,
+        )

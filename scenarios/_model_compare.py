@@ -1,0 +1,260 @@
+"""Comparing what the harness observed with what the model allows, one observable at a time.
+
+Every check returns ``(rule, message)`` problems worded "model allowed ..., implementation gave ...".
+The facts come from the harness: dispositions as returned, rows and events as read back, effects and
+executions from the fake world, artifact bytes read from where the reference points and hashed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from toolproof.fakes import World
+from toolproof.spec import (
+    OUTCOME_TABLE,
+    ArtifactRef,
+    Disposition,
+    Event,
+    IdempotencyClass,
+    InvocationRow,
+    Outcome,
+    ReasonCode,
+    Success,
+    Suspended,
+    canonical_json,
+)
+from toolproof.spec.model import (
+    RAISED_TEXT,
+    Expected,
+    Model,
+    Problems,
+    Record,
+)
+from toolproof.spec.model.d12 import excerpt_problems, total_bytes, whole
+from toolproof.spec.model.d13 import detail_allowed
+
+Ids = dict[tuple[str, int, str], list[str]]
+"""Each call's invocation ids as the implementation named them (a replayed refusal may have a second)."""
+
+
+def read_artifact(ref: ArtifactRef) -> bytes | None:
+    """The bytes at ``ref.uri`` when the harness can read them itself (a file:// URI), else None."""
+    url = urlparse(ref.uri)
+    if url.scheme != "file":
+        return None
+    path = Path(unquote(url.path))
+    return path.read_bytes() if path.is_file() else b""
+
+
+def _digest(data: bytes) -> tuple[int, str]:
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def _artifact_problems(record: Record, got: list[ArtifactRef], excerpted: bytes | None) -> Problems:
+    """D1.5, D2.8, D12.2: the tool's artifacts in order, plus the whole output's exactly when excerpted."""
+    assert record.delivery is not None
+    own = [_digest(data) for _, data in record.delivery.artifacts]
+    problems: Problems = []
+    claimed = [(a.size, a.sha256) for a in got]
+    for ref in got:
+        data = read_artifact(ref)
+        if data is not None and _digest(data) != (ref.size, ref.sha256):
+            # Stored bytes other than the claim: a wrong digest (D2.8), or, when the claim is of bytes the tool
+            # wrote, an artifact lost to a later one (D1.5: the tool's own artifacts stay).
+            rule = "D1.5" if (ref.size, ref.sha256) in own else "D2.8"
+            stored = _digest(data)
+            shown = (
+                f"claims {ref.size} bytes {ref.sha256[:12]}, its stored bytes are {stored[0]} bytes {stored[1][:12]}"
+            )
+            problems.append((rule, f"artifact {ref.name!r} {shown}"))
+    expected = list(own) + ([_digest(excerpted)] if excerpted is not None else [])
+    at = 0
+    for item in claimed:
+        if at < len(own) and item == own[at]:
+            at += 1
+    if at < len(own):
+        problems.append(
+            ("D1.5", f"model allowed the tool's own artifacts {own} in order, implementation gave {claimed}")
+        )
+    if excerpted is not None and _digest(excerpted) not in claimed:
+        problems.append(
+            (
+                "D12.2",
+                f"model allowed an artifact of the whole {len(excerpted)}-byte output, implementation gave {claimed}",
+            )
+        )
+    if len(claimed) != len(expected):
+        rule = "D12.2" if excerpted is not None else "D1.5"
+        problems.append((rule, f"model allowed {len(expected)} artifacts, implementation gave {len(claimed)}"))
+    return problems
+
+
+def _success_problems(model: Model, record: Record, got: Success) -> Problems:
+    assert record.delivery is not None
+    assert record.tool is not None
+    d, name = record.delivery, record.tool.spec.name
+    pieces = [(e.trust.value, e.source, e.text) for e in got.content]
+    limit = model.workload.max_output_bytes
+    problems: Problems = []
+    excerpted: bytes | None = None
+    if total_bytes(d.parts) <= limit:
+        want = whole(d.parts, name)
+        if pieces != want:
+            texts = [p[2] for p in pieces] == [w[2] for w in want]
+            rules = d.label_rules if texts else ("D12.5", "D1.5")
+            problems += [
+                (rule, f"model allowed content {want!r:.300}, implementation gave {pieces!r:.300}") for rule in rules
+            ]
+    else:
+        excerpted = "".join(t for t, _ in d.parts).encode()
+        problems += excerpt_problems(d.parts, name, limit, pieces)
+    if got.structured != d.structured:
+        problems.append(("D1.5", f"model allowed structured {d.structured!r}, implementation gave {got.structured!r}"))
+    return problems + _artifact_problems(record, list(got.artifacts), excerpted)
+
+
+def disposition_problems(model: Model, expected: Expected, got: Disposition, where: str) -> Problems:
+    """One call's disposition against the model's expectation; settles the verdict the implementation chose."""
+    record = expected.record
+    if expected.suspended is not None:
+        if isinstance(got, Suspended) and got.reason == expected.suspended:
+            return []
+        return [
+            (rule, f"{where}: model allowed SUSPENDED ({expected.suspended}), implementation gave {_shown(got)}")
+            for rule in expected.rules
+        ]
+    if isinstance(got, Suspended):
+        # A hold or a suspension the model did not allow is step 5's decision (D11.5, D16.2), whatever came after.
+        rules: tuple[str, ...] = ("D11.5",) if got.reason == "approval" else ("D16.2",)
+        return [
+            (rule, f"{where}: model allowed {_allowed(record)}, implementation gave SUSPENDED ({got.reason})")
+            for rule in rules
+        ]
+    status = got.status.value
+    reason = got.reason_code.value if isinstance(got, Outcome) else None
+    before = record.verdicts
+    if isinstance(got, Outcome) and got.status is not OUTCOME_TABLE[got.reason_code].status:
+        table = OUTCOME_TABLE[got.reason_code].status.value
+        return [
+            ("D13.2", f"{where}: model allowed {got.reason_code.value} only as {table}, implementation gave {status}")
+        ]
+    if not record.settle(status, reason):
+        rules = tuple(dict.fromkeys(r for v in before for r in v.rules)) + expected.rules
+        return [
+            (rule, f"{where}: model allowed {_allowed(record)}, implementation gave {status} {reason or ''}".rstrip())
+            for rule in rules
+        ]
+    if isinstance(got, Success):
+        return [(rule, f"{where}: {msg}") for rule, msg in _success_problems(model, record, got)]
+    entry = OUTCOME_TABLE[got.reason_code]
+    problems: Problems = []
+    if got.retryable != entry.retryable:
+        problems.append(
+            ("D13.2", f"{where}: model allowed retryable={entry.retryable}, implementation gave {got.retryable}")
+        )
+    if got.message != entry.message:
+        problems.append(
+            ("D13.3", f"{where}: model allowed message {entry.message!r}, implementation gave {got.message!r}")
+        )
+        remote = [t for t in (record.run.detail if record.run else None, RAISED_TEXT) if t]
+        if any(text in got.message for text in remote):
+            problems.append(("D13.4", f"{where}: the message carries remote or exception text: {got.message!r:.120}"))
+    detail = None if got.external_detail is None else (got.external_detail.trust.value, got.external_detail.text)
+    allowed = detail_allowed(record.run.detail if record.run is not None else None)
+    if detail not in allowed:
+        problems.append(
+            (
+                "D13.4",
+                f"{where}: model allowed external_detail {sorted(map(str, allowed))}, implementation gave {detail!r}",
+            )
+        )
+    return problems
+
+
+def _allowed(record: Record) -> str:
+    return (
+        " or ".join(f"{v.status.value} {v.reason.value if v.reason else ''}".rstrip() for v in record.verdicts)
+        or "(nothing)"
+    )
+
+
+def _shown(got: Disposition) -> str:
+    if isinstance(got, Outcome):
+        return f"{got.status.value} {got.reason_code.value}"
+    if isinstance(got, Success):
+        return "SUCCEEDED"
+    return f"SUSPENDED ({got.reason})"
+
+
+def leaked_text(model: Model, events: Sequence[Event]) -> Problems:
+    """D13.6: no argument text, result text, remote detail or exception text in any event."""
+    secrets = {RAISED_TEXT}
+    for record in model.records:
+        secrets.update(v for v in record.call.arguments.values() if isinstance(v, str) and len(v) >= 6)
+        if record.tool is not None:
+            b = record.tool.behaviour
+            secrets.update(t for t, _ in b.parts if len(t) >= 6)
+            if b.detail:
+                secrets.add(b.detail)
+    for event in events:
+        data = json.dumps(event.data, default=str)
+        for secret in secrets:
+            if secret in data:
+                return [("D13.6", f"event {event.kind} of {event.invocation_id[:8]} carries {secret[:40]!r}")]
+    return []
+
+
+def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Problems:
+    """D10: rows share a key exactly when the model's key inputs are equal."""
+    by_inputs: dict[tuple[object, ...], set[str]] = {}
+    for record in model.records:
+        for invocation_id in ids.get(record.ref, []):
+            if invocation_id in rows:
+                by_inputs.setdefault(record.key, set()).add(rows[invocation_id].idempotency_key)
+    problems: Problems = []
+    seen: dict[str, tuple[object, ...]] = {}
+    for inputs, keys in by_inputs.items():
+        if len(keys) > 1:
+            # Equal inputs (the arguments compared in canonical form), several keys: the derivation is not a
+            # function of its inputs (D10.1) or not of the arguments' canonical form (D10.4, a replay re-encoded).
+            shown = f"model allowed one key for the inputs {inputs!r:.160}, implementation gave {len(keys)}"
+            problems += [("D10.1", shown), ("D10.4", shown)]
+        for key in keys:
+            other = seen.setdefault(key, inputs)
+            if other != inputs:
+                rule = "D10.3" if other[2:4] != inputs[2:4] else "D10.5" if other[5] != inputs[5] else "D10.4"
+                problems.append(
+                    (
+                        rule,
+                        f"model allowed different keys for {other!r:.160} and {inputs!r:.160}, implementation gave one",
+                    )
+                )
+    return problems
+
+
+def canonical(value: object) -> bytes:
+    """A JSON value's canonical bytes, for comparing what a row or a tool received."""
+    return canonical_json(value)
+
+
+def world_counts(world: World, invocation_id: str) -> tuple[int, int]:
+    """(executions, effects) the fake world saw for ``invocation_id``."""
+    executions = sum(1 for e in world.executions if e.invocation_id == invocation_id)
+    effects = sum(1 for e in world.effects if e.invocation_id == invocation_id)
+    return executions, effects
+
+
+def consistency(record: Record, row: InvocationRow) -> Problems:
+    """D4.7 and D4.2 on the row alone: UNCERTAIN only with a watermark; a marked NON_IDEMPOTENT raise or overrun
+    is UNCERTAIN, never a retryable failure."""
+    marked = row.effect_sent_at is not None
+    if row.reason_code is ReasonCode.EFFECT_UNKNOWN and not marked:
+        return [("D4.7", f"{record.ref[2]}: the row is UNCERTAIN with its watermark unset")]
+    escaped = marked and record.tool is not None and record.tool.spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+    if escaped and row.reason_code in (ReasonCode.TOOL_CRASHED, ReasonCode.DEADLINE_EXCEEDED):
+        return [("D4.2", f"{record.ref[2]}: a NON_IDEMPOTENT call with its watermark set is {row.reason_code.value}")]
+    return []

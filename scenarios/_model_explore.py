@@ -1,0 +1,127 @@
+"""Exploring with generated workloads, and making a diverging one small.
+
+The cells of the model judge (FAMILIES) and their exploration (judge_workloads). A divergence is made
+small by dropping actions, calls and tools while it stays.
+
+Hypothesis's own shrinking replays a workload hundreds of times; a workload here opens a store
+and runs tools, so the judge reduces greedily instead, within a budget of runs, keeping a
+candidate only when it still diverges on a rule the original divergence named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import hypothesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from toolproof.spec import Implementation
+from toolproof.spec.model import Submit, Workload
+
+from ._model_judge import Divergence, Judge
+
+BUDGET = 60
+"""Judge runs a reduction may spend."""
+
+
+def _diverges(implementation: Implementation, workload: Workload, directory: Path) -> Divergence | None:
+    try:
+        anyio.run(Judge(implementation, workload, directory).run)
+    except Divergence as divergence:
+        return divergence
+    return None
+
+
+def _candidates(workload: Workload) -> list[Workload]:
+    """Smaller workloads: without one action (last first), one call of a step, one unused tool."""
+    out: list[Workload] = []
+    actions = list(workload.actions)
+    for i in reversed(range(len(actions))):
+        out.append(replace(workload, actions=tuple(actions[:i] + actions[i + 1 :])))
+    steps = {id(a): a for a in actions if isinstance(a, Submit) and len(a.calls) > 1}  # A replay is the same object.
+    for action in steps.values():
+        for j in range(len(action.calls)):
+            smaller = replace(action, calls=action.calls[:j] + action.calls[j + 1 :])
+            out.append(replace(workload, actions=tuple(smaller if a is action else a for a in actions)))
+    used = {c.tool_name for a in actions if isinstance(a, Submit) for c in a.calls}
+    for tool in workload.tools:
+        if tool.spec.name not in used:
+            out.append(replace(workload, tools=tuple(t for t in workload.tools if t is not tool)))
+    return out
+
+
+def reduce(
+    implementation: Implementation, workload: Workload, found: Divergence, directory: Path, budget: int = BUDGET
+) -> tuple[Workload, Divergence]:
+    """A smaller workload that still diverges on one of ``found``'s rules, and its divergence."""
+    runs = 0
+    progress = True
+    while progress and runs < budget:
+        progress = False
+        for candidate in _candidates(workload):
+            if runs >= budget:
+                break
+            runs += 1
+            again = _diverges(implementation, candidate, directory)
+            if again is not None and set(again.rules) & set(found.rules):
+                workload, found, progress = candidate, again, True
+                break
+    return workload, found
+
+
+FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
+    "results": (
+        ("D1.2", "D1.3", "D1.4", "D1.5", "D6.4", "D12.1", "D12.2", "D12.3", "D12.4", "D12.5", "D2.8"),
+        {"max_actions": 3},
+    ),
+    "steps": (
+        ("D3.3", "D3.4", "D3.5", "D3.7", "D13.2", "D13.3", "D13.4", "D13.5", "D13.6", "D15.2", "D15.4", "D5.3"),
+        {"max_actions": 6},
+    ),
+    "watermark": (("D4.1", "D4.2", "D4.7", "D4.10", "D4.11", "D4.20", "D10.2", "D2.3"), {"max_actions": 4}),
+    "keys_breaker": (("D10.1", "D10.3", "D10.4", "D10.5", "D14.2", "D14.3", "D14.4", "D14.5"), {"max_actions": 10}),
+    "trust_control": (
+        ("D11.1", "D11.2", "D11.3", "D11.5", "D11.6", "D11.7", "D16.1", "D16.2", "D16.4"),
+        {"max_actions": 8},
+    ),
+}
+"""Cell name -> (the rules a passing cell judged, how its workloads are drawn)."""
+
+
+def judge_workloads(
+    implementation: Implementation,
+    directory: Path,
+    strategy: st.SearchStrategy[Workload],
+    examples: int,
+    shrink: bool,
+    seed: int | None = None,
+) -> Divergence | None:
+    """Run ``examples`` workloads (derandomized, or drawn from ``seed``); the reduced divergence found, or None."""
+    options = settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=seed is None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    )
+    first: list[tuple[Workload, Divergence]] = []
+
+    @options
+    @given(strategy)
+    def explore(workload: Workload) -> None:
+        try:
+            anyio.run(Judge(implementation, workload, directory).run)
+        except Divergence as divergence:
+            first.append((workload, divergence))
+            raise
+
+    try:
+        (explore if seed is None else hypothesis.seed(seed)(explore))()
+    except Divergence:
+        workload, divergence = first[0]
+        return reduce(implementation, workload, divergence, directory)[1] if shrink else divergence
+    return None

@@ -1,0 +1,334 @@
+"""The differential judge: run a workload through the port and hold every observable against the model.
+
+After each action it compares the dispositions, then reads back rows, events, metrics and the fake
+world and compares those too. The first action with a problem stops the workload: ``Divergence``
+carries the rules the model's branches name, the evidence, and the workload as a reproduction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolproof.fakes import FakeClock, ScriptedTool, World
+from toolproof.spec import (
+    Disposition,
+    EventKind,
+    Implementation,
+    InstanceConfig,
+    InvocationRow,
+    Metric,
+    ReasonCode,
+    StepRequest,
+)
+from toolproof.spec.model import (
+    Advance,
+    Answer,
+    Expected,
+    Model,
+    Problems,
+    Record,
+    Resume,
+    Submit,
+    Sweep,
+    Workload,
+)
+from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
+
+from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts
+from ._model_workloads import shown
+
+
+class Divergence(AssertionError):
+    """The implementation did something the model does not allow."""
+
+    def __init__(self, problems: Problems, reproduction: str) -> None:
+        self.problems = problems
+        self.rules = tuple(dict.fromkeys(rule for rule, _ in problems))
+        self.workload = reproduction
+        lines = "\n".join(f"  [{rule}] {message}" for rule, message in problems[:12])
+        super().__init__(f"the implementation diverged from the model:\n{lines}\nworkload:\n{reproduction}")
+
+
+def _compress(kinds: Sequence[str]) -> list[str]:
+    """Event kinds with a run of tool_call.started (one per attempt, or one for all) counted once."""
+    out: list[str] = []
+    for kind in kinds:
+        if not (out and kind == out[-1] == EventKind.STARTED):
+            out.append(kind)
+    return out
+
+
+class Judge:
+    """Runs one workload against one implementation."""
+
+    def __init__(self, implementation: Implementation, workload: Workload, directory: Path) -> None:
+        self.implementation = implementation
+        self.workload = workload
+        self.model = Model(workload)
+        self.world = World()
+        self.clock = FakeClock()
+        self.directory = directory / uuid.uuid4().hex[:10]
+        self.ids: Ids = {}
+        self.runs: set[str] = set()
+
+    def _config(self) -> InstanceConfig:
+        workspace = self.directory / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        w = self.workload
+        return InstanceConfig(
+            store_dir=self.directory / "store",
+            workspace=workspace,
+            max_output_bytes=w.max_output_bytes,
+            max_attempts=w.max_attempts,
+            approval_timeout_s=w.approval_timeout_s,
+            denied_tools=list(w.denied_tools),
+            credentials={scope: f"credential-{scope}" for scope in w.credentials},
+        )
+
+    async def run(self) -> None:
+        """Every action in order; raises Divergence at the first action whose observables the model refuses."""
+        tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
+        async with self.implementation.open(self._config(), tools, self.clock) as instance:
+            for number, action in enumerate(self.workload.actions):
+                problems = await self._act(instance, action)
+                problems += await self._read_back(instance)
+                if problems:
+                    raise Divergence(problems, shown(self.workload, upto=number))
+
+    async def _act(self, instance: object, action: object) -> Problems:
+        inst = instance  # An Instance: typed loosely so this module needs only the port's methods.
+        if isinstance(action, Submit):
+            self.runs.add(action.run_id)
+            expected = self.model.submit(action)
+            start = len(self.world.order)
+            step = StepRequest(
+                tenant=action.tenant,
+                run_id=action.run_id,
+                step_number=action.step_number,
+                calls=list(action.calls),
+                context=list(action.context),
+            )
+            got: list[Disposition] = await inst.submit(step)  # type: ignore[attr-defined]
+            problems = self._dispositions(expected, got, f"step {action.step_number}")
+            specs = [
+                self.model.tools[c.tool_name].spec if c.tool_name in self.model.tools else None for c in action.calls
+            ]
+            if not parallel_allowed(specs):
+                problems += sequential_problems(self.world.order[start:], [c.call_id for c in action.calls])
+            return problems
+        if isinstance(action, Answer | Resume):
+            if action.call not in self.model.by_ref:
+                return []  # A reduced workload dropped the step that proposed it.
+            record = self.model.by_ref[action.call]
+            waiting = record.status.value == "AWAITING_APPROVAL" if isinstance(action, Answer) else record.suspended
+            if not waiting:
+                return []  # Drawn against another settlement of a choice the ADR leaves open: nothing to answer.
+            invocation_id = self.ids[action.call][0]
+            if isinstance(action, Answer):
+                one = self.model.answer(action)
+                got_one = await inst.resolve_approval(invocation_id, action.approved)  # type: ignore[attr-defined]
+            else:
+                one = self.model.resume(action)
+                got_one = await inst.resume(invocation_id, action.answer)  # type: ignore[attr-defined]
+            return self._dispositions([one], [got_one], f"{type(action).__name__.lower()} {record.ref[2]}")
+        if isinstance(action, Advance):
+            self.model.advance(action.seconds)
+            self.clock.advance(action.seconds)
+            return []
+        assert isinstance(action, Sweep)
+        expected = self.model.sweep()
+        decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
+        want = {self.ids[e.record.ref][0]: e for e in expected}
+        got_ids = {getattr(d, "invocation_id", "") for d in decided}
+        found: Problems = []
+        if set(want) != got_ids:
+            found.append(
+                ("D11.7", f"sweep: model allowed it to decide {sorted(want)}, implementation decided {sorted(got_ids)}")
+            )
+        for d in decided:
+            if d.invocation_id in want:
+                found += disposition_problems(self.model, want[d.invocation_id], d, "sweep")
+        return found
+
+    def _dispositions(self, expected: list[Expected], got: list[Disposition], where: str) -> Problems:
+        if len(got) != len(expected):
+            return [("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation gave {len(got)}")]
+        problems: Problems = []
+        for e, d in zip(expected, got, strict=True):
+            ids = self.ids.setdefault(e.record.ref, [])
+            if d.invocation_id not in ids:
+                if ids and not e.record.pre_record:
+                    problems.append(
+                        (
+                            "D3.4",
+                            f"{where}: {e.record.ref[2]} was answered as invocation {d.invocation_id[:8]}, model allowed its recorded {ids[0][:8]}",
+                        )
+                    )
+                ids.append(d.invocation_id)
+            problems += disposition_problems(self.model, e, d, f"{where} call {e.record.ref[2]}")
+        return problems
+
+    async def _read_back(self, instance: object) -> Problems:
+        inst = instance
+        rows: dict[str, InvocationRow] = {}
+        events = []
+        for run_id in sorted(self.runs):
+            rows.update({r.invocation_id: r for r in await inst.invocations(run_id)})  # type: ignore[attr-defined]
+            events += await inst.events(run_id)  # type: ignore[attr-defined]
+        problems: Problems = []
+        kinds: dict[str, list[str]] = {}
+        for event in sorted(events, key=lambda e: (e.run_id, e.seq)):
+            kinds.setdefault(event.invocation_id, []).append(event.kind)
+        for record in self.model.records:
+            for invocation_id in self.ids.get(record.ref, []):
+                problems += self._row(record, rows.get(invocation_id), invocation_id)
+                want = [str(k) for k in record.events]
+                got = _compress(kinds.get(invocation_id, []))
+                if got != want:
+                    problems.append(
+                        ("D3.7", f"{record.ref[2]}: model allowed events {want}, implementation gave {got}")
+                    )
+        problems += key_problems(self.model, rows, self.ids)
+        problems += leaked_text(self.model, events)
+        problems += await self._metrics(inst)
+        return problems
+
+    def _row(self, record: Record, row: InvocationRow | None, invocation_id: str) -> Problems:
+        name = record.ref[2]
+        if row is None:
+            return [
+                (
+                    "D3.3" if record.pre_record else "D3.1",
+                    f"{name}: model allowed a row {invocation_id[:8]}, implementation has none",
+                )
+            ]
+        problems: Problems = []
+        if (row.status, row.reason_code) != (record.status, record.reason):
+            problems.append(
+                (
+                    "D13.5",
+                    f"{name}: model allowed row {record.status.value} {record.reason}, implementation's row is {row.status.value} {row.reason_code}",
+                )
+            )
+        executions, effects = world_counts(self.world, invocation_id)
+        fresh = invocation_id == self.ids[record.ref][0]
+        want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)
+        cut = record.run is not None and record.run.cut and fresh
+        if (executions, effects) != (want_exec, want_eff) and not (
+            cut and executions <= want_exec and effects <= want_eff
+        ):
+            path = ("D3.4",) if record.replayed and executions > want_exec else record.path_rules()
+            problems += [
+                (
+                    r,
+                    f"{name}: model allowed {want_exec} executions and {want_eff} effects, the world saw {executions} and {effects}",
+                )
+                for r in path
+            ]
+        if fresh and row.attempt != record.executions and not (cut and row.attempt <= record.executions):
+            problems.append(("D10.2", f"{name}: model allowed attempt {record.executions}, the row says {row.attempt}"))
+        marked = row.effect_sent_at is not None
+        problems += consistency(record, row)
+        if marked != record.watermark and not (cut and not marked):
+            problems.append(
+                (
+                    "D4.1" if record.watermark else "D4.7",
+                    f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}",
+                )
+            )
+        if row.suspended != record.suspended:
+            problems.append(
+                (
+                    "D16.2" if record.suspended else "D16.4",
+                    f"{name}: model allowed suspended={record.suspended}, the row says {row.suspended}",
+                )
+            )
+        if record.origin is not None and (row.origin_trust, row.argument_trust) != (record.origin, record.argument):
+            rule = "D11.1" if row.origin_trust != record.origin else "D11.3"
+            problems.append(
+                (
+                    rule,
+                    f"{name}: model allowed origin {record.origin.value} argument {record.argument.value if record.argument else None}, the row says {row.origin_trust.value} {row.argument_trust.value}",
+                )
+            )
+        if row.tenant != record.tenant or (row.run_id, row.step_number, row.call_id) != record.ref:
+            problems.append(
+                (
+                    "D2.3",
+                    f"{name}: the request was tenant {record.tenant} {record.ref}, the row says {row.tenant} {(row.run_id, row.step_number, row.call_id)}",
+                )
+            )
+        if canonical(row.arguments) != canonical(record.call.arguments):
+            problems.append(
+                (
+                    "D13.6",
+                    f"{name}: the row's arguments {row.arguments!r:.80} are not the proposed {record.call.arguments!r:.80}",
+                )
+            )
+        return problems + self._identities(record, row) if fresh else problems
+
+    def _identities(self, record: Record, row: InvocationRow) -> Problems:
+        """D2.3 and D16.4: what the tool was handed, read from the tool itself."""
+        seen = [i for i in self.world.observations.get("identities", []) if i.invocation_id == row.invocation_id]
+        problems: Problems = []
+        if len({i.idempotency_key for i in seen}) > 1:
+            problems.append(("D10.2", f"{record.ref[2]}: its attempts were handed {len(seen)} different keys"))
+        for attempt, identity in enumerate(seen, start=1):
+            want = (
+                record.tenant,
+                *record.ref,
+                record.call.tool_name,
+                record.tool.spec.version if record.tool else None,
+                attempt,
+                row.idempotency_key,
+            )
+            got = (
+                identity.tenant,
+                identity.run_id,
+                identity.step_number,
+                identity.call_id,
+                identity.tool_name,
+                identity.tool_version,
+                identity.attempt,
+                identity.idempotency_key,
+            )
+            if got[:-1] != want[:-1]:
+                problems.append(
+                    ("D2.3", f"{record.ref[2]}: model allowed identity {want!r:.200}, the tool was handed {got!r:.200}")
+                )
+            elif got != want:
+                # Only the key differs from the row's: the identity is wrong, or the key moved with the attempt.
+                shown = f"{record.ref[2]}: attempt {attempt} was handed key {got[-1]!r}, the row has {want[-1]!r}"
+                problems += [("D2.3", shown), ("D10.2", shown)]
+        executed = [e.arguments for e in self.world.executions if e.invocation_id == row.invocation_id]
+        want_args = canonical(self.model.executed_arguments(record))
+        if any(canonical(a) != want_args for a in executed):
+            problems.append(
+                (
+                    "D16.4",
+                    f"{record.ref[2]}: model allowed execution with {self.model.executed_arguments(record)!r:.120}, the tool got {executed[0]!r:.120}",
+                )
+            )
+        return problems
+
+    async def _metrics(self, inst: object) -> Problems:
+        metrics: dict[str, int] = await inst.metrics()  # type: ignore[attr-defined]
+        uncertain = sum(1 for r in self.model.records if r.reason is ReasonCode.EFFECT_UNKNOWN)
+        problems: Problems = []
+        if metrics.get(Metric.UNCERTAIN, 0) != uncertain:
+            problems.append(
+                (
+                    "D4.11",
+                    f"model allowed {Metric.UNCERTAIN}={uncertain}, implementation gave {metrics.get(Metric.UNCERTAIN, 0)}",
+                )
+            )
+        low = sum(r.run.unmarked[0] for r in self.model.records if r.run is not None)
+        high = sum(r.run.unmarked[1] for r in self.model.records if r.run is not None)
+        got = metrics.get(Metric.EFFECT_UNMARKED, 0)
+        if not low <= got <= high:
+            problems.append(
+                ("D4.10", f"model allowed {Metric.EFFECT_UNMARKED} in [{low}, {high}], implementation gave {got}")
+            )
+        return problems

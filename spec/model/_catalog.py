@@ -1,0 +1,135 @@
+"""What the model is given: a tool catalog with a declared behaviour per tool, and a sequence of actions.
+
+A behaviour is data, so the model can read what a tool will do and the harness's scripted fake
+(``toolproof.fakes.ScriptedTool``) can do it; neither looks at the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from toolproof.spec import ContextItem, JsonObject, ProposedCall, ToolSpec, TrustLabel
+
+Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
+"""How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
+Structure = Literal["none", "valid", "invalid", "extra"]
+"""The structured output a result carries, judged against the spec's output schema."""
+
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "number"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+"""The one output schema a generated tool may declare."""
+VALID_STRUCTURE: JsonObject = {"n": 1}
+"""Structure that validates against OUTPUT_SCHEMA."""
+INVALID_STRUCTURE: JsonObject = {"n": "one"}
+"""Structure that does not: a member of the wrong type."""
+EXTRA_STRUCTURE: JsonObject = {"n": 1, "extra": True}
+"""Structure that does not either: a member the schema does not allow (additionalProperties is false)."""
+STRUCTURES: dict[str, JsonObject | None] = {
+    "none": None,
+    "valid": VALID_STRUCTURE,
+    "invalid": INVALID_STRUCTURE,
+    "extra": EXTRA_STRUCTURE,
+}
+"""What each Structure carries."""
+RAISED_TEXT = "raised: the connection dropped, secret-exception-text"
+"""What a raising scripted tool's exception says (it must reach no message and no event)."""
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What a scripted tool does on every execution."""
+
+    parts: tuple[tuple[str, TrustLabel | None], ...] = (("ok", None),)
+    """Content parts: text and the part's own (lowering) label."""
+    result_trust: TrustLabel | None = None
+    """The label the result claims for the whole output."""
+    structure: Structure = "none"
+    """Structured output carried on success."""
+    artifacts: tuple[tuple[str, str], ...] = ()
+    """(name, text) written through the artifact writer before returning, in order."""
+    mark: bool = False
+    """Calls mark_effect_sent() before its effect."""
+    effect: bool = False
+    """Leaves one effect in the fake world (after the mark, when it marks)."""
+    ending: Ending = "ok"
+    """How the execution ends."""
+    detail: str | None = None
+    """Remote text carried by a failure (decision 13: only ever in external_detail)."""
+    succeeds_from_attempt: int | None = None
+    """From this attempt on, the execution ends ``ok`` whatever ``ending`` says (a passing TRANSIENT failure)."""
+
+    def ending_at(self, attempt: int) -> Ending:
+        """How the execution numbered ``attempt`` ends."""
+        if self.succeeds_from_attempt is not None and attempt >= self.succeeds_from_attempt:
+            return "ok"
+        return self.ending
+
+
+@dataclass(frozen=True)
+class ModelTool:
+    """One registered tool: its spec and its behaviour."""
+
+    spec: ToolSpec
+    behaviour: Behaviour = field(default_factory=Behaviour)
+
+
+@dataclass(frozen=True)
+class Submit:
+    """Submit one model step."""
+
+    run_id: str
+    step_number: int
+    calls: tuple[ProposedCall, ...]
+    context: tuple[ContextItem, ...]
+    tenant: str = "tenant-1"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Answer the approval hold of a call (named by run, step and call_id)."""
+
+    call: tuple[str, int, str]
+    approved: bool
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Resume a suspended control call with the run's answer."""
+
+    call: tuple[str, int, str]
+    answer: str
+
+
+@dataclass(frozen=True)
+class Advance:
+    """Move the injected clock."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Run the maintenance sweep."""
+
+
+Action = Submit | Answer | Resume | Advance | Sweep
+"""One thing the harness does to the implementation."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An instance configuration's model-relevant part, a catalog and the actions, in order."""
+
+    tools: tuple[ModelTool, ...]
+    actions: tuple[Action, ...]
+    max_output_bytes: int = 64 * 1024
+    max_attempts: int = 2
+    approval_timeout_s: float = 300.0
+    denied_tools: tuple[str, ...] = ()
+    credentials: tuple[str, ...] = ()
+    """Scopes the instance has a credential for."""

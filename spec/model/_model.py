@@ -1,0 +1,119 @@
+"""The model's state and its actions: submit, answer, resume, advance, sweep.
+
+Each action returns what the caller must get back, as ``Expected`` dispositions; after the judge has
+compared them, ``settle`` fixes the choices the ADR left open to the ones the implementation made, so
+every later expectation follows from what was really observed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolproof.spec import EventKind, InvocationStatus, ReasonCode
+
+from ._catalog import Answer, ModelTool, Resume, Submit, Workload
+from ._record import CallRef, Record
+from .d03 import propose, run_tool
+from .d13 import outcome
+from .d16 import with_answer
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one call's disposition must be."""
+
+    record: Record
+    suspended: str | None = None
+    """``approval`` or ``control`` when the call must come back suspended."""
+    rules: tuple[str, ...] = ()
+    """The rules of the branch that produced it."""
+    replay: bool = False
+
+
+class Model:
+    """An executable statement of the ADR's observable behaviour over one workload."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.tools: dict[str, ModelTool] = {t.spec.name: t for t in workload.tools}
+        self.records: list[Record] = []
+        self.by_ref: dict[CallRef, Record] = {}
+        self.clock = 0.0
+
+    def submit(self, action: Submit) -> list[Expected]:
+        """D3, D15.2: one expectation per proposed call, in proposal order."""
+        out: list[Expected] = []
+        for call in action.calls:
+            ref = (action.run_id, action.step_number, call.call_id)
+            known = self.by_ref.get(ref)
+            if known is not None:
+                out.append(self._replay(known))
+                continue
+            record = propose(self.workload, self.tools, self.records, action.tenant, ref, call, action.context)
+            if record.status is InvocationStatus.AWAITING_APPROVAL:
+                record.held_since = self.clock
+            self.records.append(record)
+            self.by_ref[ref] = record
+            out.append(self._expected(record, ()))
+        return out
+
+    def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
+        if record.status is InvocationStatus.AWAITING_APPROVAL:
+            return Expected(record, "approval", (*rules, "D11.5"))
+        if record.suspended:
+            return Expected(record, "control", (*rules, "D16.2"))
+        return Expected(record, None, rules)
+
+    def _replay(self, record: Record) -> Expected:
+        """D3.4: a terminal call replayed is answered from its record; a held one is still held."""
+        record.replayed += 1
+        return Expected(record, self._expected(record, ()).suspended, ("D3.4",), replay=True)
+
+    def past_bound(self, record: Record) -> bool | None:
+        """D11.7: whether the hold is past its bound; None exactly at it (left open)."""
+        assert record.held_since is not None
+        waited = self.clock - record.held_since
+        if waited == self.workload.approval_timeout_s:
+            return None
+        return waited > self.workload.approval_timeout_s
+
+    def answer(self, action: Answer) -> Expected:
+        """D11.6 and D11.7: an answer inside the bound is honoured; past it the hold is expired."""
+        record = self.by_ref[action.call]
+        assert record.status is InvocationStatus.AWAITING_APPROVAL
+        record.events.append(EventKind.APPROVAL_RESOLVED)
+        if self.past_bound(record):
+            record.finish((outcome(ReasonCode.APPROVAL_EXPIRED, "D11.7"),))
+            return Expected(record, None, ("D11.7",))
+        if not action.approved:
+            record.finish((outcome(ReasonCode.APPROVAL_DENIED, "D11.6"),))
+            return Expected(record, None, ("D11.6",))
+        run_tool(record, self.workload)
+        return Expected(record, None, ("D11.6",))
+
+    def resume(self, action: Resume) -> Expected:
+        """D16.4: a resumed control call runs with its arguments plus the answer, and completes."""
+        record = self.by_ref[action.call]
+        assert record.suspended
+        record.answer = action.answer
+        record.suspended = False
+        run_tool(record, self.workload)
+        return Expected(record, None, ("D16.4",))
+
+    def advance(self, seconds: float) -> None:
+        """The injected clock moves."""
+        self.clock += seconds
+
+    def sweep(self) -> list[Expected]:
+        """D11.7, D4.19, D16.3: expire holds past their bound; leave holds inside it and suspended calls alone."""
+        out = []
+        for record in self.records:
+            if record.status is InvocationStatus.AWAITING_APPROVAL and self.past_bound(record):
+                record.events.append(EventKind.APPROVAL_RESOLVED)
+                record.finish((outcome(ReasonCode.APPROVAL_EXPIRED, "D11.7"),))
+                out.append(Expected(record, None, ("D11.7",)))
+        return out
+
+    def executed_arguments(self, record: Record) -> dict[str, object]:
+        """What the tool must have been executed with (D16.4: a control call gets the answer too)."""
+        return with_answer(record.call, record.answer)

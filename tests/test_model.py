@@ -1,0 +1,99 @@
+"""The model held against the reference, and the model judge held against the witnesses.
+
+The reference and the model are two statements of the ADR written apart (the model never reads
+reference/): every workload they disagree on is a bug in one of them. The default run draws a few
+hundred workloads; the slow test draws TOOLPROOF_MODEL_WORKLOADS (default 10,000) across every cell.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from toolproof.reference.witnesses import WITNESSES
+from toolproof.scenarios._model_explore import FAMILIES, judge_workloads
+from toolproof.scenarios._model_workloads import workloads
+from toolproof.spec import load_implementation
+
+
+def _agree(tmp_path: Path, per_family: int, seed: int | None = None, families: list[str] | None = None) -> None:
+    reference = load_implementation("reference")
+    for family in families or sorted(FAMILIES):
+        found = judge_workloads(reference, tmp_path, workloads(**FAMILIES[family][1]), per_family, True, seed)
+        assert found is None, f"cell {family}: {found}"
+
+
+def test_the_model_and_the_reference_agree_on_generated_workloads(tmp_path: Path) -> None:
+    _agree(tmp_path, 15)
+
+
+@pytest.mark.slow
+def test_the_model_and_the_reference_agree_on_ten_thousand_workloads(tmp_path: Path) -> None:
+    """TOOLPROOF_MODEL_WORKLOADS in all (default 10,000); TOOLPROOF_MODEL_SEED draws another sample than the
+    derandomized one, and TOOLPROOF_MODEL_FAMILIES (comma-separated) limits the cells, to split a run across
+    processes."""
+    total = int(os.environ.get("TOOLPROOF_MODEL_WORKLOADS", "10000"))
+    seed = os.environ.get("TOOLPROOF_MODEL_SEED")
+    families = [f for f in os.environ.get("TOOLPROOF_MODEL_FAMILIES", "").split(",") if f] or sorted(FAMILIES)
+    _agree(tmp_path, -(-total // len(families)), int(seed) if seed else None, families)
+
+
+def judged_witnesses() -> list[str]:
+    """Witnesses that break a rule a cell of the model judge judges, by name."""
+    judged = {rule for rules, _ in FAMILIES.values() for rule in rules}
+    return sorted(name for name, w in WITNESSES.items() if judged & set(w.breaks))
+
+
+CAUGHT = (
+    "trust_raising",
+    "exceptions_are_failures",
+    "no_dedupe",
+    "retries_invalid_results",
+    "no_uncertain_metric",
+    "unvalidated_structure",
+)
+"""Witnesses the judge has to reject, each on a rule it names."""
+
+
+@pytest.mark.parametrize("name", CAUGHT)
+def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
+    witness = WITNESSES[name]
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    named = set(witness.breaks) | set(witness.through)
+    for _, shape in FAMILIES.values():
+        found = judge_workloads(implementation, tmp_path, workloads(**shape), 60, False)
+        if found is not None and named & set(found.rules):
+            return
+    pytest.fail(f"the model judge did not reject {name} on {sorted(named)}")
+
+
+def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
+    """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named."""
+    witness = WITNESSES[name]
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    named = set(witness.breaks) | set(witness.through)
+    try:
+        found = judge_workloads(implementation, directory, workloads(max_actions=8), examples, False)
+    except Exception as exc:  # The witness raised: an error, not a rejection on a rule it names.
+        return False, (f"error: {type(exc).__name__}",)
+    rules = found.rules if found is not None else ()
+    return bool(named & set(rules)), rules
+
+
+@pytest.mark.slow
+def test_the_model_judges_catch_rate_against_the_witnesses_it_covers(tmp_path: Path) -> None:
+    """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15)."""
+    examples = int(os.environ.get("TOOLPROOF_MODEL_CATCH_EXAMPLES", "15"))
+    names = judged_witnesses()
+    caught = 0
+    for name in names:
+        hit, rules = catch(name, tmp_path, examples)
+        caught += hit
+        print(
+            f"{'caught' if hit else 'missed'} {name} breaks={','.join(WITNESSES[name].breaks)} named={','.join(rules)}",
+            flush=True,
+        )
+    print(f"model judge alone: {caught} of {len(names)} witnesses rejected on a rule they name")
+    assert caught >= len(CAUGHT)
