@@ -512,3 +512,12 @@ def test_a_driver_draft_names_the_implementation_without_its_address(tmp_path: P
         server.wait(timeout=60)
     assert result.returncode == 1, result.stderr
     assert 'implementation = "reference"\n' in draft.read_text()
+
+
+@pytest.mark.parametrize("ref", ["127.0.0.1:8787", "localhost:8787/", "ftp://127.0.0.1:8787"])
+def test_a_driver_address_without_http_is_named_as_one(ref: str, tmp_path: Path) -> None:
+    """Without its scheme a driver's address read as a module that cannot be imported (module '127.0.0.1')."""
+    result = _toolproof("run", "--impl", ref, "--rules", "D1.1", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result)
+    assert "looks like a driver's address: a driver URL starts with http:// or https://" in line, line

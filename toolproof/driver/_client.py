@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -148,7 +149,16 @@ def load(ref: str, *, patience_s: float = CONNECT_PATIENCE_S) -> Implementation:
     ``patience_s``: how long a driver refusing connections is retried (0: probed once, as the CLI does
     before a run; the default lets a supervised driver come back from a crash plan's SIGKILL).
     """
-    return HttpImplementation(ref, patience_s=patience_s) if is_driver_url(ref) else load_implementation(ref)
+    if not is_driver_url(ref):
+        # A driver's address without its scheme, or another scheme, would otherwise read as a module that
+        # cannot be imported.
+        if re.fullmatch(r"[A-Za-z0-9.\-\[\]]+:\d+(/.*)?", ref) or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", ref):
+            raise ConfigurationError(
+                f"implementation {ref!r} looks like a driver's address: a driver URL starts with http:// or "
+                "https:// (e.g. http://127.0.0.1:8787)"
+            )
+        return load_implementation(ref)
+    return HttpImplementation(ref, patience_s=patience_s)
 
 
 def _check_url(url: str) -> None:
