@@ -52,7 +52,10 @@ class _StatusHonouring(Pipeline):
 @witness("trusts_ok_flag", ("D1.2", "D1.6"), "believes ok=true over a failure, and files every failure as tool_error")
 class _TrustsOkFlag(Pipeline):
     def parse_result(self, raw: Any) -> ToolResult | None:
-        data = dict(raw.model_dump() if hasattr(raw, "model_dump") else raw)
+        found = raw.model_dump() if hasattr(raw, "model_dump") else raw
+        if not isinstance(found, Mapping):  # Not a result at all: the reference's own judgement (its one defect aside).
+            return super().parse_result(raw)
+        data = dict(found)
         if data.get("ok"):
             data.pop("failure", None)
         elif data.get("failure"):
