@@ -454,6 +454,11 @@ def test_lf_reruns_the_cells_that_failed_last_time(tmp_path: Path) -> None:
     ran = {line.rsplit("  ", 1)[1] for line in again.stderr.splitlines() if line.startswith("[")}
     assert ran == failed
     assert f"against {witness};" in again.stderr.splitlines()[0]
+    # The last run's rules, not the catalog's: a failed cell that also judges rules of other decisions (the model
+    # judge's cells do) gives no verdict on rules the first run never selected.
+    judged = json.loads((out / "summary.json").read_text())["rules"]
+    assert judged, again.stdout
+    assert all(rule.startswith("D1.") for rule in judged), judged
 
 
 def test_shell_completion_completes_a_command() -> None:

@@ -170,6 +170,10 @@ def run(
     chosen = list(cells or [])
     if last_failed:
         chosen, refs = _last_failed(last, out_dir, chosen, refs)
+        if rule_selectors is None and last is not None and not last.info.shard:
+            # As pytest's --lf keeps the last run's arguments: its rules, not every rule of the catalog.
+            rule_selectors = ",".join(last.info.selected_rules) or None
+            selection = load_catalog().select(rule_selectors)
     announce = header(
         refs or ["reference"], not refs, rule_selectors, [rule.id for rule in selection], chosen, out_dir, last
     )
