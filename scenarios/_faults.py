@@ -230,6 +230,12 @@ async def fault_cell(harness: Harness, case: FaultCase) -> FaultCell:
     return harness.fault_cells[-1]
 
 
+async def fault_judged(harness: Harness, case: FaultCase) -> None:
+    """Judge one cell as ``fault_cell`` does, outside the fault matrix (whose cells are not told apart by the tools'
+    side effect, so a READ_ONLY cell would take the place of its EXTERNAL_WRITE twin)."""
+    await _judge(harness, case, fault_want(case.point, case.idempotency), [0])
+
+
 async def _prepare(harness: Harness, case: FaultCase, shape: _Shape, rule: str) -> str:
     """What happens before the faulty life: a held call is held, a recovered call is left RUNNING by a crash.
     Returns the invocation id the faulty life answers ('' when it submits)."""
