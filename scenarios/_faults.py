@@ -372,10 +372,10 @@ def _events_once(harness: Harness, events: Sequence[Any], rows: dict[str, Invoca
         )
 
 
-def _events_committed(harness: Harness, case: FaultCase, kinds: list[EventKind]) -> None:
+def _events_committed(harness: Harness, case: FaultCase, kinds: list[str]) -> None:
     """D3.11: after a failed hold or claim write, the call's whole event list is what its committed writes left:
     no approval asked or suspension told without a committed hold, no start without a committed claim."""
-    want = [EventKind.REQUESTED]
+    want: list[str] = [EventKind.REQUESTED]
     if case.path in HELD_PATHS and case.point is not FaultPoint.HOLD:  # The hold committed before the faulty life.
         approved = case.path is FaultPath.APPROVED
         want += [EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED] if approved else [EventKind.SUSPENDED]
