@@ -33,6 +33,7 @@ from toolproof.spec import (
     InvocationStatus,
     Outcome,
     ProposedCall,
+    SideEffect,
     SimulatedCrash,
     StepRequest,
     StoreFault,
@@ -123,6 +124,8 @@ class FaultCase:
     """A real fault: gives the store back once the faulty life is over."""
     wrap: Callable[[Tool], Tool] | None = None
     """A real fault made by the harness's tool: wraps the call's tool in the faulty life."""
+    side_effect: SideEffect = SideEffect.EXTERNAL_WRITE
+    """The side effect of the step's tools (READ_ONLY IDEMPOTENT tools make a batch parallel)."""
     seen: list[str] = field(default_factory=list)
 
 
@@ -153,7 +156,7 @@ def _shape(case: FaultCase) -> _Shape:
 
 
 def _tools(harness: Harness, case: FaultCase, names: Sequence[str], crash: bool = False) -> list[Tool]:
-    spec: dict[str, Any] = {"idempotency": case.idempotency.value}
+    spec: dict[str, Any] = {"idempotency": case.idempotency.value, "side_effect": case.side_effect.value}
     if case.path is FaultPath.RESUMED:
         spec["kind"] = ToolKind.CONTROL.value
     tools: list[Tool] = [CrashingTool(harness.world, name=n, **spec) for n in names]
@@ -225,6 +228,12 @@ async def fault_cell(harness: Harness, case: FaultCase) -> FaultCell:
             )
         )
     return harness.fault_cells[-1]
+
+
+async def fault_judged(harness: Harness, case: FaultCase) -> None:
+    """Judge one cell as ``fault_cell`` does, outside the fault matrix (whose cells are not told apart by the tools'
+    side effect, so a READ_ONLY cell would take the place of its EXTERNAL_WRITE twin)."""
+    await _judge(harness, case, fault_want(case.point, case.idempotency), [0])
 
 
 async def _prepare(harness: Harness, case: FaultCase, shape: _Shape, rule: str) -> str:
@@ -363,6 +372,23 @@ def _events_once(harness: Harness, events: Sequence[Any], rows: dict[str, Invoca
         )
 
 
+def _events_committed(harness: Harness, case: FaultCase, kinds: list[str]) -> None:
+    """D3.11: after a failed hold or claim write, the call's whole event list is what its committed writes left:
+    no approval asked or suspension told without a committed hold, no start without a committed claim."""
+    want: list[str] = [EventKind.REQUESTED]
+    if case.path in HELD_PATHS and case.point is not FaultPoint.HOLD:  # The hold committed before the faulty life.
+        approved = case.path is FaultPath.APPROVED
+        want += [EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED] if approved else [EventKind.SUSPENDED]
+    if case.path is FaultPath.RECOVERED:  # The dead worker's claim and the sweep's recovery committed, not its claim.
+        want += [EventKind.STARTED, EventKind.RECOVERED]
+    harness.expect(
+        "D3.11",
+        kinds == want,
+        f"after a failed {case.point.value} write the call's events are {[str(k) for k in kinds]}; expected "
+        f"{[str(k) for k in want]}, what its committed writes left (an event published for a write that failed)",
+    )
+
+
 async def _left_behind(harness: Harness, case: FaultCase, want: FaultWant, item: object, call_id: str) -> None:
     """What the failed write left: read by another instance, and in the world."""
     seen = _effects(harness, "orders.place", item)[1]
@@ -387,6 +413,8 @@ async def _left_behind(harness: Harness, case: FaultCase, want: FaultWant, item:
         if case.point is FaultPoint.HOLD:
             held = row is not None and (row.status is InvocationStatus.AWAITING_APPROVAL or row.suspended)
             harness.expect(want.rule, not held, f"the failed hold write left the call held ({shown})")
+        if row is not None:
+            _events_committed(harness, case, [e.kind for e in events if e.invocation_id == row.invocation_id])
     elif case.point is FaultPoint.WATERMARK:
         harness.expect(want.rule, seen == 0, f"the tool acted ({seen} effect(s)) after its watermark write failed")
         harness.expect(

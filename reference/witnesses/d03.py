@@ -4,15 +4,19 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
+from typing import Any
 
+import anyio
 from sqlalchemy.exc import PendingRollbackError
 
 from toolproof.reference.hooks import (
     DISPOSITION,
     STEP_TABLE,
     CallState,
+    Decision,
     InvocationTable,
     Pipeline,
     PipelineHost,
@@ -29,6 +33,7 @@ from toolproof.spec import (
     Outcome,
     ProposedCall,
     ReasonCode,
+    SideEffect,
     Step,
     StepRequest,
     StoreFault,
@@ -328,3 +333,80 @@ async def _silent_answered_holds(p: PipelineHost, s: CallState) -> None:
 )
 class _AnsweredHoldNotCompleted(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _silent_answered_holds}
+
+
+async def _record_or_run_unrecorded_reads(p: PipelineHost, s: CallState) -> None:
+    assert isinstance(p, _ReadOnlyRunsWithoutRow)
+    try:
+        await STEP_TABLE[Step.RECORD](p, s)
+    except StoreFault as fault:
+        if s.resolved is None or s.resolved.spec.side_effect is not SideEffect.READ_ONLY:
+            raise
+        p.unrecorded.add(s.invocation_id)  # The defect: "a read changes nothing", so it runs with no row.
+        _LOG.warning("read not recorded, running it anyway: %s", fault)
+
+
+def _unless_unrecorded(step: Step) -> StepFunction:
+    async def run(p: PipelineHost, s: CallState) -> None:
+        assert isinstance(p, _ReadOnlyRunsWithoutRow)
+        if s.invocation_id not in p.unrecorded:
+            await STEP_TABLE[step](p, s)
+
+    return run
+
+
+@witness("read_only_runs_without_row", ("D3.10",), "runs a READ_ONLY call whose record write failed, with no row")
+class _ReadOnlyRunsWithoutRow(Pipeline):
+    steps = STEP_TABLE | {
+        Step.RECORD: _record_or_run_unrecorded_reads,
+        Step.CLAIM: _unless_unrecorded(Step.CLAIM),
+        Step.COMPLETE: _unless_unrecorded(Step.COMPLETE),
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.unrecorded: set[str] = set()
+
+
+def _publishing_despite_a_fault(step: Step, kind: EventKind) -> StepFunction:
+    async def run(p: PipelineHost, s: CallState) -> None:
+        try:
+            await STEP_TABLE[step](p, s)
+        except StoreFault:
+            if kind is not EventKind.APPROVAL_REQUESTED or s.decision is Decision.APPROVAL:
+                p.store.update(s.invocation_id, {}, [kind])  # The defect: the event goes out in a write of its own.
+            raise
+
+    return run
+
+
+@witness("failed_hold_still_asks_approver", ("D3.11",), "publishes approval_requested although the hold write failed")
+class _FailedHoldStillAsksApprover(Pipeline):
+    steps = STEP_TABLE | {Step.HOLD: _publishing_despite_a_fault(Step.HOLD, EventKind.APPROVAL_REQUESTED)}
+
+
+@witness("failed_claim_still_started", ("D3.11",), "publishes tool_call.started although the claim write failed")
+class _FailedClaimStillStarted(Pipeline):
+    steps = STEP_TABLE | {Step.CLAIM: _publishing_despite_a_fault(Step.CLAIM, EventKind.STARTED)}
+
+
+@witness(
+    "parallel_member_fault_answered",
+    ("D3.10",),
+    "answers a parallel batch member whose write failed remote_unavailable instead of failing the step StoreFault",
+)
+class _ParallelMemberFaultAnswered(Pipeline):
+    async def run_step(self, step: StepRequest) -> list[Disposition]:
+        if not self.qualifies(step):
+            return await super().run_step(step)
+        results: list[Disposition] = [Outcome.of(ReasonCode.REMOTE_UNAVAILABLE, c.call_id) for c in step.calls]
+
+        async def one(index: int, call: ProposedCall) -> None:
+            # The defect: the member's failed write is its own outcome, so the task group carries on.
+            with contextlib.suppress(StoreFault):
+                results[index] = await self.run_call(step, call)
+
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(step.calls):
+                group.start_soon(one, index, call)
+        return results

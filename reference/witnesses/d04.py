@@ -580,3 +580,51 @@ class _UncertainCountedOncePerTool(Pipeline):
                 metrics.remove(Metric.UNCERTAIN.value)  # The defect: one count per tool, not per resolution.
             self.counted_tools.add(s.call.tool_name)
         return metrics
+
+
+@witness(
+    "replays_remembered_completion",
+    ("D4.22",),
+    "keeps the disposition whose completion write failed and, recovering the row itself, writes that instead",
+)
+class _ReplaysRememberedCompletion(Pipeline):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.unwritten: dict[str, Disposition] = {}
+
+    async def drive(self, state: CallState, start: Step | None = None) -> Disposition:
+        try:
+            return await super().drive(state, start)
+        except StoreFault:
+            if state.disposition is not None and state.prepared is not None and not state.leave_row:
+                self.unwritten[state.invocation_id] = state.disposition  # "The call is done; only the row is late."
+            raise
+
+    async def recover(self, row: InvocationTable) -> Disposition:
+        if row.invocation_id not in self.unwritten:
+            return await super().recover(row)
+        state = self.state_from_row(row)
+        self.store.update(row.invocation_id, {}, [EventKind.RECOVERED])
+        state.disposition = self.unwritten.pop(row.invocation_id)
+        return await self.drive(state, Step.COMPLETE)
+
+
+@witness(
+    "own_lease_rows_retried",
+    ("D4.22",),
+    "retries a marked NON_IDEMPOTENT row whose expired lease it held itself, as if only dead workers' rows escaped",
+)
+class _OwnLeaseRowsRetried(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        return row.lease_owner != self.worker_id and super().escaped(row, spec)
+
+
+@witness(
+    "own_marked_rows_uncertain",
+    ("D4.22",),
+    "resolves every marked row whose lease it held itself UNCERTAIN, whatever its idempotency class",
+)
+class _OwnMarkedRowsUncertain(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        mine = row.lease_owner == self.worker_id and row.effect_sent_at is not None
+        return mine or super().escaped(row, spec)
