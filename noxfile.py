@@ -51,6 +51,14 @@ def transport(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def model(session: nox.Session) -> None:
+    """The executable model's long tier: the model against the reference on 10,000 generated workloads
+    (TOOLPROOF_MODEL_WORKLOADS, TOOLPROOF_MODEL_SEED), and the model judge's catch rate over every witness it covers."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "thorough", "-n", "0", "-s", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def quick(session: nox.Session) -> None:
     """The fast loop: no real processes, no PostgreSQL, no browser, no full witness matrix."""
     session.install("-e", ".[test]")

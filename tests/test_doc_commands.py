@@ -109,7 +109,7 @@ COMMANDS: dict[str, Handling] = {
             f"nox -f {{repo}}/noxfile.py -l | grep -Eq '^[-*] {session}(-3\\.[0-9]+)? '",
             "a nox session installs and runs for minutes: the session must exist (nox -l lists it)",
         )
-        for session in ("quick", "transport", "tests", "lint", "conformance", "stateful", "bench", "mutation")
+        for session in ("quick", "transport", "model", "tests", "lint", "conformance", "stateful", "bench", "mutation")
     },
     "toolproof run --impl mypipeline --expectations expectations/mypipeline.toml": Run(
         f"toolproof run --impl reference --expectations expectations/reference.toml --rules {FAST_RULES}",

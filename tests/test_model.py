@@ -30,6 +30,7 @@ def test_the_model_and_the_reference_agree_on_generated_workloads(tmp_path: Path
 
 
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_the_model_and_the_reference_agree_on_ten_thousand_workloads(tmp_path: Path) -> None:
     """TOOLPROOF_MODEL_WORKLOADS in all (default 10,000); TOOLPROOF_MODEL_SEED draws another sample than the
     derandomized one, and TOOLPROOF_MODEL_FAMILIES (comma-separated) limits the cells, to split a run across
@@ -83,6 +84,7 @@ def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, .
 
 
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_the_model_judges_catch_rate_against_the_witnesses_it_covers(tmp_path: Path) -> None:
     """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15)."""
     examples = int(os.environ.get("TOOLPROOF_MODEL_CATCH_EXAMPLES", "15"))
