@@ -93,6 +93,9 @@ COMMANDS: dict[str, Handling] = {
         reason="the file the printf before it wrote, its uvx server swapped for the fake (uvx fetches from PyPI)"
     ),
     "toolproof serve-reference --mcp-config servers.toml --port 8787": Background(),
+    # docs/driver-protocol.md and implementers.md: where a driver in another language gets the document.
+    "toolproof protocol": Run(),
+    "toolproof protocol --print": Run(),
     "toolproof serve-reference --port 8787": Background(),
     "toolproof run --impl http://127.0.0.1:8787": Run(
         f"toolproof run --impl http://127.0.0.1:{{port}} --rules {FAST_RULES}",

@@ -586,7 +586,7 @@ def test_an_implementation_error_is_the_rules_error_in_one_line() -> None:
     error = ImplementationError("the driver's answer to POST /v1/instances/i1/steps does not match the protocol: x")
     verdict, evidence, _ = _judge(report, ExceptionGroup("task group", [error]))
     assert (verdict, evidence) == (Verdict.ERROR, f"implementation error: {error}")
-    assert _judge(report, RuntimeError("boom"))[:2] == (Verdict.ERROR, "TB")
+    assert _judge(report, RuntimeError("boom"))[:2] == (Verdict.ERROR, "RuntimeError: boom\nTB")  # The cause first.
 
 
 @pytest.mark.parametrize("answer", [[], "dispositions", 7])

@@ -48,7 +48,8 @@ ALLOWED_INTERNAL = {
     # toolproof.reference.hooks; the fakes for the tools it registers.
     "bench": {"toolproof", "spec", "reference", "fakes"},
     "toolproof": set(PACKAGES),  # The CLI wires everything: anything public.
-    "benchmarks": {"spec", "reference", "fakes", "bench"},
+    # driver: the MCP open-time benchmark serves the reference and opens instances through the driver's client.
+    "benchmarks": {"spec", "reference", "fakes", "bench", "driver"},
     # The mutation gate never imports the reference: its children import the mutant in its place.
     "mutation": {"spec", "driver"},
 }
@@ -63,7 +64,7 @@ ALLOWED_EXTERNAL = {
     # dbos is imported by name at run time, when installed (the bench extra).
     # jsonschema: the floor checks arguments against the input schema as the reference does.
     "bench": {"anyio", "dbos", "jsonschema", "mcp", "mcp_types", "rich", "sqlalchemy", "sqlmodel"},
-    "benchmarks": {"anyio"},
+    "benchmarks": {"anyio", "httpx2"},
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,9 +31,11 @@ def hold_out_dir(out_dir: Path) -> Iterator[None]:
         return
     path = out_dir / LOCK_FILE
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    held = False
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
         except BlockingIOError:
             holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
             raise ConfigurationError(
@@ -43,4 +46,7 @@ def hold_out_dir(out_dir: Path) -> Iterator[None]:
         os.write(descriptor, str(os.getpid()).encode())
         yield
     finally:
+        if held:  # The folder is left as the run wrote it: no lock file once nobody holds it.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         os.close(descriptor)  # Closing releases the lock.
