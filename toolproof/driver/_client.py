@@ -144,21 +144,14 @@ def is_driver_url(ref: str) -> bool:
 
 
 def load(ref: str, *, patience_s: float = CONNECT_PATIENCE_S) -> Implementation:
-    """An implementation by entry-point name, ``package.module:factory``, or driver URL.
-
-    ``patience_s``: how long a driver refusing connections is retried (0: probed once, as the CLI does
-    before a run; the default lets a supervised driver come back from a crash plan's SIGKILL).
-    """
-    if not is_driver_url(ref):
-        # A driver's address without its scheme, or another scheme, would otherwise read as a module that
-        # cannot be imported.
-        if re.fullmatch(r"[A-Za-z0-9.\-\[\]]+:\d+(/.*)?", ref) or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", ref):
-            raise ConfigurationError(
-                f"implementation {ref!r} looks like a driver's address: a driver URL starts with http:// or "
-                "https:// (e.g. http://127.0.0.1:8787)"
-            )
-        return load_implementation(ref)
-    return HttpImplementation(ref, patience_s=patience_s)
+    """An implementation by entry-point name, ``package.module:factory``, or driver URL. ``patience_s``: how long a
+    driver refusing connections is retried (0: probed once, as the CLI does before a run; the default lets a
+    supervised driver come back from a crash plan's SIGKILL)."""
+    if is_driver_url(ref):
+        return HttpImplementation(ref, patience_s=patience_s)
+    if re.fullmatch(r"[\w.\-\[\]]+:\d+(/.*)?|[A-Za-z][\w+.\-]*://.*", ref):  # Else read as a module not importable.
+        raise ConfigurationError(f"implementation {ref!r} looks like a driver's address: a URL starts with http://")
+    return load_implementation(ref)
 
 
 def _check_url(url: str) -> None:
