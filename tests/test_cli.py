@@ -163,7 +163,7 @@ def test_run_against_the_reference_writes_the_report_files(reference_cli: CliRun
         if rule.profile is Profile.CONTRACT:
             expected = "not-claimed"  # Tool-side rules: no pipeline claims them.
         assert summary["rules"][rule.id] == expected, rule.id
-    assert re.search(r"\[\s*1/\d+\] pass", result.stderr), "no progress lines on stderr"
+    assert re.search(r"\[\s*1/\d+ [^\]]*elapsed, ETA [^\]]*\] pass", result.stderr), "no progress lines on stderr"
 
 
 def test_run_against_a_witness_exits_1_and_names_the_rule(tmp_path: Path) -> None:
