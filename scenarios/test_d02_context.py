@@ -10,6 +10,7 @@ levels.
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import time
@@ -129,29 +130,58 @@ def _held_by_callable(obj: Any) -> list[tuple[str, Any]]:
     return held
 
 
+# How far the in-process walk goes. A context whose graph is larger than this is not vouched for: the walk stops and
+# says so, and the verdict is a fail (D2.2's interpretation). The reference's context reaches a few hundred objects.
+_WALK_OBJECTS = 100_000
+# A context with this many hazards has shown its way back; the walk stops collecting evidence there.
+_WALK_HAZARDS = 8
+
+
 def _reachable_hazards(context: ToolExecutionContext, instance: object, callables: bool = True) -> list[str]:
     """Paths from the context, through the whole object graph it reaches (each object visited once, however
     deep, callables included: what a bound method, a closure or a partial holds), to anything that reaches the
-    pipeline: a forbidden attribute name, the instance under test, or a database object."""
+    pipeline: a forbidden attribute name, the instance under test, or a database object.
+
+    Breadth first, so each hazard is named by a shortest path; a path is kept as a link to its parent, not as a
+    string, so memory grows with the objects reached, not with their depth. A hazard is not walked beyond (what it
+    leads to is the pipeline already). Every object visited is held until the walk ends, so no id is reused by an
+    object a property made on the fly."""
     hazards: list[str] = []
-    seen: set[int] = {id(context)}
-    frontier: list[tuple[str, Any]] = [("context", context)]
-    while frontier:
-        path, obj = frontier.pop()
+    visited: dict[int, object] = {id(context): context}
+    links: list[tuple[int, str]] = [(-1, "context")]
+    frontier: collections.deque[tuple[int, Any]] = collections.deque([(0, context)])
+
+    def path(link: int, step: str) -> str:
+        steps = [step]
+        while link >= 0:
+            link, name = links[link]
+            steps.append(name)
+        return "".join(reversed(steps))
+
+    while frontier and len(hazards) < _WALK_HAZARDS:
+        if len(visited) > _WALK_OBJECTS:
+            hazards.append(
+                f"the context reaches more than {_WALK_OBJECTS:,} objects; the walk stopped there, so nothing "
+                "vouches that the rest leads nowhere"
+            )
+            break
+        link, obj = frontier.popleft()
         for step, value in _members(obj, callables):
-            where = f"{path}{step}"
             name = step.lstrip(".")
             if step.startswith(".") and name.lstrip("_") in _FORBIDDEN_NAMES:
-                hazards.append(f"{where} (name)")
+                hazards.append(f"{path(link, step)} (name)")
                 continue
             if value is instance:
-                hazards.append(f"{where} is the instance under test")
-            if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
-                hazards.append(f"{where} is a {type(value).__module__}.{type(value).__name__}")
-            if isinstance(value, _LEAVES) or id(value) in seen:
+                hazards.append(f"{path(link, step)} is the instance under test")
                 continue
-            seen.add(id(value))
-            frontier.append((where, value))
+            if type(value).__module__.split(".")[0] in _FORBIDDEN_MODULES:
+                hazards.append(f"{path(link, step)} is a {type(value).__module__}.{type(value).__name__}")
+                continue
+            if isinstance(value, _LEAVES) or id(value) in visited:
+                continue
+            visited[id(value)] = value
+            links.append((link, step))
+            frontier.append((len(links) - 1, value))
     return hazards
 
 

@@ -66,7 +66,7 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
     "unknown-entry-key": (
         f'implementation = "reference"\n{ENTRY}\n[[expect]]\nrule = "D13.4"\nverdict = "fail"\nresaon = "typo"\n',
         "expectations file '{file}', entry 2 (rule 'D13.4'): unknown key 'resaon':"
-        " an entry's keys are rule or scenario, verdict, reason and link",
+        " an entry's keys are rule and/or scenario, verdict, reason and link",
     ),
     "unknown-rule": (
         'implementation = "reference"\n[[expect]]\nrule = "D13.99"\nverdict = "fail"\nreason = "x"\n',
@@ -85,10 +85,9 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
         'implementation = "reference"\n[[expect]]\nrule = "D13.3"\nverdict = "xfail"\nreason = "x"\n',
         "expectations file '{file}', entry 1 (rule 'D13.3'): verdict='xfail' is not allowed: use \"fail\" or \"error\"",
     ),
-    "rule-and-scenario": (
-        f'implementation = "reference"\n{ENTRY}scenario = "{MESSAGE}"\n',
-        "expectations file '{file}', entry 1 (rule 'D13.3'):"
-        " give exactly one of rule (a rule ID) or scenario (module.py::test_name)",
+    "neither-rule-nor-scenario": (
+        'implementation = "reference"\n[[expect]]\nverdict = "fail"\nreason = "known"\n',
+        "expectations file '{file}', entry 1: give a rule (a rule ID), a scenario (module.py::test_name), or both",
     ),
     "malformed-scenario": (
         'implementation = "reference"\n[[expect]]\nscenario = "test_message"\nverdict = "fail"\nreason = "x"\n',
@@ -378,6 +377,24 @@ def test_a_cell_entry_names_one_cell_and_a_function_entry_every_cell(tmp_path: P
     # Every row an entry names must fail: one cell passing makes the whole entry stale.
     assert [row.verdict for row in result] == [Verdict.XFAIL, Verdict.PASS]
     assert [item.problem for item in stale] == ["unexpected pass: t.py::crash[b] passed D4.6"]
+
+
+def test_a_rule_and_scenario_entry_names_that_scenarios_rows_of_that_rule_only(tmp_path: Path) -> None:
+    # One scenario judging two rules, failing one: the entry expects that rule's row and leaves the other's pass.
+    rows = [
+        _row("t.py::crash[a]", Verdict.FAIL),
+        _row("t.py::crash[a]", Verdict.PASS, rule="D4.7"),
+        _row("t.py::crash[b]", Verdict.FAIL),
+    ]
+    both = _file(tmp_path, 'rule = "D4.6"\nscenario = "t.py::crash[a]"\nverdict = "fail"\nreason = "r"')
+    result, stale = apply_expectations("r", [both], rows, frozenset({"D4.6", "D4.7"}), INDEX)
+    assert [row.verdict for row in result] == [Verdict.XFAIL, Verdict.PASS, Verdict.FAIL]
+    assert stale == []
+    assert both.entries[0].target == "rule D4.6 in scenario t.py::crash[a]"
+    # The same entry naming the rule the scenario passes is stale, as any entry naming a pass.
+    passing = _file(tmp_path, 'rule = "D4.7"\nscenario = "t.py::crash[a]"\nverdict = "fail"\nreason = "r"')
+    _, stale = apply_expectations("r", [passing], rows, frozenset({"D4.6", "D4.7"}), INDEX)
+    assert [item.problem for item in stale] == ["unexpected pass: t.py::crash[a] passed D4.7"]
 
 
 def test_an_entry_applies_to_its_implementation_only(tmp_path: Path) -> None:

@@ -36,9 +36,14 @@ def full_run(on_path: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutc
     return run_suite([IMPL], None, tmp_path_factory.mktemp("minimal"), expectations=[EXPECTATIONS])
 
 
-def _expected_failures() -> dict[str, str]:
+# The rules the sample is known to fail (it does not excerpt, decision 12; D1.5's excerpt clause follows), each
+# declared in its expectations file by rule or by scenario.
+_KNOWN_FAILURES = {"D1.5", "D12.1", "D12.2", "D12.3", "D12.6"}
+
+
+def _declared_rules() -> set[str]:
     entries = tomllib.loads(EXPECTATIONS.read_text(encoding="utf-8"))["expect"]
-    return {entry["rule"]: entry["verdict"] for entry in entries}
+    return {entry["rule"] for entry in entries if "rule" in entry}
 
 
 def test_sample_imports_only_the_port() -> None:
@@ -60,32 +65,19 @@ def test_unclaimed_profiles_read_not_claimed(full_run: RunOutcome) -> None:
     assert {rule: verdicts[rule] for rule in rules if verdicts[rule] is not Verdict.NOT_CLAIMED} == {}
 
 
-_STRENGTHENED = pytest.mark.xfail(
-    strict=True,
-    reason="known, not done: the suite strengthened on 2026-12-06 (artifact bytes read at their URI, the context "
-    "walked through callables, equal numbers in other encodings, the model judge's cells) fails the minimal "
-    "example on rules its expectations file does not declare (D1.5, D2.2, D3.4, D10.1, D10.4, D14.1) and leaves "
-    "its D12 entries stale; its entries are to be rewritten from a run's evidence",
-)
-
-
-@_STRENGTHENED
 def test_core_rules_pass_but_the_expected_failures(full_run: RunOutcome) -> None:
     verdicts = full_run.verdicts["minimal"]
-    expected = _expected_failures()
     core = [rule.id for rule in load_catalog().rules if rule.profile is Profile.CORE]
-    assert expected.keys() <= set(core)
-    want = {rule: Verdict.XFAIL if rule in expected else Verdict.PASS for rule in core}
+    assert _declared_rules() <= _KNOWN_FAILURES <= set(core)
+    want = {rule: Verdict.XFAIL if rule in _KNOWN_FAILURES else Verdict.PASS for rule in core}
     assert {rule: verdicts[rule] for rule in core} == want
 
 
-@_STRENGTHENED
 def test_expectations_file_makes_the_run_pass(full_run: RunOutcome) -> None:
     assert full_run.stale == ()
     assert full_run.exit_code == 0
 
 
-@_STRENGTHENED
 def test_entry_for_a_passing_rule_is_stale(on_path: None, tmp_path: Path) -> None:
     stale_copy = tmp_path / "expectations.toml"
     extra = '\n[[expect]]\nrule = "D12.5"\nverdict = "fail"\nreason = "stale on purpose: D12.5 passes"\n'

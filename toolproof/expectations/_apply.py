@@ -59,7 +59,7 @@ def apply_expectations(
             if passed:
                 more = f" (and {len(passed) - 1} more)" if len(passed) > 1 else ""
                 problem = f"unexpected pass: {passed[0].scenario} passed {passed[0].rule_id}{more}"
-                if entry.rule is not None:
+                if entry.rule is not None and entry.scenario is None:
                     problem += _still_failing([rows[i] for i in judged if rows[i].verdict in _FAILING])
             if problem:
                 stale.append(
@@ -110,7 +110,8 @@ def _unmatched(
             return ""  # Not selected, or its scenarios did not run (they need a database the run lacks).
         if not judging:
             return f"no scenario of the suite judges {entry.rule}, so nothing can fail"
-        return f"{entry.rule} is selected but no scenario of it ran for {implementation}"
+        if entry.scenario is None:
+            return f"{entry.rule} is selected but no scenario of it ran for {implementation}"
     function, scenario = entry.function or "", entry.scenario or ""
     if function not in index.rules:
         return f"the suite has no scenario {function}"
@@ -118,6 +119,8 @@ def _unmatched(
         return f"the suite has no cell {scenario}"
     if scenario not in index.kept:
         return ""  # Its rules are not selected, or it needs a database the run lacks.
+    if entry.rule is not None:
+        return f"{scenario} ran, but no row of it judged {entry.rule} for {implementation}"
     return f"{scenario} ran, but no row of it judged a selected rule for {implementation}"
 
 

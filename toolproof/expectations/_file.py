@@ -19,7 +19,7 @@ SCENARIO = re.compile(r"^[^\s:\[\]]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[.+\])?$")
 """A scenario as reports name it: ``module.py::test_name``, or one cell ``module.py::test_name[param]``."""
 
 _FILE_KEYS = "the file's keys are implementation and [[expect]] entries"
-_ENTRY_KEYS = "an entry's keys are rule or scenario, verdict, reason and link"
+_ENTRY_KEYS = "an entry's keys are rule and/or scenario, verdict, reason and link"
 
 
 class ExpectationsError(ConfigurationError):
@@ -35,12 +35,12 @@ class ExpectationsError(ConfigurationError):
 
 
 class Expectation(BaseModel):
-    """One ``[[expect]]`` entry: a rule or scenario, the verdict it yields instead of ``pass``, and why."""
+    """One ``[[expect]]`` entry: a rule, a scenario or both, the verdict it yields instead of ``pass``, and why."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     rule: str | None = None
-    """A catalog rule ID: the entry names every scenario row of that rule."""
+    """A catalog rule ID: the entry names every scenario row of that rule (with ``scenario``, that scenario's only)."""
     scenario: str | None = None
     """``module.py::test_name`` (every cell of that scenario) or ``module.py::test_name[param]`` (one cell)."""
     verdict: Literal["fail", "error"]
@@ -76,14 +76,16 @@ class Expectation(BaseModel):
 
     @model_validator(mode="after")
     def _names_one_thing(self) -> Expectation:
-        if (self.rule is None) == (self.scenario is None):
-            raise ValueError("give exactly one of rule (a rule ID) or scenario (module.py::test_name)")
+        if self.rule is None and self.scenario is None:
+            raise ValueError("give a rule (a rule ID), a scenario (module.py::test_name), or both")
         return self
 
     @property
     def target(self) -> str:
-        """``rule D4.1`` or ``scenario module.py::test_name``."""
-        return f"rule {self.rule}" if self.rule is not None else f"scenario {self.scenario}"
+        """``rule D4.1``, ``scenario module.py::test_name``, or ``rule D4.1 in scenario module.py::test_name``."""
+        named = [f"rule {self.rule}"] if self.rule is not None else []
+        named += [f"scenario {self.scenario}"] if self.scenario is not None else []
+        return " in ".join(named)
 
     @property
     def function(self) -> str | None:
@@ -94,9 +96,11 @@ class Expectation(BaseModel):
         """Whether the entry names ``row`` (a scenario row; the implementation is the file's business)."""
         if not row.scenario:
             return False
-        if self.rule is not None:
-            return row.rule_id == self.rule
-        if self.scenario is not None and "[" in self.scenario:
+        if self.rule is not None and row.rule_id != self.rule:
+            return False
+        if self.scenario is None:
+            return True
+        if "[" in self.scenario:
             return row.scenario == self.scenario
         return row.scenario.split("[", 1)[0] == self.function
 

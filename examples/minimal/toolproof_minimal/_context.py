@@ -1,12 +1,13 @@
 """What a tool receives: the nine members of decision 2, and no way back into the pipeline.
 
-Nothing public here holds the store, the registry or the instance; the one private member,
-``Context._mark``, is the callable that commits the watermark.
+Nothing here holds the store, the registry or the instance, not even inside a closure: the one private
+member, ``Context._mark``, is a token that this module's table maps to the watermark's commit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,30 @@ class ArtifactWriter:
         return ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
+_OPEN_MARKS: dict[str, Callable[[], None]] = {}
+"""Token -> the callable that commits that call's watermark, for as long as the call's attempt runs."""
+
+
+class MarkToken:
+    """What the context holds instead of a closure over the pipeline (D2.2 reads closures too): an opaque token that
+    this module's table maps to the watermark's commit while the attempt runs."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, mark: Callable[[], None]) -> None:
+        self.token = uuid.uuid4().hex
+        _OPEN_MARKS[self.token] = mark
+
+    def __call__(self) -> None:
+        mark = _OPEN_MARKS.get(self.token)
+        if mark is None:
+            raise RuntimeError("mark_effect_sent() was called after its attempt ended; call it before the effect")
+        mark()
+
+    def close(self) -> None:
+        _OPEN_MARKS.pop(self.token, None)
+
+
 class CredentialResolver:
     """Holds only the credentials of the scopes the tool's spec requires."""
 
@@ -67,7 +92,7 @@ class Context:
     artifact_writer: ArtifactWriter
     credential_resolver: CredentialResolver
     cancellation: Cancellation
-    _mark: Callable[[], None]
+    _mark: MarkToken
 
     async def mark_effect_sent(self) -> None:
         self._mark()  # A synchronous commit: the watermark is durable when this returns.

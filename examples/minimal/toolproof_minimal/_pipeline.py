@@ -52,12 +52,13 @@ from toolproof.spec import (
     ToolResult,
     ToolSource,
     TrustLabel,
+    canonical_json,
     domain_of,
     is_valid_name,
     lowest_trust,
 )
 
-from ._context import ArtifactWriter, Cancellation, Context, CredentialResolver
+from ._context import ArtifactWriter, Cancellation, Context, CredentialResolver, MarkToken
 from ._store import Store
 
 _KEY_VERSION = "toolproof-minimal/1"
@@ -72,7 +73,8 @@ _UNTRUSTED = TrustLabel.EXTERNAL_UNTRUSTED
 
 
 def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # RFC 8785 (decision 10): a number is its double, so 1, 1.0 and 1e0 are one value, and -0.0 is 0.
+    return canonical_json(value).decode()
 
 
 def _sha256(value: object) -> str:
@@ -269,7 +271,7 @@ class MinimalInstance:
             identity, Budget(max_output_bytes=self._config.max_output_bytes), time.time() + spec.deadline_s,
             self._config.targets.get(spec.name), self._config.workspace,
             ArtifactWriter(self._config.store_dir / "artifacts" / c.invocation_id), CredentialResolver(granted),
-            Cancellation(c.cancel), mark,
+            Cancellation(c.cancel), MarkToken(mark),
         )  # fmt: skip
 
     async def _execute(self, c: _Call) -> None:
@@ -297,23 +299,26 @@ class MinimalInstance:
         if c.answer is not None:
             arguments[CONTROL_ANSWER_ARGUMENT] = c.answer
         c.executed, c.raised, c.timed_out, c.raw = True, False, False, None
-        async with anyio.create_task_group() as group:
+        try:
+            async with anyio.create_task_group() as group:
 
-            async def run() -> None:
-                try:
-                    c.raw = await tool.execute(arguments, context)
-                except Exception:
-                    c.raised = True
-                group.cancel_scope.cancel()
+                async def run() -> None:
+                    try:
+                        c.raw = await tool.execute(arguments, context)
+                    except Exception:
+                        c.raised = True
+                    group.cancel_scope.cancel()
 
-            async def deadline() -> None:
-                await anyio.sleep(tool.spec.deadline_s)
-                c.timed_out = True
-                cancel.set()  # The signal is set before the tool is cancelled, so it sees why.
-                group.cancel_scope.cancel()
+                async def deadline() -> None:
+                    await anyio.sleep(tool.spec.deadline_s)
+                    c.timed_out = True
+                    cancel.set()  # The signal is set before the tool is cancelled, so it sees why.
+                    group.cancel_scope.cancel()
 
-            group.start_soon(run)
-            group.start_soon(deadline)
+                group.start_soon(run)
+                group.start_soon(deadline)
+        finally:
+            context._mark.close()  # A mark after the attempt ended is refused; the table keeps nothing of the call.
 
     async def _normalize(self, c: _Call) -> None:
         assert c.tool is not None
