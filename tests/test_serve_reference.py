@@ -167,20 +167,23 @@ anyio.run(main)
 """
 
 
-@pytest.mark.slow
-def test_a_refused_instance_is_a_typed_error_for_the_client_and_a_line_in_the_servers_log(tmp_path: Path) -> None:
+def _served_client(
+    tmp_path: Path, client_code: str, *serve_options: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Serve the reference on a free port (its log in ``tmp_path``), run ``client_code`` against it with the address
+    and a root folder as arguments, stop the server; the client's result and the server's log."""
     port = free_port()
     root = tmp_path / "root"
     root.mkdir()
     log = tmp_path / "serve-reference.log"
-    command = ["serve-reference", "--port", str(port), "--root", str(root)]
+    command = ["serve-reference", *serve_options, "--port", str(port), "--root", str(root)]
     with log.open("w") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "toolproof", *command], stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_driver(url, process)
         client = subprocess.run(
-            [sys.executable, "-c", REFUSED_CLIENT, url, str(root)],
+            [sys.executable, "-c", client_code, url, str(root)],
             capture_output=True,
             text=True,
             check=False,
@@ -189,10 +192,16 @@ def test_a_refused_instance_is_a_typed_error_for_the_client_and_a_line_in_the_se
     finally:
         process.terminate()
         process.wait(timeout=30)
+    return client, log.read_text()
+
+
+@pytest.mark.slow
+def test_a_refused_instance_is_a_typed_error_for_the_client_and_a_line_in_the_servers_log(tmp_path: Path) -> None:
+    client, log = _served_client(tmp_path, REFUSED_CLIENT)
     cause = "tenant MCP server 'elsewhere' is on host '198.51.100.7', which is not on the egress allowlist (D7.2)"
     assert client.stdout.splitlines() == [f"ConfigurationError: {cause}"], client.stdout + client.stderr
     assert client.stderr == "", "the client printed on stderr (a server's CancelledError traceback)"
-    logged = [line for line in log.read_text().splitlines() if "not opened" in line]
+    logged = [line for line in log.splitlines() if "not opened" in line]
     assert logged == [f"instance not opened (422 configuration-error): {cause}"]
 
 
@@ -223,27 +232,8 @@ def test_a_server_that_exits_at_start_reads_alike_in_check_server_and_serve_refe
     [era] = json.loads(checked.stdout)["servers"][0]["eras"]
     said = "MCP server 'crashes' refused at open: asked era legacy; the server exited before answering"
     assert era["failure"].startswith(f"McpOpenError: {said}; cause: "), era["failure"]
-    port = free_port()
-    root = tmp_path / "root"
-    root.mkdir()
-    log = tmp_path / "serve-reference.log"
-    serve = ["serve-reference", "--mcp-config", str(config), "--port", str(port), "--root", str(root)]
-    with log.open("w") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "toolproof", *serve], stderr=stderr)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_driver(url, process)
-        client = subprocess.run(
-            [sys.executable, "-c", OPEN_CLIENT, url, str(root)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    client, log = _served_client(tmp_path, OPEN_CLIENT, "--mcp-config", str(config))
     # serve-reference adds the server's stderr tail and its log's path; the words before are check-server's.
     assert client.stdout.startswith(f"ConfigurationError: {said} (its stderr ends: "), client.stdout + client.stderr
     assert client.stderr == ""
-    assert f"instance not opened (422 configuration-error): {said}" in log.read_text()
+    assert f"instance not opened (422 configuration-error): {said}" in log
