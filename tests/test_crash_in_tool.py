@@ -8,15 +8,13 @@ SIGKILL) and die too. The fake ``helpers.fake_pipelines:lives_on_tool_crash`` co
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import free_port, run_and_load, wait_for_driver
+from helpers import run_and_load, served_driver
 
 from toolproof._run import run_suite
 from toolproof.reports import load_run
@@ -50,17 +48,14 @@ def test_the_reference_dies_with_its_tool(tmp_path: Path) -> None:
 @pytest.fixture
 def served_fake() -> Iterator[str]:
     """The fake behind the driver protocol, under the supervisor (as ``serve-reference --impl`` runs it)."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "toolproof", "serve-reference", "--impl", FAKE, "--port", str(port)]
-    process = subprocess.Popen([*command, "--root", tempfile.gettempdir()], env=env, cwd=TESTS)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_driver(url, process)
+    with served_driver(
+        lambda port: [
+            *(sys.executable, "-m", "toolproof", "serve-reference", "--impl", FAKE),
+            *("--port", str(port), "--root", tempfile.gettempdir()),
+        ],
+        TESTS,
+    ) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.mark.slow

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import free_port, run_and_load, wait_for_driver
+from helpers import run_and_load, served_driver
 
 from toolproof.driver import child_command
 from toolproof.spec import Verdict, load_catalog
@@ -22,19 +20,12 @@ RULES = ("D3.8", "D11.8")
 @pytest.fixture
 def memory_driver() -> Iterator[str]:
     """``helpers.fake_pipelines:memory_store`` (the reference, its store living as long as its process), served."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
     # Rooted at the temp folder: the harness's stores and workspaces are under it.
     root = Path(tempfile.gettempdir())
-    command = child_command("helpers.fake_pipelines:memory_store", port, root, [], supervised=False)
-    process = subprocess.Popen(command, env=env, cwd=TESTS)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_driver(url, process)
+    with served_driver(
+        lambda port: child_command("helpers.fake_pipelines:memory_store", port, root, [], supervised=False), TESTS
+    ) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.mark.slow

@@ -1,10 +1,15 @@
-"""Local servers the tests start: a free loopback port, and waiting until a driver answers on it."""
+"""Local servers the tests start: a free loopback port, waiting until a driver answers on it, and a driver served
+for the length of a test."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx2
 
@@ -30,3 +35,19 @@ def wait_for_driver(url: str, process: subprocess.Popen[bytes] | None = None) ->
         except httpx2.TransportError:
             time.sleep(0.1)
     raise AssertionError(f"no driver answered at {url}")
+
+
+@contextlib.contextmanager
+def served_driver(command: Callable[[int], list[str]], importable: Path) -> Iterator[str]:
+    """A driver started by ``command(port)`` on a free port, with ``importable`` on its path and as its folder; the
+    address once it answers; terminated on the way out."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(importable), os.environ.get("PYTHONPATH")]))}
+    process = subprocess.Popen(command(port), env=env, cwd=importable)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_driver(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
