@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,35 @@ ATTEMPT_BOUND_S = 20.0
 """How long a due need waits for its reconnect attempt to be recorded: one process start that fails at once, with
 room for a loaded machine (a bound, never a timing claim; shorter than ``BOUND_S`` because a pipeline that makes no
 attempt waits it out at every due need of the outage)."""
+
+
+LAUNCH_MARGIN = 3.0
+"""``launch_bound``'s factor over the start-up the harness measured: room for the load to rise between the two."""
+
+
+async def launch_bound(harness: Harness, fake: str, floor_s: float) -> float:
+    """A call timeout for an opening the stdio fake ``fake`` answers (or dies at) once it has started: ``floor_s``, or
+    ``LAUNCH_MARGIN`` times how long the same command took here just now, started by the harness, to write its first
+    line to stdout or exit, whichever is longer (logged). The fake's own start-up is the machine's, not the
+    implementation's: a fixed window would fail a right pipeline on a loaded machine."""
+    started = time.monotonic()
+    async with await anyio.open_process(stdio_command(fake)) as process:
+        # Invariant: open_process pipes both.
+        assert process.stdin is not None
+        assert process.stdout is not None
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.send(b"{}\n")
+        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+            await process.stdout.receive()
+        took = time.monotonic() - started
+        if process.returncode is None:
+            process.kill()
+    bound = max(floor_s, LAUNCH_MARGIN * took)
+    harness.log.append(
+        f"{fake} over stdio answered its first line {took:.2f} s after the harness started it; the opening's bound is "
+        f"{bound:.1f} s (at least {floor_s:g} s, {LAUNCH_MARGIN:g} times the start-up measured)"
+    )
+    return bound
 
 
 def memory(

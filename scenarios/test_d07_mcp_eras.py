@@ -27,10 +27,11 @@ from toolproof.fakes.mcp import CRASH_MESSAGE
 from toolproof.spec import ConfigurationError, InvocationStatus, McpServerConfig, ReasonCode
 
 from ._harness import Harness, describe
-from ._mcp import ERAS, TRANSPORTS, reached
+from ._mcp import ERAS, TRANSPORTS, launch_bound, reached
 
 OPENING_TIMEOUT_S = 2.0
-"""The call timeout given to a server that never answers its opening: it bounds how long open may wait for it."""
+"""The call timeout given to a server that never answers its opening: it bounds how long open may wait for it. A
+server that must be seen to write something first gets ``launch_bound``'s, which scales with the machine's load."""
 
 _SLOW = pytest.mark.slow
 _BY_TRANSPORT = [pytest.param(t, marks=() if t == "memory" else _SLOW) for t in TRANSPORTS]
@@ -94,7 +95,9 @@ async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harne
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_server_writing_non_json_is_refused(harness: Harness, protocol: str) -> None:
-    fields: dict[str, Any] = {"call_timeout_s": OPENING_TIMEOUT_S, "protocol": protocol}
+    # Its non-JSON must reach the pipeline before the timeout does: the timeout scales with the fake's start-up here.
+    bound = await launch_bound(harness, "NonJsonServer", OPENING_TIMEOUT_S)
+    fields: dict[str, Any] = {"call_timeout_s": bound, "protocol": protocol}
     async with reached(harness, "chatty", "NonJsonServer", "stdio", **fields) as server:
         await _refused(harness, "D7.7", server, ("json",), "wrote non-JSON to stdout")
 
