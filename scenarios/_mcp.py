@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from toolproof.spec import (
     definition_sha256,
 )
 
+from ._bounds import bound
 from ._harness import Harness, Session
 
 ERAS = ("legacy", "2026-07-28")
@@ -68,42 +69,16 @@ doubling backoff passes 60 s, and where 10% on top of a 60 s cap would), then bo
 exactly 60 s apart."""
 
 
-BOUND_S = 60.0
-"""How long a scenario waits for something before judging it missing (a bound, never a timing claim)."""
+BOUND_S = 15.0
+"""How long a scenario waits for something before judging it missing, on an idle machine (a bound, never a timing
+claim; ``bound`` scales it with the load): a notification in flight, a lost connection noticed, a restarted server
+used again; a right pipeline takes milliseconds to a process start."""
 
-ATTEMPT_BOUND_S = 20.0
-"""How long a due need waits for its reconnect attempt to be recorded: one process start that fails at once, with
-room for a loaded machine (a bound, never a timing claim; shorter than ``BOUND_S`` because a pipeline that makes no
-attempt waits it out at every due need of the outage)."""
-
-
-LAUNCH_MARGIN = 3.0
-"""``launch_bound``'s factor over the start-up the harness measured: room for the load to rise between the two."""
-
-
-async def launch_bound(harness: Harness, fake: str, floor_s: float) -> float:
-    """A call timeout for an opening the stdio fake ``fake`` answers (or dies at) once it has started: ``floor_s``, or
-    ``LAUNCH_MARGIN`` times how long the same command took here just now, started by the harness, to write its first
-    line to stdout or exit, whichever is longer (logged). The fake's own start-up is the machine's, not the
-    implementation's: a fixed window would fail a right pipeline on a loaded machine."""
-    started = time.monotonic()
-    async with await anyio.open_process(stdio_command(fake)) as process:
-        # Invariant: open_process pipes both.
-        assert process.stdin is not None
-        assert process.stdout is not None
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.send(b"{}\n")
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
-            await process.stdout.receive()
-        took = time.monotonic() - started
-        if process.returncode is None:
-            process.kill()
-    bound = max(floor_s, LAUNCH_MARGIN * took)
-    harness.log.append(
-        f"{fake} over stdio answered its first line {took:.2f} s after the harness started it; the opening's bound is "
-        f"{bound:.1f} s (at least {floor_s:g} s, {LAUNCH_MARGIN:g} times the start-up measured)"
-    )
-    return bound
+ATTEMPT_BOUND_S = 5.0
+"""How long a due need waits for its reconnect attempt to be recorded, on an idle machine: one start of a server kept
+down, which exits before importing anything (``stdio_command(down_while=…)``), in tens of milliseconds (a bound,
+never a timing claim; ``bound`` scales it; shorter than ``BOUND_S`` because a pipeline that makes no attempt waits it
+out at every due need of the outage)."""
 
 
 def memory(
@@ -183,14 +158,14 @@ def of_kind(history: list[CatalogChange], kind: CatalogChangeKind, server_id: st
     return [c for c in history if c.kind is kind and c.server_id == server_id]
 
 
-async def eventually(check: Callable[[], Awaitable[bool]]) -> bool:
-    """Whether ``check`` holds within ``BOUND_S`` (polled): a notification travels on its own channel."""
+async def eventually(harness: Harness, check: Callable[[], Awaitable[bool]], what: str) -> bool:
+    """Whether ``check`` holds within ``bound(BOUND_S)`` (polled): a notification travels on its own channel."""
     # Polling, not an event: the implementation is behind the port and signals nothing.
-    interval = 0.02
-    for _ in range(int(BOUND_S / interval)):
-        if await check():
-            return True
-        await anyio.sleep(interval)
+    with anyio.move_on_after(bound(harness, BOUND_S, what)):
+        for _ in itertools.count():
+            if await check():
+                return True
+            await anyio.sleep(0.02)
     return await check()
 
 
@@ -200,4 +175,4 @@ async def notified(session: Session, server_id: str) -> bool:
     async def seen() -> bool:
         return bool(of_kind(await session.instance.catalog_history(), CatalogChangeKind.NOTIFIED, server_id))
 
-    return await eventually(seen)
+    return await eventually(session.harness, seen, f"a tools/list_changed from {server_id} to be recorded")

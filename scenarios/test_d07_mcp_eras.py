@@ -26,8 +26,9 @@ from toolproof.fakes import EchoTool
 from toolproof.fakes.mcp import CRASH_MESSAGE
 from toolproof.spec import ConfigurationError, InvocationStatus, McpServerConfig, ReasonCode
 
+from ._bounds import launch_bound
 from ._harness import Harness, describe
-from ._mcp import ERAS, TRANSPORTS, launch_bound, reached
+from ._mcp import ERAS, TRANSPORTS, reached
 
 OPENING_TIMEOUT_S = 2.0
 """The call timeout given to a server that never answers its opening: it bounds how long open may wait for it. A
