@@ -69,12 +69,12 @@ doubling backoff passes 60 s, and where 10% on top of a 60 s cap would), then bo
 exactly 60 s apart."""
 
 
-BOUND_S = 15.0
+BOUND_S = 10.0
 """How long a scenario waits for something before judging it missing, on an idle machine (a bound, never a timing
-claim; ``bound`` scales it with the load): a notification in flight, a lost connection noticed, a restarted server
-used again; a right pipeline takes milliseconds to a process start."""
+claim; ``_bounds.bound`` scales it with the load): a notification in flight, a lost connection noticed, a restarted
+server used again; a right pipeline takes milliseconds, or one start of a fake (about 1.5 s idle)."""
 
-ATTEMPT_BOUND_S = 5.0
+ATTEMPT_BOUND_S = 3.0
 """How long a due need waits for its reconnect attempt to be recorded, on an idle machine: one start of a server kept
 down, which exits before importing anything (``stdio_command(down_while=…)``), in tens of milliseconds (a bound,
 never a timing claim; ``bound`` scales it; shorter than ``BOUND_S`` because a pipeline that makes no attempt waits it
