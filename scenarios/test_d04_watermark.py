@@ -308,7 +308,7 @@ async def test_uncertain_resolution_by_a_concurrent_second_worker_is_counted(har
         anyio.create_task_group() as group,
     ):
         group.start_soon(first.call, "orders.place", {"item": 1})
-        with anyio.fail_after(30):
+        with anyio.fail_after(bound(harness, 30.0, "the first worker's tool to start")):
             await started.wait()
         first.advance(lease_s + 1)
         harness.log.append("the first worker's marked call outlives its lease; a second worker receives the same step")
