@@ -9,20 +9,14 @@ by an idle machine's window, and the log says which bound a cell used.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 
 import anyio
 
+from toolproof.fakes import load_factor
 from toolproof.fakes.mcp import stdio_command
 
 from ._harness import Harness
-
-
-def load_factor() -> float:
-    """The machine's 1-minute load average per core, at least 1: how much longer than on an idle machine anything
-    real (a process start, a message through a pipe) may take now."""
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def bound(harness: Harness, seconds: float, what: str) -> float:
