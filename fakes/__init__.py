@@ -27,6 +27,7 @@ from ._authors import (
     WritesWhileReadOnlyTool,
 )
 from ._clock import FakeClock
+from ._load import load_factor
 from ._scripted import ScriptedTool, ScriptedToolError
 from ._tools import (
     ArtifactTool,
@@ -99,6 +100,7 @@ __all__ = [
     "WritesOutsideWorkspaceTool",
     "WritesWhileReadOnlyTool",
     "device_tool",
+    "load_factor",
 ]
 
 _publish_exports(globals())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from toolproof.spec import (
     definition_sha256,
 )
 
+from ._bounds import bound
 from ._harness import Harness, Session
 
 ERAS = ("legacy", "2026-07-28")
@@ -67,13 +69,16 @@ doubling backoff passes 60 s, and where 10% on top of a 60 s cap would), then bo
 exactly 60 s apart."""
 
 
-BOUND_S = 60.0
-"""How long a scenario waits for something before judging it missing (a bound, never a timing claim)."""
+BOUND_S = 10.0
+"""How long a scenario waits for something before judging it missing, on an idle machine (a bound, never a timing
+claim; ``_bounds.bound`` scales it with the load): a notification in flight, a lost connection noticed, a restarted
+server used again; a right pipeline takes milliseconds, or one start of a fake (about 1.5 s idle)."""
 
-ATTEMPT_BOUND_S = 20.0
-"""How long a due need waits for its reconnect attempt to be recorded: one process start that fails at once, with
-room for a loaded machine (a bound, never a timing claim; shorter than ``BOUND_S`` because a pipeline that makes no
-attempt waits it out at every due need of the outage)."""
+ATTEMPT_BOUND_S = 3.0
+"""How long a due need waits for its reconnect attempt to be recorded, on an idle machine: one start of a server kept
+down, which exits before importing anything (``stdio_command(down_while=…)``), in tens of milliseconds (a bound,
+never a timing claim; ``bound`` scales it; shorter than ``BOUND_S`` because a pipeline that makes no attempt waits it
+out at every due need of the outage)."""
 
 
 def memory(
@@ -153,14 +158,14 @@ def of_kind(history: list[CatalogChange], kind: CatalogChangeKind, server_id: st
     return [c for c in history if c.kind is kind and c.server_id == server_id]
 
 
-async def eventually(check: Callable[[], Awaitable[bool]]) -> bool:
-    """Whether ``check`` holds within ``BOUND_S`` (polled): a notification travels on its own channel."""
+async def eventually(harness: Harness, check: Callable[[], Awaitable[bool]], what: str) -> bool:
+    """Whether ``check`` holds within ``bound(BOUND_S)`` (polled): a notification travels on its own channel."""
     # Polling, not an event: the implementation is behind the port and signals nothing.
-    interval = 0.02
-    for _ in range(int(BOUND_S / interval)):
-        if await check():
-            return True
-        await anyio.sleep(interval)
+    with anyio.move_on_after(bound(harness, BOUND_S, what)):
+        for _ in itertools.count():
+            if await check():
+                return True
+            await anyio.sleep(0.02)
     return await check()
 
 
@@ -170,4 +175,4 @@ async def notified(session: Session, server_id: str) -> bool:
     async def seen() -> bool:
         return bool(of_kind(await session.instance.catalog_history(), CatalogChangeKind.NOTIFIED, server_id))
 
-    return await eventually(seen)
+    return await eventually(session.harness, seen, f"a tools/list_changed from {server_id} to be recorded")

@@ -45,6 +45,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
+from ._bounds import bound
 from ._harness import USER_ITEM, Harness, describe
 from ._recovery import UNTRUSTED_PAGE
 
@@ -678,16 +679,21 @@ async def test_tool_returning_after_its_deadline_is_not_delivered(harness: Harne
 
 @pytest.mark.rules("D2.4")
 async def test_a_retry_runs_under_a_deadline_of_its_own(harness: Harness) -> None:
-    tool = _TransientAttempts(harness.world, "weather.slow_flaky", succeed_at=2, pause_s=0.6, deadline_s=1.0)
+    # Each attempt pauses 0.6 of the deadline: inside its own deadline with 0.4 of it to spare (for building the context
+    # and starting the tool, scaled with the load), past a deadline shared with the first attempt.
+    deadline_s = bound(harness, 1.0, "each attempt's deadline (its pause is 0.6 of it)")
+    pause_s = 0.6 * deadline_s
+    tool = _TransientAttempts(harness.world, "weather.slow_flaky", succeed_at=2, pause_s=pause_s, deadline_s=deadline_s)
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
     deadlines = [round(deadline - started, 2) for _, deadline, started in tool.seen]
     harness.expect(
         "D2.4",
         d.status is InvocationStatus.SUCCEEDED and len(tool.seen) == 2,
-        f"a tool with deadline_s 1.0 whose first attempt reports TRANSIENT after 0.6 s and whose retry succeeds after "
-        f"0.6 s was answered {describe(d)} after {len(tool.seen)} execution(s) (each attempt's deadline was "
-        f"{deadlines} s after its start): a retry is an execution of its own, given deadline_s from its own start",
+        f"a tool with deadline_s {deadline_s:.2f} whose first attempt reports TRANSIENT after {pause_s:.2f} s and whose "
+        f"retry succeeds after {pause_s:.2f} s was answered {describe(d)} after {len(tool.seen)} execution(s) (each "
+        f"attempt's deadline was {deadlines} s after its start): a retry is an execution of its own, given deadline_s "
+        "from its own start",
     )
 
 

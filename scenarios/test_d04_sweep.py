@@ -27,6 +27,7 @@ from toolproof.spec import (
     ToolExecutionContext,
 )
 
+from ._bounds import bound
 from ._harness import USER_ITEM, Harness, describe
 from ._recovery import UNTRUSTED_PAGE
 
@@ -62,7 +63,7 @@ async def test_sweep_leaves_a_call_running_under_a_live_lease_alone(harness: Har
             answer["d"] = await worker.call("orders.place", {"n": 1})
 
         group.start_soon(submit)
-        with anyio.fail_after(30):
+        with anyio.fail_after(bound(harness, 30.0, "the first worker's tool to start")):
             await started.wait()
         [before] = await sweeper.rows()
         worker.advance(LEASE_S - 1)

@@ -33,6 +33,7 @@ from toolproof.spec import (
     ToolExecutionContext,
 )
 
+from ._bounds import bound
 from ._harness import USER_ITEM, Harness, describe
 from ._mcp import memory
 from ._recovery import UNTRUSTED_PAGE
@@ -307,7 +308,7 @@ async def test_uncertain_resolution_by_a_concurrent_second_worker_is_counted(har
         anyio.create_task_group() as group,
     ):
         group.start_soon(first.call, "orders.place", {"item": 1})
-        with anyio.fail_after(30):
+        with anyio.fail_after(bound(harness, 30.0, "the first worker's tool to start")):
             await started.wait()
         first.advance(lease_s + 1)
         harness.log.append("the first worker's marked call outlives its lease; a second worker receives the same step")
@@ -378,9 +379,10 @@ async def test_mcp_call_that_hangs_after_sending_is_judged_by_the_watermark(
     config, _ = memory(harness, "hang", "HangingServer", classification=classification, call_timeout_s=0.5)
     async with harness.open(mcp_servers=[config]) as session:
         d = None
-        with anyio.move_on_after(15.0):
+        held = bound(harness, 15.0, "mcp.hang.hang's answer")
+        with anyio.move_on_after(held):
             d = await session.call("mcp.hang.hang", {})
-        harness.expect("D8.7", d is not None, "mcp.hang.hang held the call for 15 s, past its 0.5 s deadline")
+        harness.expect("D8.7", d is not None, f"mcp.hang.hang held the call for {held:.0f} s, past its 0.5 s deadline")
         assert d is not None
         outcome = harness.outcome("D8.7", d, "a call the server never answered")
     what = f"an MCP call classified {side_effect.value}/{idempotency.value} whose server never answered"

@@ -26,11 +26,14 @@ from toolproof.fakes import EchoTool
 from toolproof.fakes.mcp import CRASH_MESSAGE
 from toolproof.spec import ConfigurationError, InvocationStatus, McpServerConfig, ReasonCode
 
+from ._bounds import launch_bound
 from ._harness import Harness, describe
 from ._mcp import ERAS, TRANSPORTS, reached
 
-OPENING_TIMEOUT_S = 2.0
-"""The call timeout given to a server that never answers its opening: it bounds how long open may wait for it."""
+OPENING_TIMEOUT_S = 0.5
+"""The call timeout given to a server that never answers its opening: it bounds how long open may wait for it, and
+since the server never answers, it elapses whatever the machine's load. A server that must be seen to write something
+first gets ``launch_bound``'s, at least 2 s, which scales with the fake's start-up measured just before."""
 
 _SLOW = pytest.mark.slow
 _BY_TRANSPORT = [pytest.param(t, marks=() if t == "memory" else _SLOW) for t in TRANSPORTS]
@@ -94,7 +97,9 @@ async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harne
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_server_writing_non_json_is_refused(harness: Harness, protocol: str) -> None:
-    fields: dict[str, Any] = {"call_timeout_s": OPENING_TIMEOUT_S, "protocol": protocol}
+    # Its non-JSON must reach the pipeline before the timeout does: the timeout scales with the fake's start-up here.
+    bound = await launch_bound(harness, "NonJsonServer", 2.0)
+    fields: dict[str, Any] = {"call_timeout_s": bound, "protocol": protocol}
     async with reached(harness, "chatty", "NonJsonServer", "stdio", **fields) as server:
         await _refused(harness, "D7.7", server, ("json",), "wrote non-JSON to stdout")
 

@@ -34,6 +34,7 @@ from toolproof.spec import (
     Success,
 )
 
+from ._bounds import bound
 from ._harness import Harness, Session, describe
 from ._mcp import BOUND_S, ERAS, READ, of_kind
 
@@ -95,7 +96,8 @@ async def _dead_server(harness: Harness, config: McpServerConfig, comes_back: bo
             return isinstance(await _submitted(harness, session, "D7.6", "mcp.dying.echo", run), Success)
 
         recovered = False
-        with anyio.move_on_after(BOUND_S):  # A bound on waiting, never a claim about how long it took.
+        # A bound on waiting, never a claim about how long it took.
+        with anyio.move_on_after(bound(harness, BOUND_S, "a reconnect attempt, or the restarted server in use")):
             for _ in itertools.count():  # Polled: the implementation is behind the port and signals nothing.
                 if recovered := await back():
                     break

@@ -35,6 +35,7 @@ from toolproof.spec import (
     Success,
 )
 
+from ._bounds import bound
 from ._harness import Harness, Session, describe
 from ._mcp import (
     ATTEMPT_BOUND_S,
@@ -65,7 +66,8 @@ async def _attempts(session: Session, server_id: str) -> list[CatalogChangeKind]
 async def _lost(harness: Harness, session: Session, rule: str, name: str, server_id: str) -> None:
     """Call ``name`` (in new runs, the clock frozen) until the implementation records ``server_id`` disconnected."""
     runs = itertools.count(1)
-    with anyio.move_on_after(BOUND_S):  # A bound on waiting, never a claim about how long it took.
+    # A bound on waiting, never a claim about how long it took.
+    with anyio.move_on_after(bound(harness, BOUND_S, f"{server_id}'s loss to be recorded")):
         while True:
             d = await session.call(name, {"text": "gone?"}, run_id=f"find-{next(runs)}")
             harness.expect(
@@ -106,7 +108,7 @@ async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harn
                 f"need {need}: {since:.1f} s after the last attempt; due={due}, attempts so far {before}"
             )
             made = False
-            with anyio.move_on_after(ATTEMPT_BOUND_S if due else 0.0):
+            with anyio.move_on_after(bound(harness, ATTEMPT_BOUND_S, f"need {need}'s attempt") if due else 0.0):
                 for poll in itertools.count():  # Each poll is one more need at the same instant.
                     d = await session.call("mcp.down.echo", {"text": "back?"}, run_id=f"need-{need}-{poll}")
                     harness.expect(
@@ -139,7 +141,7 @@ async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harn
         harness.clock.advance(CAP_S + 1.0)
         harness.log.append(f"server back; advance {CAP_S + 1.0} s; call in the running session {session.run_id}")
         back: Disposition | None = None
-        with anyio.move_on_after(BOUND_S):
+        with anyio.move_on_after(bound(harness, BOUND_S, "the server back in the running session")):
             while not isinstance(back, Success):
                 back = await session.call("mcp.down.echo", {"text": "back"}, run_id=session.run_id)
                 await anyio.sleep(0.05)
@@ -278,7 +280,8 @@ async def test_a_restarted_stdio_server_keeps_its_env_and_cwd(
         harness.clock.advance(CAP_S + 1.0)
         seen: list[str] = []
         runs = itertools.count(1)
-        with anyio.move_on_after(BOUND_S):  # A bound on waiting for the restart, never a timing claim.
+        # A bound on waiting for the restart, never a timing claim.
+        with anyio.move_on_after(bound(harness, BOUND_S, "the restarted server")):
             while not any(line.startswith("cwd=") for line in seen):
                 seen = await _environment(harness, session, f"restarted-{next(runs)}")
                 await anyio.sleep(0.05)

@@ -160,7 +160,7 @@ async def _burst(harness: Harness, server_id: str, transport: str, protocol: str
         async def all_in() -> bool:
             return await count() >= sent
 
-        await eventually(all_in)
+        await eventually(harness, all_in, f"the {sent} tools/list_changed {fake} sent to be recorded")
         # A round trip through the pipeline and the server: a notice counted twice would be in by now.
         harness.success("D9.2", await session.call(f"mcp.{server_id}.echo", {"text": "after"}), "echo")
         recorded = await count()

@@ -173,7 +173,7 @@ async def test_a_notice_while_a_listing_is_in_flight_makes_that_listing_stale(ha
         session.advance(MID_LISTING_AGE_S + 1.0)
         harness.log.append(
             f"the listing is past its max age: the next read lists, and the server changes lookup, sends "
-            f"tools/list_changed and holds its answer {HOLD_S:g} s before answering the old catalog"
+            f"tools/list_changed and holds its answer {HOLD_S:g} s (times the load factor) before answering the old catalog"
         )
         listed = await session.call("mcp.mid.lookup", {"text": "k"})
         harness.log.append(f"that read (its listing answered the old catalog) was answered {describe(listed)}")

@@ -57,7 +57,7 @@ async def test_a_flood_during_a_long_call_is_recorded_once_each_and_changes_noth
         async def all_in() -> bool:
             return await count() >= FLOOD_COUNT
 
-        await eventually(all_in)
+        await eventually(harness, all_in, f"the {FLOOD_COUNT} tools/list_changed of the flood to be recorded")
         # A round trip through the pipeline and the server: a notice counted twice would be in by now.
         harness.success("D9.2", await session.call("mcp.flood.echo", {"text": "after"}), f"mcp.flood.echo ({where})")
         recorded = await count()

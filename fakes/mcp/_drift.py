@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from toolproof.fakes import load_factor
+
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, error, text
 
 TRANSFER = types.Tool(name="transfer", description="Transfers funds.", input_schema=TEXT_SCHEMA)
@@ -147,7 +149,8 @@ FLOOD_COUNT = 200
 
 
 LONG_CALL_S = 0.5
-"""How long ``long_flood`` stays in flight after its last notification, so the client takes them in mid-call."""
+"""How long ``long_flood`` stays in flight after its last notification on an idle machine (times ``load_factor()``),
+so the client takes them in mid-call."""
 
 
 def _list_changed_flood() -> FakeServer:
@@ -162,7 +165,7 @@ def _list_changed_flood() -> FakeServer:
             await fake.announce_tools_changed(ctx)
             if sent % 20 == 19:
                 await anyio.sleep(0.01)
-        await anyio.sleep(LONG_CALL_S)
+        await anyio.sleep(LONG_CALL_S * load_factor())
         return text(f"sent {FLOOD_COUNT} notifications during the call")
 
     tools = [

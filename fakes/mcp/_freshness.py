@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from toolproof.fakes import load_factor
+
 from ._base import ECHO, Context, FakeServer, ServerFake, echo, text
 from ._drift import DRIFTING, LOOKUP_AFTER, LOOKUP_BEFORE, silent_drift
 from ._lifecycle import EXIT, exits_between_calls
@@ -54,8 +56,9 @@ MID_LISTING_NOTICE = "tools/list_changed while answering tools/list"
 """The entry NoticeMidListingServer's log gets when it sends its notice from inside a listing."""
 
 HOLD_S = 0.25
-"""How long NoticeMidListingServer holds its answer after its notice, so the client takes the notice in while the
-listing is still in flight (a margin for delivery, not a claim about how fast a client is)."""
+"""How long NoticeMidListingServer holds its answer after its notice on an idle machine (times ``load_factor()``), so
+the client takes the notice in while the listing is still in flight (a margin for delivery, not a claim about how
+fast a client is)."""
 
 
 def _notice_mid_listing() -> FakeServer:
@@ -75,7 +78,7 @@ def _notice_mid_listing() -> FakeServer:
         state["armed"], state["changed"] = False, True
         fake.log.append(MID_LISTING_NOTICE)
         await fake.announce_tools_changed(ctx)
-        await anyio.sleep(HOLD_S)
+        await anyio.sleep(HOLD_S * load_factor())
         return answer
 
     fake = FakeServer("NoticeMidListingServer", catalog, {"echo": echo, "lookup": lookup}, ttl_ms=[LONG_TTL_MS])

@@ -27,6 +27,18 @@ def _module_command(name: str, *options: str) -> list[str]:
     return [sys.executable, "-m", "toolproof.fakes.mcp", name, *options]
 
 
+_KEPT_DOWN_GATE = """
+import os, sys
+if os.path.exists(sys.argv[1]):
+    sys.stderr.write(f"fake MCP server {sys.argv[2]} is kept down while {sys.argv[1]} exists\\n")
+    sys.exit(3)
+os.execv(sys.executable, [sys.executable, *sys.argv[3:]])
+"""
+"""What a start kept down runs first (``python -c GATE PATH NAME -m …``): it exits 3 while PATH exists before importing
+anything of toolproof or the MCP SDK (which costs a second or more of the start, several on a loaded machine), and
+otherwise becomes the fake (``exec``: the same process, so the pipeline holds the server's own pid)."""
+
+
 def stdio_command(
     name: str,
     *,
@@ -44,9 +56,12 @@ def stdio_command(
         ValueError: Unknown ``name``.
     """
     _lookup(name)
-    down = () if down_while is None else ("--down-while", os.fspath(down_while))
     state = () if state_dir is None else ("--state-dir", os.fspath(state_dir))
-    return _module_command(name, "--transport", "stdio", *down, *state)
+    if down_while is None:
+        return _module_command(name, "--transport", "stdio", *state)
+    # The fake checks the path too, after the gate: a start racing the path's creation is still kept down.
+    command = _module_command(name, "--transport", "stdio", *state, "--down-while", os.fspath(down_while))
+    return [sys.executable, "-c", _KEPT_DOWN_GATE, os.fspath(down_while), name, *command[1:]]
 
 
 def _free_port() -> int:
