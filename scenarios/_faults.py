@@ -125,6 +125,9 @@ class FaultCase:
     """A real fault: gives the store back once the faulty life is over."""
     wrap: Callable[[Tool], Tool] | None = None
     """A real fault made by the harness's tool: wraps the call's tool in the faulty life."""
+    restore: Callable[[], None] | None = None
+    """A real fault the store cannot come back from while the faulty instance holds its files open: gives the store
+    back once that instance closed, before anything reads it."""
     side_effect: SideEffect = SideEffect.EXTERNAL_WRITE
     """The side effect of the step's tools (READ_ONLY IDEMPOTENT tools make a batch parallel)."""
     recovery: FaultRecovery = FaultRecovery.ANOTHER_WORKER
@@ -312,6 +315,8 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
         finally:
             if disarm is not None:
                 disarm()
+    if case.restore is not None:
+        case.restore()
     await _left_behind(harness, case, want, item, target.call_id)
     await _recover(harness, case, want, shape, effects)
 

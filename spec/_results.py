@@ -75,6 +75,10 @@ class FaultMode(StrEnum):
     """A second session of the harness held the row while the implementation wrote it, under a ``lock_timeout``."""
     SQLITE_FULL_DISK = "sqlite-full-disk"
     """The SQLite store on a size-limited tmpfs in a private mount namespace, filled by the harness at the point."""
+    SQLITE_READ_ONLY = "sqlite-read-only"
+    """The SQLite store on an ext4 image in a private mount namespace, which the harness turns read-only at the point
+    (ext4's ``errors=remount-ro``, triggered): writes through the files already open fail too; the file system is
+    mounted again once the faulty instance closed."""
 
 
 class FaultPath(StrEnum):

@@ -16,6 +16,7 @@ from toolproof._run import run_suite
 from toolproof.fakes import CrashingTool, FakeClock, World
 from toolproof.reference import ReferenceImplementation
 from toolproof.reports import RunInfo, load_fault_cells, rerender, write_run
+from toolproof.scenarios._faults_sqlite import unavailable
 from toolproof.spec import (
     ContextItem,
     FaultCell,
@@ -235,3 +236,24 @@ def test_real_faults_pass_the_reference_and_reject_a_witness(tmp_path: Path, pos
         FaultMode.PG_LOCK_TIMEOUT,
         FaultMode.SQLITE_FULL_DISK,
     }
+
+
+READ_ONLY = (
+    "test_d04_store_faults_real.py::test_a_sqlite_store_gone_read_only_acts_on_nothing_reports_nothing_and_is_recovered"
+)
+
+
+@pytest.mark.slow
+def test_a_sqlite_store_gone_read_only_passes_the_reference_and_rejects_a_witness(tmp_path: Path) -> None:
+    """The store's ext4 file system turned read-only after the effect: the reference passes; a pipeline that answers
+    SUCCEEDED for the completion it could not store fails D4.22."""
+    reason = unavailable(FaultMode.SQLITE_READ_ONLY)
+    if reason is not None:
+        pytest.skip(f"this machine cannot make a read-only store: {reason}")
+    witness = "toolproof.reference.witnesses:succeeds_without_stored_completion"
+    cells = [f"{READ_ONLY}[complete-NON_IDEMPOTENT]"]
+    outcome = run_suite(["reference", witness], "D4.22", tmp_path / "run", cells=cells)
+    assert outcome.verdicts["reference"]["D4.22"] is Verdict.PASS
+    assert outcome.verdicts["witness:succeeds_without_stored_completion"]["D4.22"] is Verdict.FAIL
+    faults = load_fault_cells(tmp_path / "run", outcome.run_id)
+    assert {(cell.mode, cell.store_returns) for cell in faults} == {(FaultMode.SQLITE_READ_ONLY, False)}
