@@ -58,6 +58,24 @@ CAUGHT = (
 """Witnesses the judge has to reject, each on a rule it names."""
 
 
+STORE_FAULTS_CAUGHT = (
+    "logs_failed_write_and_carries_on",
+    "failed_hold_still_asks_approver",
+    "swallows_failed_watermark",
+    "succeeds_without_stored_completion",
+)
+"""Store-fault witnesses the judge's store_faults cell has to reject, one a rule (D3.10, D3.11, D4.21, D4.22)."""
+
+
+@pytest.mark.parametrize("name", STORE_FAULTS_CAUGHT)
+def test_the_model_judge_rejects_a_store_fault_witness_on_the_rule_it_breaks(tmp_path: Path, name: str) -> None:
+    witness = WITNESSES[name]
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["store_faults"][1]), 40, False)
+    assert found is not None, f"the model judge's store_faults cell did not reject {name}"
+    assert set(witness.breaks) & set(found.rules), f"{name} was rejected on {found.rules}, not on {witness.breaks}"
+
+
 @pytest.mark.parametrize("name", CAUGHT)
 def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]
