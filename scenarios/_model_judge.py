@@ -28,7 +28,6 @@ from toolproof.spec.model import (
     Advance,
     Answer,
     Expected,
-    FaultExpected,
     Model,
     Problems,
     Record,
@@ -37,6 +36,7 @@ from toolproof.spec.model import (
     Sweep,
     Workload,
 )
+from toolproof.spec.model.d04_faults import FaultExpected
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
 
 from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts

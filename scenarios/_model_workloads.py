@@ -325,7 +325,7 @@ def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> W
     # Now and then a point the call never reaches (the plan is not met); sampled, as hypothesis favours 0.
     anywhere = draw(st.sampled_from([False] * 7 + [True]))
     # The claim and the watermark only a call that runs reaches: more likely than the writes every call makes.
-    reached = list(made) + [p for p in made if p in (FaultPoint.CLAIM, FaultPoint.WATERMARK)] * 3
+    reached = [p for p in made if p in (FaultPoint.CLAIM, FaultPoint.WATERMARK)] * 3 + list(made)
     plan = FaultPlan(
         point=draw(st.sampled_from(list(FaultPoint) if anywhere else reached)),
         kind=draw(st.sampled_from(list(FaultKind))),

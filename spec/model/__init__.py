@@ -23,7 +23,6 @@ from ._catalog import (
 from ._expect import Expect, Problems
 from ._model import Expected, Model
 from ._record import CallRef, Record
-from .d04_faults import FaultExpected, StoreFaults
 
 __all__ = [
     "EXTRA_STRUCTURE",
@@ -40,13 +39,11 @@ __all__ = [
     "Ending",
     "Expect",
     "Expected",
-    "FaultExpected",
     "Model",
     "ModelTool",
     "Problems",
     "Record",
     "Resume",
-    "StoreFaults",
     "Submit",
     "Sweep",
     "Workload",
