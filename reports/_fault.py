@@ -17,8 +17,10 @@ from toolproof.spec import (
     FaultMode,
     FaultPath,
     FaultPoint,
+    FaultRecovery,
     HarnessError,
     IdempotencyClass,
+    SideEffect,
     Verdict,
     member_doc,
 )
@@ -31,9 +33,10 @@ FAULT_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "Entries",
         "the paths that met the fault there (first submission, batch member, approval's answer, resumption, "
-        "recovering sweep, bridge script; 'down' when the store stayed down for the instance), then what the "
-        "submitter got and what recovery reached once the store returned. ✗ marks a cell that failed or errored, "
-        "with what it reached.",
+        "recovering sweep, bridge script; 'read-only' when the step's tools were READ_ONLY, 'own sweep' or 'own "
+        "resubmission' when the instance whose write failed resolved the call itself, 'down' when the store stayed "
+        "down for the instance), then what the submitter got and what recovery reached once the store returned. ✗ "
+        "marks a cell that failed or errored, with what it reached.",
     ),
 )
 """What the fault matrix's rows, columns and entries mean: both reports print it above the tables."""
@@ -50,16 +53,16 @@ class FaultTable:
     cells: dict[tuple[FaultPoint, FaultKind, IdempotencyClass], tuple[FaultCell, ...]]
 
 
-def fault_order(info: RunInfo) -> Callable[[FaultCell], tuple[int, int, int, int, int, int, bool]]:
+def fault_order(info: RunInfo) -> Callable[[FaultCell], tuple[int, ...]]:
     """Sort key: implementation as the run lists them, then mode, point, kind, class and path in spec order, the
-    store coming back before it staying down."""
+    store coming back before it staying down, then the tools' side effect and who recovered in spec order."""
     implementations = {name: index for index, name in enumerate(info.implementations)}
     order = {
         kind: {member: index for index, member in enumerate(kind)}
-        for kind in (FaultMode, FaultPoint, FaultKind, IdempotencyClass, FaultPath)
+        for kind in (FaultMode, FaultPoint, FaultKind, IdempotencyClass, FaultPath, SideEffect, FaultRecovery)
     }
 
-    def key(cell: FaultCell) -> tuple[int, int, int, int, int, int, bool]:
+    def key(cell: FaultCell) -> tuple[int, ...]:
         return (
             implementations.get(cell.implementation, len(implementations)),
             order[FaultMode][cell.mode],
@@ -67,10 +70,30 @@ def fault_order(info: RunInfo) -> Callable[[FaultCell], tuple[int, int, int, int
             order[FaultKind][cell.kind],
             order[IdempotencyClass][cell.idempotency],
             order[FaultPath][cell.path],
-            not cell.store_returns,
+            int(not cell.store_returns),
+            # EXTERNAL_WRITE (the plain cell) first, then the others in spec order.
+            int(cell.side_effect is not SideEffect.EXTERNAL_WRITE),
+            order[SideEffect][cell.side_effect],
+            order[FaultRecovery][cell.recovery],
         )
 
     return key
+
+
+def fault_identity(cell: FaultCell) -> tuple[str, ...]:
+    """What names one cell of a run: implementation, mode, point, kind, class, path, whether the store returned,
+    the tools' side effect and who recovered."""
+    return (
+        cell.implementation,
+        cell.mode,
+        cell.point,
+        cell.kind,
+        cell.idempotency,
+        cell.path,
+        "returns" if cell.store_returns else "down",
+        cell.side_effect,
+        cell.recovery,
+    )
 
 
 def fault_tables(info: RunInfo, cells: Iterable[FaultCell]) -> list[FaultTable]:
@@ -94,17 +117,9 @@ def check_fault_cells(info: RunInfo, cells: Sequence[FaultCell]) -> None:
     Raises:
         HarnessError: naming the first cell that does not.
     """
-    seen: set[tuple[object, ...]] = set()
+    seen: set[tuple[str, ...]] = set()
     for cell in cells:
-        identity = (
-            cell.implementation,
-            cell.mode,
-            cell.point,
-            cell.kind,
-            cell.idempotency,
-            cell.path,
-            cell.store_returns,
-        )
+        identity = fault_identity(cell)
         where = "fault cell " + "/".join(str(part) for part in identity)
         if cell.run_id != info.run_id:
             raise HarnessError(f"{where} belongs to run {cell.run_id!r}, not {info.run_id!r}")
@@ -116,7 +131,16 @@ def check_fault_cells(info: RunInfo, cells: Sequence[FaultCell]) -> None:
 
 
 def _label(cell: FaultCell) -> str:
-    return cell.path.value if cell.store_returns else f"{cell.path.value} (down)"
+    """``batch``, ``batch (read-only, down)``, ``first (own sweep)``: the path, then in parentheses what sets the
+    cell apart from the plain one (EXTERNAL_WRITE tools, another worker recovering, the store coming back)."""
+    marks = []
+    if cell.side_effect is not SideEffect.EXTERNAL_WRITE:
+        marks.append(cell.side_effect.value.lower().replace("_", "-"))
+    if cell.recovery is not FaultRecovery.ANOTHER_WORKER:
+        marks.append(cell.recovery.value.replace("-", " "))
+    if not cell.store_returns:
+        marks.append("down")
+    return f"{cell.path.value} ({', '.join(marks)})" if marks else cell.path.value
 
 
 def entry_parts(cells: Sequence[FaultCell]) -> list[tuple[bool, str]]:

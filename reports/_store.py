@@ -36,6 +36,7 @@ _LATE: dict[str, frozenset[str]] = {
         {"exit_code", "implementation_refs", "catalog_sha256", "shard", "whole_selection", "rerun_options", "wall_s"}
     ),
     "crash_matrix": frozenset({"path", "recovery"}),
+    "fault_matrix": frozenset({"side_effect", "recovery"}),
 }
 
 _Model = TypeVar("_Model", bound=BaseModel)

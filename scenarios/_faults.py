@@ -28,6 +28,7 @@ from toolproof.spec import (
     FaultPath,
     FaultPlan,
     FaultPoint,
+    FaultRecovery,
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
@@ -124,8 +125,13 @@ class FaultCase:
     """A real fault: gives the store back once the faulty life is over."""
     wrap: Callable[[Tool], Tool] | None = None
     """A real fault made by the harness's tool: wraps the call's tool in the faulty life."""
+    restore: Callable[[], None] | None = None
+    """A real fault the store cannot come back from while the faulty instance holds its files open: gives the store
+    back once that instance closed, before anything reads it."""
     side_effect: SideEffect = SideEffect.EXTERNAL_WRITE
     """The side effect of the step's tools (READ_ONLY IDEMPOTENT tools make a batch parallel)."""
+    recovery: FaultRecovery = FaultRecovery.ANOTHER_WORKER
+    """Who resolves the call once the store returned."""
     seen: list[str] = field(default_factory=list)
 
 
@@ -201,9 +207,19 @@ def _answer_text(answer: object) -> str:
 async def fault_cell(harness: Harness, case: FaultCase) -> FaultCell:
     """Judge one cell and record it in ``harness.fault_cells`` however it ends."""
     want = fault_want(case.point, case.idempotency)
-    verdict, evidence, effects = Verdict.ERROR, "", [0]
+    effects = [0]
+    return await recorded(harness, case, lambda: _judge(harness, case, want, effects), effects)
+
+
+async def recorded(
+    harness: Harness, case: FaultCase, judge: Callable[[], Awaitable[None]], effects: list[int]
+) -> FaultCell:
+    """Run ``judge`` (which fills ``case.seen`` and ``effects[0]``) and record the cell in ``harness.fault_cells``
+    however it ends: passed, failed (raised again) or errored (raised again)."""
+    want = fault_want(case.point, case.idempotency)
+    verdict, evidence = Verdict.ERROR, ""
     try:
-        await _judge(harness, case, want, effects)
+        await judge()
     except ConformanceFailure as failure:
         verdict, evidence = Verdict.FAIL, str(failure)
         raise
@@ -225,15 +241,11 @@ async def fault_cell(harness: Harness, case: FaultCase) -> FaultCell:
                 effects=effects[0],
                 verdict=verdict,
                 evidence=evidence,
+                side_effect=case.side_effect,
+                recovery=case.recovery,
             )
         )
     return harness.fault_cells[-1]
-
-
-async def fault_judged(harness: Harness, case: FaultCase) -> None:
-    """Judge one cell as ``fault_cell`` does, outside the fault matrix (whose cells are not told apart by the tools'
-    side effect, so a READ_ONLY cell would take the place of its EXTERNAL_WRITE twin)."""
-    await _judge(harness, case, fault_want(case.point, case.idempotency), [0])
 
 
 async def _prepare(harness: Harness, case: FaultCase, shape: _Shape, rule: str) -> str:
@@ -303,6 +315,8 @@ async def _judge(harness: Harness, case: FaultCase, want: FaultWant, effects: li
         finally:
             if disarm is not None:
                 disarm()
+    if case.restore is not None:
+        case.restore()
     await _left_behind(harness, case, want, item, target.call_id)
     await _recover(harness, case, want, shape, effects)
 

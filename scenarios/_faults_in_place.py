@@ -11,15 +11,19 @@ from __future__ import annotations
 from toolproof.fakes import CrashingTool
 from toolproof.spec import (
     Disposition,
+    FaultCell,
+    FaultKind,
+    FaultPath,
     FaultPlan,
     FaultPoint,
+    FaultRecovery,
     IdempotencyClass,
     InvocationStatus,
     ProposedCall,
     StoreFault,
 )
 
-from ._faults import LEASE_S, fault_want
+from ._faults import LEASE_S, FaultCase, fault_want, recorded
 from ._harness import USER_ITEM, Harness
 from ._recovery import describe_status
 
@@ -27,8 +31,17 @@ RUN = "run-in-place"
 TOOL = "orders.place"
 
 
-async def recovered_in_place(harness: Harness, idempotency: IdempotencyClass, by_sweep: bool) -> None:
-    """Judge one cell: a completion fault, the lease expires, and the same instance sweeps or resubmits."""
+async def recovered_in_place(harness: Harness, idempotency: IdempotencyClass, by_sweep: bool) -> FaultCell:
+    """Judge one cell (recorded in the fault matrix): a completion fault, the lease expires, and the same instance
+    sweeps or resubmits."""
+    recovery = FaultRecovery.OWN_SWEEP if by_sweep else FaultRecovery.OWN_RESUBMISSION
+    case = FaultCase(FaultPoint.COMPLETE, FaultKind.ERROR, idempotency, FaultPath.FIRST, recovery=recovery)
+    effects = [0]
+    return await recorded(harness, case, lambda: _judge(harness, case, by_sweep, effects), effects)
+
+
+async def _judge(harness: Harness, case: FaultCase, by_sweep: bool, effects: list[int]) -> None:
+    idempotency = case.idempotency
     want = fault_want(FaultPoint.COMPLETE, idempotency)
     call = ProposedCall(call_id="call-0", tool_name=TOOL, arguments={"item": 0}, provenance={"item": [USER_ITEM.id]})
     tool = CrashingTool(harness.world, name=TOOL, idempotency=idempotency.value)
@@ -40,8 +53,11 @@ async def recovered_in_place(harness: Harness, idempotency: IdempotencyClass, by
             answer = await session.step([call], step_number=1, run_id=RUN)
         except StoreFault as fault:
             harness.log.append(f"  -> StoreFault: {fault}")
+            case.seen.append("StoreFault")
         else:
-            harness.fail(want.rule, f"a failed completion was answered {[describe_status(d) for d in answer]}")
+            shown = [describe_status(d) for d in answer]
+            case.seen.append(f"answered {shown}")
+            harness.fail(want.rule, f"a failed completion was answered {shown}")
         session.advance(LEASE_S + 1)
         outcome: Disposition | None
         if by_sweep:
@@ -53,7 +69,9 @@ async def recovered_in_place(harness: Harness, idempotency: IdempotencyClass, by
         rows = await session.rows(RUN)
     mine = [e for e in harness.world.effects if e.tool_name == TOOL]
     kept, seen = len([e for e in mine if not e.deduplicated]), len(mine)
+    effects[0] = kept
     observed = describe_status(outcome)
+    case.seen.append(f"recovered {observed}")
     harness.log.append(f"  recovered in place: {observed}; the world kept {kept} of {seen} effect(s)")
     harness.expect(
         want.final_rule,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import hypothesis
@@ -72,7 +73,7 @@ def reduce(
     return workload, found
 
 
-FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
+FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "results": (
         ("D1.2", "D1.3", "D1.4", "D1.5", "D6.4", "D12.1", "D12.2", "D12.3", "D12.4", "D12.5", "D2.8"),
         {"max_actions": 3},
@@ -81,6 +82,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
         ("D3.3", "D3.4", "D3.5", "D3.7", "D13.2", "D13.3", "D13.4", "D13.5", "D13.6", "D15.2", "D15.4", "D5.3"),
         {"max_actions": 6},
     ),
+    "store_faults": (("D3.10", "D3.11", "D4.21", "D4.22"), {"max_actions": 3, "faults": True}),
     "watermark": (("D4.1", "D4.2", "D4.7", "D4.10", "D4.11", "D4.20", "D10.2", "D2.3"), {"max_actions": 4}),
     "keys_breaker": (("D10.1", "D10.3", "D10.4", "D10.5", "D14.2", "D14.3", "D14.4", "D14.5"), {"max_actions": 10}),
     "trust_control": (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from toolproof.fakes import FakeClock, ScriptedTool, World
 from toolproof.spec import (
@@ -21,6 +22,7 @@ from toolproof.spec import (
     Metric,
     ReasonCode,
     StepRequest,
+    StoreFault,
 )
 from toolproof.spec.model import (
     Advance,
@@ -34,6 +36,7 @@ from toolproof.spec.model import (
     Sweep,
     Workload,
 )
+from toolproof.spec.model.d04_faults import FaultExpected
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
 
 from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts
@@ -49,6 +52,11 @@ class Divergence(AssertionError):
         self.workload = reproduction
         lines = "\n".join(f"  [{rule}] {message}" for rule, message in problems[:12])
         super().__init__(f"the implementation diverged from the model:\n{lines}\nworkload:\n{reproduction}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:200]
 
 
 def _compress(kinds: Sequence[str]) -> list[str]:
@@ -85,6 +93,7 @@ class Judge:
             approval_timeout_s=w.approval_timeout_s,
             denied_tools=list(w.denied_tools),
             credentials={scope: f"credential-{scope}" for scope in w.credentials},
+            fault=w.fault,
         )
 
     async def run(self) -> None:
@@ -92,8 +101,14 @@ class Judge:
         tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
         async with self.implementation.open(self._config(), tools, self.clock) as instance:
             for number, action in enumerate(self.workload.actions):
-                problems = await self._act(instance, action)
-                problems += await self._read_back(instance)
+                try:
+                    problems = await self._act(instance, action)
+                    problems += await self._read_back(instance)
+                except Exception as exc:
+                    if not self.model.store.fired:
+                        raise
+                    # D3.11: after a store fault the same instance serves its next calls and reads.
+                    problems = [("D3.11", f"after the store fault the instance raised {_first_line(exc)}")]
                 if problems:
                     raise Divergence(problems, shown(self.workload, upto=number))
 
@@ -101,8 +116,6 @@ class Judge:
         inst = instance  # An Instance: typed loosely so this module needs only the port's methods.
         if isinstance(action, Submit):
             self.runs.add(action.run_id)
-            expected = self.model.submit(action)
-            start = len(self.world.order)
             step = StepRequest(
                 tenant=action.tenant,
                 run_id=action.run_id,
@@ -110,6 +123,11 @@ class Judge:
                 calls=list(action.calls),
                 context=list(action.context),
             )
+            try:
+                expected = self.model.submit(action)
+            except FaultExpected as fault:
+                return await self._faulted(inst, action, step, fault.rules)
+            start = len(self.world.order)
             got: list[Disposition] = await inst.submit(step)  # type: ignore[attr-defined]
             problems = self._dispositions(expected, got, f"step {action.step_number}")
             specs = [
@@ -152,6 +170,46 @@ class Judge:
                 found += disposition_problems(self.model, want[d.invocation_id], d, "sweep")
         return found
 
+    async def _faulted(self, inst: Any, action: Submit, step: StepRequest, rules: tuple[str, ...]) -> Problems:
+        """D3.10, D3.11, D4.21, D4.22: a step whose write fails is answered StoreFault, with no disposition; the
+        rows its calls left are found by run, step and call_id (no disposition named them)."""
+        where = f"step {action.step_number}"
+        problems: Problems = []
+        try:
+            got = await inst.submit(step)
+        except StoreFault:
+            pass
+        except Exception as exc:  # Judged: anything but the typed error is wrong.
+            shown = _first_line(exc)
+            problems += [(rule, f"{where}: model allowed StoreFault, implementation raised {shown}") for rule in rules]
+        else:
+            shown = ", ".join(f"{d.status.value} {getattr(d, 'reason', None) or ''}".strip() for d in got)
+            problems += [
+                (rule, f"{where}: model allowed StoreFault and no disposition, implementation gave [{shown}]")
+                for rule in rules
+            ]
+        rows = await inst.invocations(action.run_id)
+        for call in action.calls:
+            ref = (action.run_id, action.step_number, call.call_id)
+            found = [r.invocation_id for r in rows if (r.run_id, r.step_number, r.call_id) == ref]
+            if ref in self.model.by_ref:
+                if found:
+                    self.ids.setdefault(ref, []).append(found[0])
+                else:
+                    problems += [
+                        (rule, f"{where} call {call.call_id}: model allowed a row, implementation has none")
+                        for rule in rules
+                    ]
+            elif found:
+                problems += [
+                    (
+                        rule,
+                        f"{where} call {call.call_id}: its write failed before any row was stored, implementation has a row",
+                    )
+                    for rule in rules
+                ]
+        return problems
+
     def _dispositions(self, expected: list[Expected], got: list[Disposition], where: str) -> Problems:
         if len(got) != len(expected):
             return [("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation gave {len(got)}")]
@@ -183,13 +241,23 @@ class Judge:
             kinds.setdefault(event.invocation_id, []).append(event.kind)
         for record in self.model.records:
             for invocation_id in self.ids.get(record.ref, []):
-                problems += self._row(record, rows.get(invocation_id), invocation_id)
+                found = self._row(record, rows.get(invocation_id), invocation_id)
                 want = [str(k) for k in record.events]
                 got = _compress(kinds.get(invocation_id, []))
                 if got != want:
-                    problems.append(
-                        ("D3.7", f"{record.ref[2]}: model allowed events {want}, implementation gave {got}")
-                    )
+                    found.append(("D3.7", f"{record.ref[2]}: model allowed events {want}, implementation gave {got}"))
+                fault_rule = self.model.store.faulted.get(record.ref)
+                # What a call whose write failed left is decided by the store-fault rule, an event by D3.11.
+                if fault_rule is not None:
+                    found = [("D3.11" if rule == "D3.7" else fault_rule, message) for rule, message in found]
+                problems += found
+        known = {i for ids in self.ids.values() for i in ids}
+        stray = [e for e in self.world.executions if e.invocation_id not in known]
+        if stray:
+            rules = sorted(set(self.model.store.faulted.values())) or ["D3.1"]
+            problems += [
+                (rule, f"the world saw {len(stray)} execution(s) of no call the store holds") for rule in rules
+            ]
         problems += key_problems(self.model, rows, self.ids)
         problems += leaked_text(self.model, events)
         problems += await self._metrics(inst)

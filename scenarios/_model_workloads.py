@@ -14,12 +14,16 @@ an answer always targets a call the model holds.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
 from toolproof.spec import (
     ContextItem,
+    FaultKind,
+    FaultPlan,
+    FaultPoint,
     IdempotencyClass,
     ProposedCall,
     Risk,
@@ -42,6 +46,8 @@ from toolproof.spec.model import (
     Sweep,
     Workload,
 )
+from toolproof.spec.model.d03 import propose
+from toolproof.spec.model.d04_faults import writes
 from toolproof.spec.model.d15 import parallel_allowed
 
 LABELS = list(TrustLabel)
@@ -219,8 +225,9 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
 
 
 @st.composite
-def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
-    """A whole workload, drawn against the model so every answer targets a held call."""
+def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Workload:
+    """A whole workload, drawn against the model so every answer targets a held call; with ``faults``, ending in a
+    store fault (``_faulted``)."""
     limit = draw(st.sampled_from(LIMITS))
     catalog = tuple(draw(tools(i, limit)) for i in range(draw(st.integers(1, 4))))
     timeout = draw(st.sampled_from(TIMEOUTS))
@@ -273,7 +280,65 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
             submitted.append(action)
             model.submit(action)
         actions.append(action)
+    if faults:
+        return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, steps))
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
+
+
+FAULT_RUN = "run-fault"
+"""The run of the step whose write fails (its own run, so no earlier identical call meets the breaker there)."""
+NEXT_RUN = "run-next"
+"""The run of the steps after it: the same instance's next calls (D3.11)."""
+
+
+@st.composite
+def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> Workload:
+    """``workload`` then a one-call step whose write at a drawn point fails (a plan naming its call), kind drawn,
+    the store coming back or not; then one or two steps of fresh calls on the same instance. The point is mostly
+    one of the writes the model says the call makes, sometimes any (a plan the call never meets).
+
+    The catalog's overruns become raises (with the usual deadline): an overrun may be cut at its deadline before
+    its mark, which would leave open whether the watermark's write was ever made."""
+    catalog = tuple(
+        ModelTool(t.spec.model_copy(update={"deadline_s": 30.0}), replace(t.behaviour, ending="raise"))
+        if t.behaviour.ending == "overrun"
+        else t
+        for t in workload.tools
+    )
+    names = [t.spec.name for t in catalog]
+    by_name = {t.spec.name: t for t in catalog}
+    marking = [t.spec.name for t in catalog if t.behaviour.mark]  # More often a tool that marks: the watermark.
+    tenant = draw(st.sampled_from(["tenant-1", "tenant-2"]))
+    tries = draw(st.sampled_from([3, 3, 1]))  # Mostly up to three draws, for a call that runs (most writes).
+    for _ in range(tries):
+        context = draw(contexts())
+        name = draw(st.sampled_from(names + marking * 2))
+        args = draw(arguments(by_name[name]))
+        call = ProposedCall(
+            call_id=f"f{steps + 1}.0", tool_name=name, arguments=args, provenance=draw(provenance(args, context))
+        )
+        fault_step = Submit(FAULT_RUN, steps + 1, (call,), context, tenant)
+        ref = (FAULT_RUN, fault_step.step_number, call.call_id)
+        made = writes(propose(model.workload, model.tools, model.records, tenant, ref, call, context))
+        if FaultPoint.CLAIM in made:
+            break
+    # Now and then a point the call never reaches (the plan is not met); sampled, as hypothesis favours 0.
+    anywhere = draw(st.sampled_from([False] * 7 + [True]))
+    # The claim and the watermark only a call that runs reaches: more likely than the writes every call makes.
+    reached = [p for p in made if p in (FaultPoint.CLAIM, FaultPoint.WATERMARK)] * 3 + list(made)
+    plan = FaultPlan(
+        point=draw(st.sampled_from(list(FaultPoint) if anywhere else reached)),
+        kind=draw(st.sampled_from(list(FaultKind))),
+        call_id=call.call_id,
+        # Mostly back: most mistakes show in what the store keeps once it serves again.
+        store_returns=draw(st.sampled_from([True, True, True, False])),
+    )
+    after: list[Submit] = []
+    for number in range(steps + 2, steps + 2 + draw(st.integers(1, 2))):
+        step = draw(_step(catalog, names, number, []))
+        after.append(replace(step, run_id=NEXT_RUN))
+    actions = (*workload.actions, fault_step, *after)
+    return replace(workload, tools=catalog, actions=actions, fault=plan)
 
 
 @st.composite
@@ -326,6 +391,11 @@ def shown(workload: Workload, upto: int | None = None) -> str:
     lines = [
         f"config max_output_bytes={w.max_output_bytes} max_attempts={w.max_attempts} approval_timeout_s={w.approval_timeout_s} denied={list(w.denied_tools)} credentials={list(w.credentials)}"
     ]
+    if w.fault is not None:
+        p = w.fault
+        lines.append(
+            f"fault {p.point.value} {p.kind.value} call_id={p.call_id} {'comes back' if p.store_returns else 'stays down'}"
+        )
     for t in w.tools:
         s = t.spec
         lines.append(

@@ -35,7 +35,7 @@ import pytest
 
 from toolproof.spec import FaultKind, FaultMode, FaultPath, FaultPoint, IdempotencyClass, SideEffect
 
-from ._faults import FaultCase, fault_cell, fault_judged, fault_want, reachable
+from ._faults import FaultCase, fault_cell, fault_want, reachable
 from ._faults_in_place import recovered_in_place
 from ._harness import Harness
 from ._recovery import postgres_url
@@ -124,7 +124,7 @@ async def test_a_read_only_call_whose_write_failed_never_runs_alone_or_in_a_para
         assert database_url is not None  # Invariant: the plugin skips needs_database cells without a URL.
         store_url = postgres_url(harness, database_url)
     case = FaultCase(point, kind, idempotency, path, store_returns, mode, store_url, side_effect=SideEffect.READ_ONLY)
-    await fault_judged(harness, case)
+    await fault_cell(harness, case)
 
 
 @pytest.mark.rules("D4.22", "D4.7")

@@ -7,9 +7,11 @@ harness in the database it owns instead of asked of the implementation (``_fault
 store coming back and staying down (every write refused); and a second session holding the call's row under the
 implementation's ``lock_timeout`` (pg-lock-timeout) at the watermark and the completion, every class. They apply
 to any implementation that keeps the ADR's tables in the harness's database (``--database-url``). And a full disk
-under a SQLite store in the cell's directory (sqlite-full-disk, ``_faults_disk``): a tmpfs in a private mount
-namespace, filled before the record, around the watermark or after the effect, every class; not-covered where
-the machine cannot mount one.
+under a SQLite store in the cell's directory (sqlite-full-disk, ``_faults_sqlite``): a tmpfs in a private mount
+namespace, filled before the record, around the watermark or after the effect, every class; and the same store gone
+read-only (sqlite-read-only): an ext4 image in the namespace that an ext4 error turns read-only at the same moments,
+through the files the implementation holds open, down until it is mounted again once the faulty instance closed;
+not-covered where the machine cannot mount them.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import pytest
 from toolproof.spec import FaultKind, FaultMode, FaultPath, FaultPoint, IdempotencyClass, Tool
 
 from ._faults import FaultCase, fault_cell, fault_want, reachable
-from ._faults_disk import DISK_POINTS, full_disk_cell
 from ._faults_real import FaultTrigger, RowHolder, RowLockingTool, with_lock_timeout
+from ._faults_sqlite import DISK_POINTS, READ_ONLY_POINTS, sqlite_fault_cell
 from ._harness import Harness
 from ._recovery import postgres_url
 
@@ -39,20 +41,27 @@ def _cell(mode: FaultMode, point: FaultPoint, idempotency: IdempotencyClass, pat
     return pytest.param(mode, point, idempotency, path, returns, marks=marks)
 
 
-def _disk_cells() -> list[object]:
+def _sqlite_cells(points: tuple[FaultPoint, ...]) -> list[object]:
     cells: list[object] = []
-    for point in DISK_POINTS:
+    for point in points:
         for idempotency in IdempotencyClass:
             rules = fault_want(point, idempotency).rules
             cells.append(pytest.param(point, idempotency, marks=[pytest.mark.rules(*rules), pytest.mark.slow]))
     return cells
 
 
-@pytest.mark.parametrize(("point", "idempotency"), _disk_cells())
+@pytest.mark.parametrize(("point", "idempotency"), _sqlite_cells(DISK_POINTS))
 async def test_a_full_disk_under_a_sqlite_store_acts_on_nothing_reports_nothing_and_is_recovered(
     harness: Harness, point: FaultPoint, idempotency: IdempotencyClass
 ) -> None:
-    await full_disk_cell(harness, point, idempotency)
+    await sqlite_fault_cell(harness, FaultMode.SQLITE_FULL_DISK, point, idempotency)
+
+
+@pytest.mark.parametrize(("point", "idempotency"), _sqlite_cells(READ_ONLY_POINTS))
+async def test_a_sqlite_store_gone_read_only_acts_on_nothing_reports_nothing_and_is_recovered(
+    harness: Harness, point: FaultPoint, idempotency: IdempotencyClass
+) -> None:
+    await sqlite_fault_cell(harness, FaultMode.SQLITE_READ_ONLY, point, idempotency)
 
 
 def _cells() -> list[object]:

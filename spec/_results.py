@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._enums import CrashPoint, IdempotencyClass, Verdict
+from ._enums import CrashPoint, IdempotencyClass, SideEffect, Verdict
 from ._faults import FaultKind, FaultPoint
 
 
@@ -75,6 +75,10 @@ class FaultMode(StrEnum):
     """A second session of the harness held the row while the implementation wrote it, under a ``lock_timeout``."""
     SQLITE_FULL_DISK = "sqlite-full-disk"
     """The SQLite store on a size-limited tmpfs in a private mount namespace, filled by the harness at the point."""
+    SQLITE_READ_ONLY = "sqlite-read-only"
+    """The SQLite store on an ext4 image in a private mount namespace, which the harness turns read-only at the point
+    (ext4's ``errors=remount-ro``, triggered): writes through the files already open fail too; the file system is
+    mounted again once the faulty instance closed."""
 
 
 class FaultPath(StrEnum):
@@ -92,6 +96,17 @@ class FaultPath(StrEnum):
     """A call a crashed worker left RUNNING: the fault meets it in the sweep that recovers it."""
     BRIDGE = "bridge"
     """The first call of a bridge script."""
+
+
+class FaultRecovery(StrEnum):
+    """Who resolved the call once the store returned, in the order cells are listed."""
+
+    ANOTHER_WORKER = "another-worker"
+    """Another instance, past the lease: a sweep, then the step (or script, or answer) again."""
+    OWN_SWEEP = "own-sweep"
+    """The instance whose write failed, by its own sweep once its own lease expired."""
+    OWN_RESUBMISSION = "own-resubmission"
+    """The instance whose write failed, by submitting the same step again once its own lease expired."""
 
 
 SCENARIO_VERDICTS = frozenset(
@@ -229,6 +244,10 @@ class FaultCell(BaseModel):
     """``pass``, ``fail`` or ``error``."""
     evidence: str = ""
     """Failure text with a reproduction; ``""`` on pass."""
+    side_effect: SideEffect = SideEffect.EXTERNAL_WRITE
+    """The side effect of the step's tools (READ_ONLY IDEMPOTENT tools make a batch parallel)."""
+    recovery: FaultRecovery = FaultRecovery.ANOTHER_WORKER
+    """Who resolved the call once the store returned."""
 
     @model_validator(mode="after")
     def _judged(self) -> FaultCell:

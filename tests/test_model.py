@@ -58,6 +58,26 @@ CAUGHT = (
 """Witnesses the judge has to reject, each on a rule it names."""
 
 
+STORE_FAULTS_CAUGHT = (
+    "logs_failed_write_and_carries_on",
+    "poisoned_session",
+    "swallows_failed_watermark",
+    "succeeds_without_stored_completion",
+)
+"""Store-fault witnesses the judge's store_faults cell has to reject, one breaking each of its four rules."""
+
+
+@pytest.mark.parametrize("name", STORE_FAULTS_CAUGHT)
+def test_the_model_judge_rejects_a_store_fault_witness_on_a_store_fault_rule(tmp_path: Path, name: str) -> None:
+    """A mistake after a failed write shows first wherever the workload meets it (a write carried on past shows in
+    the next step as D3.11, a raw driver error at the completion as D4.22): any of the cell's rules is a rejection."""
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    rules, _ = FAMILIES["store_faults"]
+    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["store_faults"][1]), 40, False)
+    assert found is not None, f"the model judge's store_faults cell did not reject {name}"
+    assert set(found.rules) & set(rules), f"{name} was rejected on {found.rules}, none of {rules}"
+
+
 @pytest.mark.parametrize("name", CAUGHT)
 def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import duckdb
 import pytest
 from helpers import free_port, wait_for_driver
 
@@ -15,6 +16,7 @@ from toolproof._run import run_suite
 from toolproof.fakes import CrashingTool, FakeClock, World
 from toolproof.reference import ReferenceImplementation
 from toolproof.reports import RunInfo, load_fault_cells, rerender, write_run
+from toolproof.scenarios._faults_sqlite import unavailable
 from toolproof.spec import (
     ContextItem,
     FaultCell,
@@ -23,11 +25,13 @@ from toolproof.spec import (
     FaultPath,
     FaultPlan,
     FaultPoint,
+    FaultRecovery,
     HarnessError,
     IdempotencyClass,
     InstanceConfig,
     InvocationStatus,
     ProposedCall,
+    SideEffect,
     StepRequest,
     StoreFault,
     TrustLabel,
@@ -48,7 +52,14 @@ def _info() -> RunInfo:
     )
 
 
-def _cell(path: FaultPath, verdict: Verdict = Verdict.PASS, *, store_returns: bool = True) -> FaultCell:
+def _cell(
+    path: FaultPath,
+    verdict: Verdict = Verdict.PASS,
+    *,
+    store_returns: bool = True,
+    side_effect: SideEffect = SideEffect.EXTERNAL_WRITE,
+    recovery: FaultRecovery = FaultRecovery.ANOTHER_WORKER,
+) -> FaultCell:
     return FaultCell(
         run_id="run-1",
         implementation="ref",
@@ -63,6 +74,8 @@ def _cell(path: FaultPath, verdict: Verdict = Verdict.PASS, *, store_returns: bo
         effects=1,
         verdict=verdict,
         evidence="D4.21: the tool acted" if verdict is Verdict.FAIL else "",
+        side_effect=side_effect,
+        recovery=recovery,
     )
 
 
@@ -79,6 +92,46 @@ def test_the_fault_matrix_is_stored_rendered_and_rendered_again(tmp_path: Path) 
         assert "**✗ batch fail: answered [SUCCEEDED] (expected StoreFault; SUCCEEDED)**" in row
         assert 'href="#fault-matrix"' in (tmp_path / "report.html").read_text()
         rerender(tmp_path)
+
+
+def test_read_only_and_in_place_cells_are_told_apart_stored_and_rendered(tmp_path: Path) -> None:
+    """A READ_ONLY twin and the in-place recoveries share point, kind, class and path with the plain cell: each is a
+    cell of its own, stored with what sets it apart, and listed after the plain one in the same entry, marked with what sets it apart."""
+    read_only = SideEffect.READ_ONLY
+    cells = [
+        _cell(FaultPath.FIRST, recovery=FaultRecovery.OWN_RESUBMISSION),
+        _cell(FaultPath.BATCH, side_effect=read_only, store_returns=False),
+        _cell(FaultPath.FIRST, recovery=FaultRecovery.OWN_SWEEP),
+        _cell(FaultPath.FIRST, side_effect=read_only),
+        _cell(FaultPath.FIRST),
+    ]
+    write_run(tmp_path, _info(), [], fault_cells=cells)
+    loaded = load_fault_cells(tmp_path, "run-1")
+    assert sorted((c.path, c.side_effect, c.recovery, c.store_returns) for c in loaded) == sorted(
+        (c.path, c.side_effect, c.recovery, c.store_returns) for c in cells
+    )
+    for _ in range(2):
+        row = next(line for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("| watermark"))
+        paths = "first, first (own sweep), first (own resubmission), first (read-only), batch (read-only, down)"
+        assert f"| {paths}: StoreFault; SUCCEEDED, 1 effect kept |" in row
+        assert "first (own sweep)" in (tmp_path / "report.html").read_text()
+        rerender(tmp_path)
+
+
+def test_a_fault_matrix_from_before_side_effects_and_in_place_cells_reads_as_plain_cells(tmp_path: Path) -> None:
+    """A folder written before fault cells carried the tools' side effect and who recovered still loads (as
+    EXTERNAL_WRITE, another worker), and the next run into it adds the two columns."""
+    write_run(tmp_path, _info(), [], fault_cells=[_cell(FaultPath.FIRST)])
+    with duckdb.connect(str(tmp_path / "results.duckdb")) as connection:
+        connection.execute("ALTER TABLE fault_matrix DROP COLUMN side_effect")
+        connection.execute("ALTER TABLE fault_matrix DROP COLUMN recovery")
+    (old,) = load_fault_cells(tmp_path, "run-1")
+    assert (old.side_effect, old.recovery) == (SideEffect.EXTERNAL_WRITE, FaultRecovery.ANOTHER_WORKER)
+    later = _info().model_copy(update={"run_id": "run-2", "started_at": "2026-12-06T04:00:00+00:00"})
+    in_place = _cell(FaultPath.FIRST, recovery=FaultRecovery.OWN_SWEEP).model_copy(update={"run_id": "run-2"})
+    write_run(tmp_path, later, [], fault_cells=[in_place])
+    assert load_fault_cells(tmp_path, "run-2") == [in_place]
+    assert load_fault_cells(tmp_path, "run-1") == [old]
 
 
 def test_a_run_without_fault_cells_has_no_fault_matrix(tmp_path: Path) -> None:
@@ -183,3 +236,24 @@ def test_real_faults_pass_the_reference_and_reject_a_witness(tmp_path: Path, pos
         FaultMode.PG_LOCK_TIMEOUT,
         FaultMode.SQLITE_FULL_DISK,
     }
+
+
+READ_ONLY = (
+    "test_d04_store_faults_real.py::test_a_sqlite_store_gone_read_only_acts_on_nothing_reports_nothing_and_is_recovered"
+)
+
+
+@pytest.mark.slow
+def test_a_sqlite_store_gone_read_only_passes_the_reference_and_rejects_a_witness(tmp_path: Path) -> None:
+    """The store's ext4 file system turned read-only after the effect: the reference passes; a pipeline that answers
+    SUCCEEDED for the completion it could not store fails D4.22."""
+    reason = unavailable(FaultMode.SQLITE_READ_ONLY)
+    if reason is not None:
+        pytest.skip(f"this machine cannot make a read-only store: {reason}")
+    witness = "toolproof.reference.witnesses:succeeds_without_stored_completion"
+    cells = [f"{READ_ONLY}[complete-NON_IDEMPOTENT]"]
+    outcome = run_suite(["reference", witness], "D4.22", tmp_path / "run", cells=cells)
+    assert outcome.verdicts["reference"]["D4.22"] is Verdict.PASS
+    assert outcome.verdicts["witness:succeeds_without_stored_completion"]["D4.22"] is Verdict.FAIL
+    faults = load_fault_cells(tmp_path / "run", outcome.run_id)
+    assert {(cell.mode, cell.store_returns) for cell in faults} == {(FaultMode.SQLITE_READ_ONLY, False)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from toolproof.spec import ContextItem, JsonObject, ProposedCall, ToolSpec, TrustLabel
+from toolproof.spec import ContextItem, FaultPlan, JsonObject, ProposedCall, ToolSpec, TrustLabel
 
 Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
 """How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
@@ -133,3 +133,5 @@ class Workload:
     denied_tools: tuple[str, ...] = ()
     credentials: tuple[str, ...] = ()
     """Scopes the instance has a credential for."""
+    fault: FaultPlan | None = None
+    """The store fault the instance is opened with (``InstanceConfig.fault``; the model's page ``d04_faults``)."""

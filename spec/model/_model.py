@@ -14,6 +14,7 @@ from toolproof.spec import EventKind, InvocationStatus, ReasonCode
 from ._catalog import Answer, ModelTool, Resume, Submit, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
+from .d04_faults import FaultExpected, StoreFaults
 from .d13 import outcome
 from .d16 import with_answer
 
@@ -39,9 +40,16 @@ class Model:
         self.records: list[Record] = []
         self.by_ref: dict[CallRef, Record] = {}
         self.clock = 0.0
+        self.store = StoreFaults(workload.fault)
 
     def submit(self, action: Submit) -> list[Expected]:
-        """D3, D15.2: one expectation per proposed call, in proposal order."""
+        """D3, D15.2: one expectation per proposed call, in proposal order.
+
+        Raises:
+            FaultExpected: a write of the step fails (``d04_faults``): the submitter must get StoreFault instead.
+        """
+        if self.store.down:
+            raise FaultExpected(("D3.11",))  # D3.11: the store stays down; no write, so nothing runs.
         out: list[Expected] = []
         for call in action.calls:
             ref = (action.run_id, action.step_number, call.call_id)
@@ -52,8 +60,13 @@ class Model:
             record = propose(self.workload, self.tools, self.records, action.tenant, ref, call, action.context)
             if record.status is InvocationStatus.AWAITING_APPROVAL:
                 record.held_since = self.clock
+            point = self.store.meets(record)
+            if point is not None and not self.store.fail(record, point):
+                raise FaultExpected((self.store.faulted[ref],))  # No row was written: the model holds none.
             self.records.append(record)
             self.by_ref[ref] = record
+            if point is not None:
+                raise FaultExpected((self.store.faulted[ref],))
             out.append(self._expected(record, ()))
         return out
 
