@@ -21,15 +21,21 @@ from toolproof.fakes import (
     device_tool,
 )
 from toolproof.spec import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    LOOP_THRESHOLD,
+    REPEATED_DENIAL_THRESHOLD,
     TERMINAL_STATUSES,
     ContextItem,
     Disposition,
     EventKind,
     FailureKind,
+    FaultPlan,
+    FaultPoint,
     InvocationRow,
     InvocationStatus,
     ProposedCall,
     ReasonCode,
+    StoreFault,
     Success,
     Suspended,
     Tool,
@@ -136,6 +142,81 @@ async def test_row_is_terminal_when_the_call_returns(harness: Harness) -> None:
                 f"when the call to {tool.spec.name} ({what}) returned {describe(d)}, a separate reader saw its row "
                 f"{row.status.value if row else 'missing'}; expected it committed terminal, {InvocationStatus(d.status).value}",
             )
+
+
+_REFUSED = "refused"
+"""The call_id of the call whose completion (step 13's write) fails in ``test_a_refusal_is_reported_only_once_its_row_is_written``."""
+
+_REFUSALS = (
+    "unknown-tool",
+    "invalid-arguments",
+    "policy-denied",
+    "repeated-denial",
+    "loop-detected",
+    "approval-denied",
+    "approval-expired-answered",
+    "approval-expired-swept",
+)
+"""Every way a call ends refused without its tool running: at step 1, 2, 4 or 5, or at its hold (denied, or expired
+when answered or swept)."""
+
+
+async def _refuse(session: Session, how: str) -> Disposition:
+    """Submit (and answer, or sweep) the call ``_REFUSED`` so that it ends refused as ``how`` says."""
+    if how == "unknown-tool":
+        return await session.call("files.nowhere", {"text": "t"}, call_id=_REFUSED)
+    if how == "invalid-arguments":
+        return await session.call("files.echo", {"text": 7}, call_id=_REFUSED)
+    if how in ("policy-denied", "repeated-denial"):
+        earlier = REPEATED_DENIAL_THRESHOLD - 1 if how == "repeated-denial" else 0
+        for n in range(earlier):
+            await session.call("mail.blocked", {"to": "x"}, call_id=f"earlier-{n}")
+        return await session.call("mail.blocked", {"to": "x"}, call_id=_REFUSED)
+    if how == "loop-detected":
+        for n in range(LOOP_THRESHOLD - 1):
+            await session.call("files.echo", {"text": "t"}, call_id=f"earlier-{n}")
+        return await session.call("files.echo", {"text": "t"}, call_id=_REFUSED)
+    # An argument no item contributed to is EXTERNAL_UNTRUSTED (D11.2), so the consequential call is held.
+    held = await session.call("mail.send", {"to": "x"}, call_id=_REFUSED, provenance={"to": []})
+    if not isinstance(held, Suspended):
+        session.harness.fail("D3.8", f"the untrusted consequential call was answered {describe(held)}; expected a hold")
+    if how == "approval-denied":
+        return await session.resolve_approval(held.invocation_id, approved=False)
+    session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+    if how == "approval-expired-answered":
+        return await session.resolve_approval(held.invocation_id, approved=True)
+    decided = await session.sweep()
+    if len(decided) != 1:
+        session.harness.fail("D3.8", f"the sweep past the hold's bound decided {[describe(d) for d in decided]}")
+    return decided[0]
+
+
+@pytest.mark.rules("D3.8")
+@pytest.mark.parametrize("how", _REFUSALS)
+async def test_a_refusal_is_reported_only_once_its_row_is_written(harness: Harness, how: str) -> None:
+    # Step 13's write of the refused call fails (the store comes back after it): the submitter may get StoreFault
+    # (nothing reported), or a disposition whose row a separate reader sees terminal; never a refusal with no row.
+    tools = [
+        EchoTool(harness.world),
+        WriteTool(harness.world, name="mail.send", input_schema={"type": "object"}),
+        WriteTool(harness.world, name="mail.blocked", input_schema={"type": "object"}),
+    ]
+    plan = FaultPlan(point=FaultPoint.COMPLETE, call_id=_REFUSED)
+    async with harness.open(*tools, fault=plan, denied_tools=["mail.blocked"]) as session, harness.reader() as reader:
+        try:
+            d = await _refuse(session, how)
+        except StoreFault:
+            harness.log.append("  the submitter got StoreFault: the refusal was not reported")
+            return
+        row = await reader.row(d.invocation_id)
+    harness.expect(
+        "D3.8",
+        row is not None and row.status.is_terminal and row.status is InvocationStatus(d.status),
+        f"a call refused ({how}) whose step-13 write failed was reported {describe(d)} while a separate reader saw its "
+        f"row {row.status.value if row else 'missing'}; a disposition reaches the caller only once its row is committed "
+        "terminal (else the submitter gets StoreFault)",
+    )
+    harness.expect("D3.8", not harness.world.effects, f"a refused call acted: {harness.world.effects}")
 
 
 @pytest.mark.rules("D3.4")

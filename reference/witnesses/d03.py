@@ -410,3 +410,21 @@ class _ParallelMemberFaultAnswered(Pipeline):
             for index, call in enumerate(step.calls):
                 group.start_soon(one, index, call)
         return results
+
+
+async def _complete_refusals_regardless(p: PipelineHost, s: CallState) -> None:
+    try:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+    except StoreFault:
+        # The defect: a call that never ran has nothing to lose, so its refusal is reported without its row.
+        if not (isinstance(s.disposition, Outcome) and s.prepared is None and not s.marked):
+            raise
+
+
+@witness(
+    "refusal_reported_without_its_row",
+    ("D3.8",),
+    "reports a refused call's outcome although step 13's write of its row failed",
+)
+class _RefusalReportedWithoutItsRow(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_refusals_regardless}
