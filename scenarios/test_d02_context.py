@@ -303,6 +303,67 @@ async def test_workspace_is_the_configured_one(harness: Harness) -> None:
     harness.expect("D2.6", seen == expected, f"workspace {seen}, configured {expected}")
 
 
+_WORKSPACE_CLASSES = [
+    (side_effect, idempotency, kind)
+    for side_effect in SideEffect
+    for idempotency in IdempotencyClass
+    for kind in ToolKind
+]
+"""Every class a tool can have: each side effect, idempotency class and kind."""
+
+
+@pytest.mark.rules("D2.6")
+async def test_workspace_is_the_configured_one_for_every_class_and_path(harness: Harness) -> None:
+    # Each class of tool on each path to step 10: a first run, an approved hold (consequential actions), a resumed
+    # suspension (control tools). The workspace is the configured one whatever the tool writes or the call's path.
+    async def workspace(context: ToolExecutionContext) -> Path:
+        return Path(context.workspace)
+
+    tools = [
+        ProbeTool(
+            harness.world,
+            name=f"probe.{side_effect.value.lower()}_{idempotency.value.lower()}_{kind.value.lower()}",
+            probe=workspace,
+            side_effect=side_effect,
+            idempotency=idempotency,
+            kind=kind,
+        )
+        for side_effect, idempotency, kind in _WORKSPACE_CLASSES
+    ]
+    expected = harness.directory / "workspace"
+    wrong: list[str] = []
+    async with harness.open(*tools) as session:
+        for tool in tools:
+            name, spec = tool.spec.name, tool.spec
+            paths = ["first-run"] if spec.kind is ToolKind.ACTION else ["resumed"]
+            if spec.kind is ToolKind.ACTION and spec.side_effect is not SideEffect.READ_ONLY:
+                paths.append("approved")
+            for path in paths:
+                harness.world.observations.pop(name, None)
+                if path == "approved":
+                    held = await session.call(name, {"n": 1}, provenance={"n": []})
+                    if not isinstance(held, Suspended):
+                        wrong.append(f"{name}: an untrusted consequential call was answered {describe(held)}")
+                        continue
+                    await session.resolve_approval(held.invocation_id, approved=True)
+                elif path == "resumed":
+                    asked = await session.call(name, {"n": 1})
+                    if not isinstance(asked, Suspended):
+                        wrong.append(f"{name}: the control call was answered {describe(asked)}")
+                        continue
+                    await session.resume(asked.invocation_id, "yes")
+                else:
+                    await session.call(name, {"n": 1})
+                seen = harness.world.observations.get(name)
+                if seen != expected:
+                    wrong.append(f"{name} ({path}): workspace {seen}")
+    harness.expect(
+        "D2.6",
+        not wrong,
+        f"every tool, whatever its class and the call's path, is handed the configured workspace {expected}: {wrong}",
+    )
+
+
 @pytest.mark.rules("D2.8")
 async def test_artifact_written_through_the_context_is_returned_with_its_digest(harness: Harness) -> None:
     data = "archived bytes \u00e9\n" * 50
