@@ -273,6 +273,41 @@ async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -
     harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
 
 
+_CUT_PATHS = {
+    "first-run": {},
+    "approved": {"side_effect": SideEffect.WORKSPACE_WRITE},
+    "resumed": {"kind": ToolKind.CONTROL},
+}
+"""How a call reaches step 10, and the class of tool that reaches it so: a first run, an approved hold (a consequential
+action), a resumed suspension (a control tool)."""
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("path", list(_CUT_PATHS))
+async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harness, path: str) -> None:
+    # The tool would return long after its deadline; cut off at it, the call fails deadline_exceeded, whatever the
+    # path to step 10 or the kind of tool (a control tool waits on a person while suspended, never while it runs).
+    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, **_CUT_PATHS[path])
+    async with harness.open(tool) as session:
+        if path == "first-run":
+            d = await session.call(tool.spec.name, {"n": 1})
+        else:
+            held = await session.call(tool.spec.name, {"n": 1}, provenance={"n": []} if path == "approved" else None)
+            if not isinstance(held, Suspended):
+                harness.fail("D2.4", f"the {path} call was answered {describe(held)}; expected it held or suspended")
+            if path == "approved":
+                d = await session.resolve_approval(held.invocation_id, approved=True)
+            else:
+                d = await session.resume(held.invocation_id, "yes")
+    outcome = harness.outcome("D2.4", d, f"a tool running past its 0.2 s deadline ({path})")
+    harness.expect(
+        "D2.4",
+        outcome.status is InvocationStatus.FAILED and outcome.reason_code is ReasonCode.DEADLINE_EXCEEDED,
+        f"a {path} call of a tool running 5 s past its 0.2 s deadline was answered {describe(d)}; expected FAILED "
+        "deadline_exceeded",
+    )
+
+
 @pytest.mark.rules("D2.5")
 async def test_credentials_resolve_only_for_required_scopes(harness: Harness) -> None:
     async def resolve(context: ToolExecutionContext) -> dict[str, str | None]:

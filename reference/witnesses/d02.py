@@ -32,6 +32,7 @@ from toolproof.spec import (
     SideEffect,
     Step,
     ToolExecutionContext,
+    ToolKind,
 )
 
 from ._registry import witness
@@ -327,3 +328,17 @@ class _StagingWorkspaceForWrites(Pipeline):
         staging = parts.workspace / ".staging"
         staging.mkdir(parents=True, exist_ok=True)
         return replace(parts, workspace=staging)
+
+
+@witness(
+    "control_tools_run_without_deadline",
+    ("D2.4",),
+    "gives a control tool's execution no deadline, so a resumed control tool is never cut off",
+)
+class _ControlToolsRunWithoutDeadline(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        if r.spec.kind is not ToolKind.CONTROL:
+            return parts
+        # The defect: a control tool "waits on a person", so its execution is given all the time in the world.
+        return replace(parts, deadline=float("inf"))
