@@ -628,3 +628,15 @@ class _OwnMarkedRowsUncertain(Pipeline):
     def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
         mine = row.lease_owner == self.worker_id and row.effect_sent_at is not None
         return mine or super().escaped(row, spec)
+
+
+@witness(
+    "uncertain_metric_skips_overruns",
+    ("D4.11",),
+    "counts an UNCERTAIN resolution when the marked call raised, not when it overran its deadline",
+)
+class _UncertainMetricSkipsOverruns(Pipeline):
+    def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
+        metrics = super().metrics_for(s, status)
+        # The defect: only a raise after the mark is an "uncertain failure"; an overrun is counted as a timeout.
+        return [m for m in metrics if not (s.timed_out and m == Metric.UNCERTAIN.value)]
