@@ -640,3 +640,15 @@ class _UncertainMetricSkipsOverruns(Pipeline):
         metrics = super().metrics_for(s, status)
         # The defect: only a raise after the mark is an "uncertain failure"; an overrun is counted as a timeout.
         return [m for m in metrics if not (s.timed_out and m == Metric.UNCERTAIN.value)]
+
+
+@witness(
+    "twice_crashed_call_given_up",
+    ("D4.3", "D4.7"),
+    "resolves UNCERTAIN a NON_IDEMPOTENT orphan whose row counts two attempts, whatever its watermark",
+)
+class _TwiceCrashedCallGivenUp(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        # The defect: a call whose worker died twice is given up, as if the watermark had been set.
+        twice = spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT and row.attempt >= 2
+        return super().escaped(row, spec) or twice
