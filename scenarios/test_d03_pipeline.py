@@ -31,8 +31,10 @@ from toolproof.spec import (
     FailureKind,
     FaultPlan,
     FaultPoint,
+    IdempotencyClass,
     InvocationRow,
     InvocationStatus,
+    Outcome,
     ProposedCall,
     ReasonCode,
     StoreFault,
@@ -257,6 +259,47 @@ def _expect_replayed(harness: Harness, what: str, first: Disposition, again: Dis
         "D3.4",
         executions == ran,
         f"the replay of {what} executed the tool again: {ran} execution(s) before the replay, {executions} after",
+    )
+
+
+_INVALID_RESULTS: dict[str, object] = {
+    "undefined-field": {"ok": True, "verdict": "approved"},
+    "structure-without-schema": {"ok": True, "structured": {"verdict": "approved"}},
+    "ok-with-failure": {"ok": True, "failure": {"kind": "ERROR"}},
+}
+"""Results step 11 rejects (invalid_tool_result), each returned after the tool marked and made its effect."""
+
+
+@pytest.mark.rules("D3.5")
+@pytest.mark.parametrize("idempotency", list(IdempotencyClass))
+@pytest.mark.parametrize("result", list(_INVALID_RESULTS))
+async def test_a_rejected_result_of_every_class_is_never_run_again(
+    harness: Harness, result: str, idempotency: IdempotencyClass
+) -> None:
+    # However harmless running it again looks (an IDEMPOTENT tool), the effect was made and its result rejected
+    # after step 10: nothing after step 10 undoes or repeats step 10 in that submission.
+    wrong: list[str] = []
+    for side_effect in ("WORKSPACE_WRITE", "EXTERNAL_WRITE"):
+        name = f"payments.send_{side_effect.lower()}"
+        tool = ReturnsTool(
+            harness.world,
+            _INVALID_RESULTS[result],
+            name=name,
+            act_first=True,
+            side_effect=side_effect,
+            idempotency=idempotency.value,
+            input_schema={"type": "object"},
+        )
+        async with harness.open(tool, max_attempts=3) as session:
+            d = await session.call(name, {"amount": 5})
+        runs = len(harness.world.executions_of(name))
+        if not (isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT) or runs != 1:
+            wrong.append(f"{side_effect}: answered {describe(d)} after {runs} execution(s)")
+    harness.expect(
+        "D3.5",
+        not wrong,
+        f"a {idempotency.value} tool that acted and returned a rejected result ({result}), with max_attempts 3: "
+        f"{wrong}; expected invalid_tool_result after one execution",
     )
 
 
