@@ -273,7 +273,7 @@ async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -
     harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
 
 
-_CUT_PATHS = {
+_CUT_PATHS: dict[str, dict[str, Any]] = {
     "first-run": {},
     "approved": {"side_effect": SideEffect.WORKSPACE_WRITE},
     "resumed": {"kind": ToolKind.CONTROL},
