@@ -54,6 +54,13 @@ def mails_with_empty_provenance(bridge: Any) -> None:
     bridge.call("mail.send", {"to": "finance@example.com"}, {"to": []})
 
 
+def mails_with_user_provenance(bridge: Any) -> None:
+    """One consequential call whose every argument the script credits to the USER item ``user-1``."""
+    bridge.call(
+        "mail.send", {"to": "finance@example.com", "subject": "report"}, {"to": ["user-1"], "subject": ["user-1"]}
+    )
+
+
 def reads_without_provenance(bridge: Any) -> None:
     """One read-only call whose argument the script gives no provenance for."""
     bridge.call("files.echo", {"text": "report"})

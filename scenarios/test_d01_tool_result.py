@@ -374,6 +374,39 @@ async def test_tool_artifacts_are_delivered_whatever_the_output_size(harness: Ha
     )
 
 
+@pytest.mark.rules("D1.5")
+async def test_structure_is_delivered_whatever_the_output_size(harness: Harness) -> None:
+    # The same validated structure beside output under, at, just over and far over the limit, in one or two parts:
+    # an excerpt changes only the content (and adds the whole output's artifact), never the structure.
+    cases = []
+    for total in (_LIMIT - 1, _LIMIT, _LIMIT + 1, 3 * _LIMIT):
+        for pieces in (1, 2):
+            first = total // pieces
+            parts = ["x" * first, "y" * (total - first)][:pieces]
+            cases.append((f"{total} bytes in {pieces} part(s)", parts))
+    tools = [
+        ReturnsTool(
+            harness.world,
+            ToolResult(ok=True, content=[ContentPart(text=text) for text in parts], structured={"count": n}),
+            name=f"stats.count_{n}",
+            output_schema=_COUNT_SCHEMA,
+        )
+        for n, (_, parts) in enumerate(cases)
+    ]
+    wrong = []
+    async with harness.open(*tools, max_output_bytes=_LIMIT) as session:
+        for n, ((what, _), tool) in enumerate(zip(cases, tools, strict=True)):
+            d = harness.success("D1.5", await session.call(tool.spec.name), what)
+            if d.structured != {"count": n}:
+                wrong.append(f"{what}: structure {d.structured!r}, the tool returned {{'count': {n}}}")
+    harness.expect(
+        "D1.5",
+        not wrong,
+        "a result's validated structure must be delivered with its success unchanged, whether or not its output is "
+        f"excerpted: {wrong}",
+    )
+
+
 class _NamedArtifactsTool(FakeTool):
     """Writes one artifact per ``(name, bytes)`` through the context's writer, then returns ``parts``."""
 

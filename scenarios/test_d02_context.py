@@ -274,6 +274,41 @@ async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -
     harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
 
 
+_CUT_PATHS: dict[str, dict[str, Any]] = {
+    "first-run": {},
+    "approved": {"side_effect": SideEffect.WORKSPACE_WRITE},
+    "resumed": {"kind": ToolKind.CONTROL},
+}
+"""How a call reaches step 10, and the class of tool that reaches it so: a first run, an approved hold (a consequential
+action), a resumed suspension (a control tool)."""
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("path", list(_CUT_PATHS))
+async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harness, path: str) -> None:
+    # The tool would return long after its deadline; cut off at it, the call fails deadline_exceeded, whatever the
+    # path to step 10 or the kind of tool (a control tool waits on a person while suspended, never while it runs).
+    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, **_CUT_PATHS[path])
+    async with harness.open(tool) as session:
+        if path == "first-run":
+            d = await session.call(tool.spec.name, {"n": 1})
+        else:
+            held = await session.call(tool.spec.name, {"n": 1}, provenance={"n": []} if path == "approved" else None)
+            if not isinstance(held, Suspended):
+                harness.fail("D2.4", f"the {path} call was answered {describe(held)}; expected it held or suspended")
+            if path == "approved":
+                d = await session.resolve_approval(held.invocation_id, approved=True)
+            else:
+                d = await session.resume(held.invocation_id, "yes")
+    outcome = harness.outcome("D2.4", d, f"a tool running past its 0.2 s deadline ({path})")
+    harness.expect(
+        "D2.4",
+        outcome.status is InvocationStatus.FAILED and outcome.reason_code is ReasonCode.DEADLINE_EXCEEDED,
+        f"a {path} call of a tool running 5 s past its 0.2 s deadline was answered {describe(d)}; expected FAILED "
+        "deadline_exceeded",
+    )
+
+
 @pytest.mark.rules("D2.5")
 async def test_credentials_resolve_only_for_required_scopes(harness: Harness) -> None:
     async def resolve(context: ToolExecutionContext) -> dict[str, str | None]:
@@ -302,6 +337,67 @@ async def test_workspace_is_the_configured_one(harness: Harness) -> None:
     expected = harness.directory / "workspace"
     seen = harness.world.observations.get(tool.spec.name)
     harness.expect("D2.6", seen == expected, f"workspace {seen}, configured {expected}")
+
+
+_WORKSPACE_CLASSES = [
+    (side_effect, idempotency, kind)
+    for side_effect in SideEffect
+    for idempotency in IdempotencyClass
+    for kind in ToolKind
+]
+"""Every class a tool can have: each side effect, idempotency class and kind."""
+
+
+@pytest.mark.rules("D2.6")
+async def test_workspace_is_the_configured_one_for_every_class_and_path(harness: Harness) -> None:
+    # Each class of tool on each path to step 10: a first run, an approved hold (consequential actions), a resumed
+    # suspension (control tools). The workspace is the configured one whatever the tool writes or the call's path.
+    async def workspace(context: ToolExecutionContext) -> Path:
+        return Path(context.workspace)
+
+    tools = [
+        ProbeTool(
+            harness.world,
+            name=f"probe.{side_effect.value.lower()}_{idempotency.value.lower()}_{kind.value.lower()}",
+            probe=workspace,
+            side_effect=side_effect,
+            idempotency=idempotency,
+            kind=kind,
+        )
+        for side_effect, idempotency, kind in _WORKSPACE_CLASSES
+    ]
+    expected = harness.directory / "workspace"
+    wrong: list[str] = []
+    async with harness.open(*tools) as session:
+        for tool in tools:
+            name, spec = tool.spec.name, tool.spec
+            paths = ["first-run"] if spec.kind is ToolKind.ACTION else ["resumed"]
+            if spec.kind is ToolKind.ACTION and spec.side_effect is not SideEffect.READ_ONLY:
+                paths.append("approved")
+            for path in paths:
+                harness.world.observations.pop(name, None)
+                if path == "approved":
+                    held = await session.call(name, {"n": 1}, provenance={"n": []})
+                    if not isinstance(held, Suspended):
+                        wrong.append(f"{name}: an untrusted consequential call was answered {describe(held)}")
+                        continue
+                    await session.resolve_approval(held.invocation_id, approved=True)
+                elif path == "resumed":
+                    asked = await session.call(name, {"n": 1})
+                    if not isinstance(asked, Suspended):
+                        wrong.append(f"{name}: the control call was answered {describe(asked)}")
+                        continue
+                    await session.resume(asked.invocation_id, "yes")
+                else:
+                    await session.call(name, {"n": 1})
+                seen = harness.world.observations.get(name)
+                if seen != expected:
+                    wrong.append(f"{name} ({path}): workspace {seen}")
+    harness.expect(
+        "D2.6",
+        not wrong,
+        f"every tool, whatever its class and the call's path, is handed the configured workspace {expected}: {wrong}",
+    )
 
 
 @pytest.mark.rules("D2.8")

@@ -21,15 +21,23 @@ from toolproof.fakes import (
     device_tool,
 )
 from toolproof.spec import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    LOOP_THRESHOLD,
+    REPEATED_DENIAL_THRESHOLD,
     TERMINAL_STATUSES,
     ContextItem,
     Disposition,
     EventKind,
     FailureKind,
+    FaultPlan,
+    FaultPoint,
+    IdempotencyClass,
     InvocationRow,
     InvocationStatus,
+    Outcome,
     ProposedCall,
     ReasonCode,
+    StoreFault,
     Success,
     Suspended,
     Tool,
@@ -138,6 +146,81 @@ async def test_row_is_terminal_when_the_call_returns(harness: Harness) -> None:
             )
 
 
+_REFUSED = "refused"
+"""The call_id of the call whose completion (step 13's write) fails in ``test_a_refusal_is_reported_only_once_its_row_is_written``."""
+
+_REFUSALS = (
+    "unknown-tool",
+    "invalid-arguments",
+    "policy-denied",
+    "repeated-denial",
+    "loop-detected",
+    "approval-denied",
+    "approval-expired-answered",
+    "approval-expired-swept",
+)
+"""Every way a call ends refused without its tool running: at step 1, 2, 4 or 5, or at its hold (denied, or expired
+when answered or swept)."""
+
+
+async def _refuse(session: Session, how: str) -> Disposition:
+    """Submit (and answer, or sweep) the call ``_REFUSED`` so that it ends refused as ``how`` says."""
+    if how == "unknown-tool":
+        return await session.call("files.nowhere", {"text": "t"}, call_id=_REFUSED)
+    if how == "invalid-arguments":
+        return await session.call("files.echo", {"text": 7}, call_id=_REFUSED)
+    if how in ("policy-denied", "repeated-denial"):
+        earlier = REPEATED_DENIAL_THRESHOLD - 1 if how == "repeated-denial" else 0
+        for n in range(earlier):
+            await session.call("mail.blocked", {"to": "x"}, call_id=f"earlier-{n}")
+        return await session.call("mail.blocked", {"to": "x"}, call_id=_REFUSED)
+    if how == "loop-detected":
+        for n in range(LOOP_THRESHOLD - 1):
+            await session.call("files.echo", {"text": "t"}, call_id=f"earlier-{n}")
+        return await session.call("files.echo", {"text": "t"}, call_id=_REFUSED)
+    # An argument no item contributed to is EXTERNAL_UNTRUSTED (D11.2), so the consequential call is held.
+    held = await session.call("mail.send", {"to": "x"}, call_id=_REFUSED, provenance={"to": []})
+    if not isinstance(held, Suspended):
+        session.harness.fail("D3.8", f"the untrusted consequential call was answered {describe(held)}; expected a hold")
+    if how == "approval-denied":
+        return await session.resolve_approval(held.invocation_id, approved=False)
+    session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+    if how == "approval-expired-answered":
+        return await session.resolve_approval(held.invocation_id, approved=True)
+    decided = await session.sweep()
+    if len(decided) != 1:
+        session.harness.fail("D3.8", f"the sweep past the hold's bound decided {[describe(d) for d in decided]}")
+    return decided[0]
+
+
+@pytest.mark.rules("D3.8")
+@pytest.mark.parametrize("how", _REFUSALS)
+async def test_a_refusal_is_reported_only_once_its_row_is_written(harness: Harness, how: str) -> None:
+    # Step 13's write of the refused call fails (the store comes back after it): the submitter may get StoreFault
+    # (nothing reported), or a disposition whose row a separate reader sees terminal; never a refusal with no row.
+    tools = [
+        EchoTool(harness.world),
+        WriteTool(harness.world, name="mail.send", input_schema={"type": "object"}),
+        WriteTool(harness.world, name="mail.blocked", input_schema={"type": "object"}),
+    ]
+    plan = FaultPlan(point=FaultPoint.COMPLETE, call_id=_REFUSED)
+    async with harness.open(*tools, fault=plan, denied_tools=["mail.blocked"]) as session, harness.reader() as reader:
+        try:
+            d = await _refuse(session, how)
+        except StoreFault:
+            harness.log.append("  the submitter got StoreFault: the refusal was not reported")
+            return
+        row = await reader.row(d.invocation_id)
+    harness.expect(
+        "D3.8",
+        row is not None and row.status.is_terminal and row.status is InvocationStatus(d.status),
+        f"a call refused ({how}) whose step-13 write failed was reported {describe(d)} while a separate reader saw its "
+        f"row {row.status.value if row else 'missing'}; a disposition reaches the caller only once its row is committed "
+        "terminal (else the submitter gets StoreFault)",
+    )
+    harness.expect("D3.8", not harness.world.effects, f"a refused call acted: {harness.world.effects}")
+
+
 @pytest.mark.rules("D3.4")
 async def test_replayed_call_returns_recorded_disposition_without_executing(harness: Harness) -> None:
     cases = _terminal_cases(harness.world)
@@ -176,6 +259,47 @@ def _expect_replayed(harness: Harness, what: str, first: Disposition, again: Dis
         "D3.4",
         executions == ran,
         f"the replay of {what} executed the tool again: {ran} execution(s) before the replay, {executions} after",
+    )
+
+
+_INVALID_RESULTS: dict[str, object] = {
+    "undefined-field": {"ok": True, "verdict": "approved"},
+    "structure-without-schema": {"ok": True, "structured": {"verdict": "approved"}},
+    "ok-with-failure": {"ok": True, "failure": {"kind": "ERROR"}},
+}
+"""Results step 11 rejects (invalid_tool_result), each returned after the tool marked and made its effect."""
+
+
+@pytest.mark.rules("D3.5")
+@pytest.mark.parametrize("idempotency", list(IdempotencyClass))
+@pytest.mark.parametrize("result", list(_INVALID_RESULTS))
+async def test_a_rejected_result_of_every_class_is_never_run_again(
+    harness: Harness, result: str, idempotency: IdempotencyClass
+) -> None:
+    # However harmless running it again looks (an IDEMPOTENT tool), the effect was made and its result rejected
+    # after step 10: nothing after step 10 undoes or repeats step 10 in that submission.
+    wrong: list[str] = []
+    for side_effect in ("WORKSPACE_WRITE", "EXTERNAL_WRITE"):
+        name = f"payments.send_{side_effect.lower()}"
+        tool = ReturnsTool(
+            harness.world,
+            _INVALID_RESULTS[result],
+            name=name,
+            act_first=True,
+            side_effect=side_effect,
+            idempotency=idempotency.value,
+            input_schema={"type": "object"},
+        )
+        async with harness.open(tool, max_attempts=3) as session:
+            d = await session.call(name, {"amount": 5})
+        runs = len(harness.world.executions_of(name))
+        if not (isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT) or runs != 1:
+            wrong.append(f"{side_effect}: answered {describe(d)} after {runs} execution(s)")
+    harness.expect(
+        "D3.5",
+        not wrong,
+        f"a {idempotency.value} tool that acted and returned a rejected result ({result}), with max_attempts 3: "
+        f"{wrong}; expected invalid_tool_result after one execution",
     )
 
 

@@ -149,6 +149,49 @@ async def test_an_old_unmarked_orphan_is_retried_not_presumed_escaped(harness: H
     )
 
 
+@pytest.mark.rules("D4.3", "D4.7")
+@pytest.mark.parametrize("deaths", [2, 3])
+@pytest.mark.parametrize("idempotency", list(IdempotencyClass))
+async def test_an_unmarked_orphan_is_retried_however_many_workers_died_on_it(
+    harness: Harness, idempotency: IdempotencyClass, deaths: int
+) -> None:
+    # The first worker dies after its claim; each next one dies after claiming the orphan in its sweep. The row's
+    # watermark stays unset throughout, so the last worker retries it (D4.3) and never resolves it UNCERTAIN (D4.7),
+    # however many attempts the row counts.
+    name = "orders.place"
+    for death in range(deaths):
+        tool = CrashingTool(harness.world, name=name, idempotency=idempotency)
+        async with harness.open(tool, crash=CrashPlan(point=CrashPoint.AFTER_CLAIM), lease_s=LEASE_S) as session:
+            try:
+                if death == 0:
+                    await session.call(name, {"item": 1})
+                else:
+                    await session.sweep()
+                harness.fail("D4.3", f"worker {death + 1} did not die after its claim: it ignored its crash plan")
+            except (SimulatedCrash, BaseExceptionGroup):
+                harness.log.append(f"  worker {death + 1} died after its claim")
+        harness.clock.advance(LEASE_S + 1)
+    async with harness.open(
+        CrashingTool(harness.world, name=name, idempotency=idempotency), lease_s=LEASE_S
+    ) as session:
+        await session.sweep()
+        rows = await session.rows()
+    statuses = [r.status for r in rows]
+    harness.expect(
+        "D4.7",
+        InvocationStatus.UNCERTAIN not in statuses,
+        f"a {idempotency.value} call whose {deaths} workers died after their claims, its watermark never set, was "
+        f"resolved {[s.value for s in statuses]}; UNCERTAIN is only for a set watermark",
+    )
+    harness.expect(
+        "D4.3",
+        statuses == [InvocationStatus.SUCCEEDED] and len(harness.world.effects) == 1,
+        f"a {idempotency.value} call whose {deaths} workers died after their claims was resolved "
+        f"{[s.value for s in statuses]} with {len(harness.world.effects)} effect(s); expected it retried once more, "
+        "SUCCEEDED with one effect",
+    )
+
+
 @pytest.mark.rules("D4.9")
 @pytest.mark.parametrize(
     "backend", [pytest.param("sqlite"), pytest.param("postgres", marks=[pytest.mark.needs_database])]

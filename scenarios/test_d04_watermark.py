@@ -84,6 +84,29 @@ async def test_failing_after_the_watermark_is_uncertain(harness: Harness, how: s
     )
 
 
+@pytest.mark.rules("D4.11")
+@pytest.mark.parametrize("side_effect", list(SideEffect))
+@pytest.mark.parametrize("how", ["raise", "overrun"])
+async def test_an_uncertain_resolution_of_every_ending_is_counted(
+    harness: Harness, how: str, side_effect: SideEffect
+) -> None:
+    # The call fails after its mark by a raise or by an overrun of its deadline: either way it resolves UNCERTAIN in
+    # its own submission, and the counter counts the resolution, however it came.
+    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT)
+    async with harness.open(tool) as session:
+        before = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+        d = await session.call(tool.spec.name, {"n": 1})
+        after = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+    if InvocationStatus(d.status) is not InvocationStatus.UNCERTAIN:
+        harness.fail("D4.11", f"the marked NON_IDEMPOTENT call that failed ({how}) was answered {describe(d)}")
+    harness.expect(
+        "D4.11",
+        after - before == 1,
+        f"a NON_IDEMPOTENT {side_effect.value} call that marked and then failed ({how}) resolved UNCERTAIN, and "
+        f"{Metric.UNCERTAIN.value} went from {before} to {after}; expected one more",
+    )
+
+
 @pytest.mark.rules("D4.20")
 @pytest.mark.parametrize("idempotency", list(IdempotencyClass))
 @pytest.mark.parametrize("how", ["raise", "overrun"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes import EchoTool, device_tool
-from toolproof.spec import ToolSource, TrustLabel
+from toolproof.fakes import EchoTool, ReturnsTool, device_tool
+from toolproof.spec import ContentPart, ToolResult, ToolSource, TrustLabel
 
 from ._harness import Harness
 
@@ -43,3 +43,39 @@ async def test_every_declared_output_trust_is_floored(harness: Harness, source: 
                 f"{source.value} tool {tool.spec.name} declaring output_trust={tool.spec.output_trust.value} delivered "
                 f"{sorted(label.value for label in labels)}; whatever it declares, its output is EXTERNAL_UNTRUSTED",
             )
+
+
+@pytest.mark.rules("D6.4")
+@pytest.mark.parametrize("source", [ToolSource.DEVICE, ToolSource.SANDBOX], ids=lambda s: s.value)
+async def test_no_claim_a_device_or_sandbox_result_makes_raises_its_output(
+    harness: Harness, source: ToolSource
+) -> None:
+    # Every label claimed on the whole result and on one part, by a tool declaring OPERATOR: a claim only lowers
+    # (D1.3), and the floor of the source is EXTERNAL_UNTRUSTED, so every delivered part is EXTERNAL_UNTRUSTED.
+    cases = [(label, where) for label in TrustLabel for where in ("whole", "part")]
+    tools = [
+        ReturnsTool(
+            harness.world,
+            ToolResult(
+                ok=True,
+                trust=label if where == "whole" else None,
+                content=[ContentPart(text="reading", trust=label if where == "part" else None), ContentPart(text="x")],
+            ),
+            name=f"sensors.claims_{label.value.lower()}_{where}",
+            source=source,
+            output_trust=TrustLabel.OPERATOR,
+        )
+        for label, where in cases
+    ]
+    wrong: list[str] = []
+    async with harness.open(*tools) as session:
+        for (label, where), tool in zip(cases, tools, strict=True):
+            d = harness.success("D6.4", await session.call(tool.spec.name, {"text": "reading"}), tool.spec.name)
+            labels = [e.trust.value for e in d.content]
+            if labels != [TrustLabel.EXTERNAL_UNTRUSTED.value] * 2:
+                wrong.append(f"a claim of {label.value} on the {where} result was delivered as {labels}")
+    harness.expect(
+        "D6.4",
+        not wrong,
+        f"a {source.value} tool's output is EXTERNAL_UNTRUSTED whatever its result claims: {wrong}",
+    )

@@ -1,7 +1,8 @@
 """Decision 8: a server gets the synthetic read tool only when it has resources to read.
 
 D8.9 is judged over every shape of a server's resources surface (``HAS_RESOURCES``): resources/list not answered,
-answered empty, only a template (RFC 6570 URIs, read with a concrete URI), only resources, and both. It is judged at
+answered empty, only a template (RFC 6570 URIs, read with a concrete URI), only resources, both, and a resource or a
+template listed only on a later page. It is judged at
 each listing, like any tool of the catalog: a server whose resources or templates appear or go after its first
 listing gets, or loses, the tool in the next new session (``CHANGES``). Both eras in-memory; over stdio and
 streamable HTTP (marked slow), the empty and the template-only shape in the handshake era and the changes in
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import PUBLISHED_URI, TEMPLATE, TWIN_RESOURCE_URI
+from toolproof.fakes.mcp import PAGED_RESOURCE_URI, PUBLISHED_URI, TEMPLATE, TWIN_RESOURCE_URI
 from toolproof.spec import READ_RESOURCE, Outcome, ReasonCode, Success
 
 from ._harness import Harness, Session, describe
@@ -24,10 +25,17 @@ HAS_RESOURCES = {
     "TemplateResourcesServer": True,  # no resource listed, one template
     "InjectingResourceServer": True,  # one resource listed, templates not answered
     "TwinNamesServer": True,  # a resource and a template
+    "PagedResourcesServer": True,  # one resource, on the second page of resources/list
+    "PagedTemplatesServer": True,  # no resource; one template, on the second page of resources/templates/list
 }
 """Every shape of a server's resources surface, and whether it has resources to read (D8.9)."""
 
-READABLE = {"TemplateResourcesServer": TEMPLATE.replace("{name}", "guide"), "TwinNamesServer": TWIN_RESOURCE_URI}
+READABLE = {
+    "TemplateResourcesServer": TEMPLATE.replace("{name}", "guide"),
+    "TwinNamesServer": TWIN_RESOURCE_URI,
+    "PagedResourcesServer": PAGED_RESOURCE_URI,
+    "PagedTemplatesServer": TEMPLATE.replace("{name}", "guide"),
+}
 """A URI each server with resources answers, to show the synthetic tool reads it."""
 
 

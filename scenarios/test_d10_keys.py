@@ -27,8 +27,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolproof.fakes import EchoTool, FailsTool, TransientOnceTool, WriteTool
-from toolproof.spec import Identity, InstanceConfig, InvocationRow, Success
+from toolproof.fakes import EchoTool, FailsTool, FakeTool, TransientOnceTool, World, WriteTool
+from toolproof.spec import (
+    IdempotencyClass,
+    Identity,
+    InstanceConfig,
+    InvocationRow,
+    JsonObject,
+    SideEffect,
+    Success,
+    ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
+)
 
 from ._harness import Harness, Session, describe
 
@@ -109,6 +120,56 @@ async def test_a_failing_tool_runs_at_most_max_attempts_times(harness: Harness, 
         "D10.2",
         again == want,
         f"a tool that reports TRANSIENT once ran as attempts {again} with max_attempts {bound}; expected {want}",
+    )
+
+
+class _MarksThenTransient(FakeTool):
+    """Marks its effect (when ``marks``), acts, then reports a TRANSIENT failure, every time it runs."""
+
+    def __init__(self, world: World, name: str, marks: bool, **spec: Any) -> None:
+        super().__init__(world, name=name, **spec)
+        self.marks = marks
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        if self.marks:
+            await context.mark_effect_sent()
+        return ToolResult(ok=False, failure=ToolFailure(kind="TRANSIENT"))
+
+
+@pytest.mark.rules("D10.2")
+@pytest.mark.parametrize("max_attempts", [2, 3])
+async def test_a_transient_failure_after_a_non_idempotent_mark_is_never_retried(
+    harness: Harness, max_attempts: int
+) -> None:
+    # Every side effect and idempotency class, marked or not: a TRANSIENT failure runs again up to max_attempts,
+    # unless the watermark is set on a NON_IDEMPOTENT tool (its effect may have escaped; D10.2's interpretation).
+    tools = [
+        _MarksThenTransient(
+            harness.world,
+            f"flaky.{side_effect.value.lower()}_{idempotency.value.lower()}_{'marked' if marks else 'unmarked'}",
+            marks,
+            side_effect=side_effect,
+            idempotency=idempotency,
+            input_schema={"type": "object"},
+        )
+        for side_effect in SideEffect
+        for idempotency in IdempotencyClass
+        for marks in (True, False)
+    ]
+    wrong: list[str] = []
+    async with harness.open(*tools, max_attempts=max_attempts) as session:
+        for tool in tools:
+            d = await session.call(tool.spec.name, {"n": 1})
+            runs = [e.attempt for e in harness.world.executions if e.tool_name == tool.spec.name]
+            escaped = tool.marks and tool.spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
+            want = [1] if escaped else list(range(1, max_attempts + 1))
+            if runs != want:
+                wrong.append(f"{tool.spec.name} ({describe(d)}) ran as attempts {runs}, expected {want}")
+    harness.expect(
+        "D10.2",
+        not wrong,
+        f"with max_attempts {max_attempts}, tools reporting TRANSIENT every time: {wrong}; a marked NON_IDEMPOTENT "
+        "call may have left its mark, so it is never run again, and every other is retried up to the bound",
     )
 
 

@@ -489,6 +489,47 @@ async def test_approved_hold_runs_the_call(harness: Harness) -> None:
 
 
 @pytest.mark.rules("D11.6")
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("approved", [True, False], ids=["approved", "denied"])
+async def test_each_held_member_of_a_batch_resolves_by_its_own_answer(
+    harness: Harness, size: int, approved: bool
+) -> None:
+    # Every member of one batch is held (an argument no item contributed to); each member, first, middle or last, is
+    # answered alone: its own call runs once or is denied, and its siblings stay held, unexecuted.
+    wrong: list[str] = []
+    for answered in range(size):
+        async with harness.open(_mail(harness)) as session:
+            calls = [
+                session.proposed("mail.send", {"to": f"m{i}"}, call_id=f"member-{i}", provenance={"to": []})
+                for i in range(size)
+            ]
+            run = f"run-{size}-{answered}"
+            held = await session.step(calls, context=[USER], run_id=run)
+            if not all(isinstance(d, Suspended) for d in held):
+                harness.fail("D11.6", f"the untrusted batch was answered {[describe(d) for d in held]}; expected holds")
+            before = len(harness.world.effects)
+            d = await session.resolve_approval(held[answered].invocation_id, approved=approved)
+            rows = {row.call_id: row for row in await session.rows(run)}
+            effects = len(harness.world.effects) - before
+        siblings = [
+            f"member-{i}: {rows[f'member-{i}'].status.value}"
+            for i in range(size)
+            if i != answered and rows[f"member-{i}"].status is not InvocationStatus.AWAITING_APPROVAL
+        ]
+        own = InvocationStatus.SUCCEEDED if approved else InvocationStatus.DENIED
+        if InvocationStatus(d.status) is not own or effects != int(approved) or siblings:
+            wrong.append(
+                f"answering member {answered} of {size}: it was answered {describe(d)} with {effects} effect(s); "
+                f"siblings no longer held: {siblings}"
+            )
+    harness.expect(
+        "D11.6",
+        not wrong,
+        f"an answer resolves only the hold it answers, {'approved' if approved else 'denied'}: {wrong}",
+    )
+
+
+@pytest.mark.rules("D11.6")
 async def test_denied_hold_is_denied(harness: Harness) -> None:
     async with harness.open(_mail(harness)) as session:
         held = await _held(harness, session)

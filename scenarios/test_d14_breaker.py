@@ -122,6 +122,30 @@ async def test_a_number_in_another_encoding_does_not_make_a_call_different(harne
     )
 
 
+_UNEQUAL: dict[str, tuple[dict[str, object], dict[str, object]]] = {
+    "true-and-1": ({"flag": True}, {"flag": 1}),
+    "false-and-0": ({"flag": False}, {"flag": 0}),
+    "true-and-1.0": ({"flag": True}, {"flag": 1.0}),
+    "nested-false-and-0": ({"o": {"flag": False}}, {"o": {"flag": 0}}),
+    "in-array": ({"a": [True, 0]}, {"a": [1, False]}),
+}
+"""Arguments of two different JSON values that a host language may hold equal (true and 1 in Python, say)."""
+
+
+@pytest.mark.rules("D14.1")
+@pytest.mark.parametrize("pair", list(_UNEQUAL))
+async def test_values_a_language_holds_equal_are_different_calls(harness: Harness, pair: str) -> None:
+    values = _UNEQUAL[pair]
+    async with harness.open(EchoTool(harness.world, **_FREE)) as session:
+        reasons = [_reason(await session.call("files.echo", values[i % 2])) for i in range(LOOP_THRESHOLD)]
+    harness.expect(
+        "D14.1",
+        ReasonCode.LOOP_DETECTED.value not in reasons,
+        f"{LOOP_THRESHOLD} calls alternating the arguments {values[0]!r} and {values[1]!r} (two JSON values, neither "
+        f"proposed {LOOP_THRESHOLD} times) were answered {reasons}; they are different calls",
+    )
+
+
 # Two tools of one namespace proposed with the same arguments, in these orders: alternating, or in blocks.
 _TWO_TOOLS: dict[str, list[str]] = {
     "alternating": ["t.a", "t.b"] * LOOP_THRESHOLD,

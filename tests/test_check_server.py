@@ -248,6 +248,8 @@ EXPECTED: dict[str, Expected] = {
     "HangingServer": Expected(frozenset({K.CALL_TIMEOUT}), ("--call", "hang", "--timeout", "2"), check=_timeout),
     "EmptyResourcesServer": Expected(check=_read_tool(False)),
     "TemplateResourcesServer": Expected(check=_read_tool(True)),
+    "PagedResourcesServer": Expected(check=_read_tool(True)),
+    "PagedTemplatesServer": Expected(check=_read_tool(True)),
     "TwinNamesServer": Expected(frozenset({K.DROPPED_PROMPT}), check=_twins),
     "EnvironmentServer": Expected(
         options=("--call", "environment"), toml={"env": {ENV_KEY: "k-check"}, "cwd": "/tmp"}, check=_environment

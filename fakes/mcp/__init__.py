@@ -109,6 +109,7 @@ from ._schema import (
 from ._serve import LOOPBACK, serve, serve_http, serve_stdio
 from ._surfaces import (
     ENV_KEY,
+    PAGED_RESOURCE_URI,
     PUBLISHED_URI,
     SAFE_ENV_NAMES,
     SHARED_NAME,
@@ -118,6 +119,8 @@ from ._surfaces import (
     ChangingResourcesServer,
     EmptyResourcesServer,
     EnvironmentServer,
+    PagedResourcesServer,
+    PagedTemplatesServer,
     TemplateResourcesServer,
     TwinNamesServer,
 )
@@ -159,6 +162,7 @@ __all__ = [
     "NORMALIZATION_ORDER_NAMES",
     "NO_STRUCTURE",
     "OVERLONG_NAMES",
+    "PAGED_RESOURCE_URI",
     "PAGE_SIZE",
     "PUBLISHED_URI",
     "REPORT_SCHEMA",
@@ -215,6 +219,8 @@ __all__ = [
     "NormalizationOrderServer",
     "NoticeMidListingServer",
     "OverlongNameServer",
+    "PagedResourcesServer",
+    "PagedTemplatesServer",
     "PaginatedCatalogServer",
     "PlainServer",
     "ReservedDomainServer",

@@ -41,6 +41,8 @@ from ._surfaces import (
     ChangingResourcesServer,
     EmptyResourcesServer,
     EnvironmentServer,
+    PagedResourcesServer,
+    PagedTemplatesServer,
     TemplateResourcesServer,
     TwinNamesServer,
 )
@@ -79,6 +81,8 @@ SERVERS: dict[str, ServerFake] = {
         HangingServer,
         EmptyResourcesServer,
         TemplateResourcesServer,
+        PagedResourcesServer,
+        PagedTemplatesServer,
         ChangingResourcesServer,
         TwinNamesServer,
         EnvironmentServer,

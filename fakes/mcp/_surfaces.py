@@ -89,6 +89,50 @@ async def _templates(ctx: Context, params: types.PaginatedRequestParams | None) 
     )
 
 
+PAGED_RESOURCE_URI = "file:///docs/paged.txt"
+"""The one resource PagedResourcesServer lists, on the second page of resources/list."""
+
+
+async def _resources_on_page_two(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    if params is None or params.cursor is None:
+        return types.ListResourcesResult(resources=[], next_cursor="2")
+    return types.ListResourcesResult(resources=[types.Resource(uri=PAGED_RESOURCE_URI, name="paged")])
+
+
+async def _templates_on_page_two(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    if params is None or params.cursor is None:
+        return types.ListResourceTemplatesResult(resource_templates=[], next_cursor="2")
+    return types.ListResourceTemplatesResult(
+        resource_templates=[types.ResourceTemplate(uri_template=TEMPLATE, name="doc")]
+    )
+
+
+def _paged_resources() -> FakeServer:
+    return FakeServer(
+        "PagedResourcesServer",
+        lambda: [ECHO],
+        {"echo": echo},
+        on_list_resources=_resources_on_page_two,
+        on_list_resource_templates=_no_templates,
+        on_read_resource=_read_docs,
+    )
+
+
+def _paged_templates() -> FakeServer:
+    return FakeServer(
+        "PagedTemplatesServer",
+        lambda: [ECHO],
+        {"echo": echo},
+        on_list_resources=_no_resources,
+        on_list_resource_templates=_templates_on_page_two,
+        on_read_resource=_read_docs,
+    )
+
+
 def _empty_resources() -> FakeServer:
     return FakeServer(
         "EmptyResourcesServer",
@@ -197,6 +241,16 @@ TemplateResourcesServer = ServerFake(
     "TemplateResourcesServer",
     "offers its resources through a resource template only, listing none",
     _template_resources,
+)
+PagedResourcesServer = ServerFake(
+    "PagedResourcesServer",
+    "lists its one resource on the second page of resources/list (the first page is empty, with a nextCursor)",
+    _paged_resources,
+)
+PagedTemplatesServer = ServerFake(
+    "PagedTemplatesServer",
+    "lists no resource, and its one resource template on the second page of resources/templates/list",
+    _paged_templates,
 )
 ChangingResourcesServer = ServerFake(
     "ChangingResourcesServer",

@@ -267,3 +267,17 @@ class _StructureExtraMembersIgnored(Pipeline):
         # The defect: members the schema does not name "are the tool's business", so they are not validated.
         trimmed = _declared_only(result.structured, spec.output_schema)
         return super().accepts_structure(spec, result.model_copy(update={"structured": trimmed}))
+
+
+async def _excerpt_without_structure(p: PipelineHost, s: CallState) -> None:
+    before = s.disposition
+    await STEP_TABLE[Step.EXCERPT](p, s)
+    after = s.disposition
+    if isinstance(before, Success) and isinstance(after, Success) and len(after.artifacts) > len(before.artifacts):
+        # The defect: an output too large to deliver whole is taken to have a structure too large to deliver too.
+        s.disposition = after.model_copy(update={"structured": None})
+
+
+@witness("excerpt_drops_structure", ("D1.5",), "delivers an excerpted output without its validated structure")
+class _ExcerptDropsStructure(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_without_structure}

@@ -29,8 +29,10 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     ArtifactRef,
+    SideEffect,
     Step,
     ToolExecutionContext,
+    ToolKind,
 )
 
 from ._registry import witness
@@ -310,3 +312,33 @@ async def _default_tenant(p: PipelineHost, s: CallState) -> None:
 @witness("identity_in_default_tenant", ("D2.3",), "files the row and the context's identity under a default tenant")
 class _IdentityInDefaultTenant(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _default_tenant}
+
+
+@witness(
+    "staging_workspace_for_writes",
+    ("D2.6",),
+    "hands a WORKSPACE_WRITE tool a staging folder inside the configured workspace instead of the workspace",
+)
+class _StagingWorkspaceForWrites(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        if r.spec.side_effect is not SideEffect.WORKSPACE_WRITE:
+            return parts
+        # The defect: writes land in a staging copy first, so the tool never sees the configured workspace.
+        staging = parts.workspace / ".staging"
+        staging.mkdir(parents=True, exist_ok=True)
+        return replace(parts, workspace=staging)
+
+
+@witness(
+    "control_tools_run_without_deadline",
+    ("D2.4",),
+    "gives a control tool's execution no deadline, so a resumed control tool is never cut off",
+)
+class _ControlToolsRunWithoutDeadline(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        if r.spec.kind is not ToolKind.CONTROL:
+            return parts
+        # The defect: a control tool "waits on a person", so its execution is given all the time in the world.
+        return replace(parts, deadline=float("inf"))

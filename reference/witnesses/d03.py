@@ -29,6 +29,7 @@ from toolproof.spec import (
     Disposition,
     Envelope,
     EventKind,
+    IdempotencyClass,
     InvocationStatus,
     Outcome,
     ProposedCall,
@@ -410,3 +411,50 @@ class _ParallelMemberFaultAnswered(Pipeline):
             for index, call in enumerate(step.calls):
                 group.start_soon(one, index, call)
         return results
+
+
+async def _complete_refusals_regardless(p: PipelineHost, s: CallState) -> None:
+    try:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+    except StoreFault:
+        # The defect: a call that never ran has nothing to lose, so its refusal is reported without its row.
+        if not (isinstance(s.disposition, Outcome) and s.prepared is None and not s.marked):
+            raise
+
+
+@witness(
+    "refusal_reported_without_its_row",
+    ("D3.8",),
+    "reports a refused call's outcome although step 13's write of its row failed",
+)
+class _RefusalReportedWithoutItsRow(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_refusals_regardless}
+
+
+async def _reruns_invalid_idempotent_results(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    spec = s.resolved.spec if s.resolved else None
+    # The defect: asking an IDEMPOTENT tool again is harmless, so a result step 11 rejected is asked for once more.
+    if (
+        spec is not None
+        and spec.idempotency is IdempotencyClass.IDEMPOTENT
+        and isinstance(s.disposition, Outcome)
+        and s.disposition.reason_code is ReasonCode.INVALID_TOOL_RESULT
+        and s.attempt < p.config.max_attempts
+    ):
+        s.disposition = None
+        s.attempt += 1
+        p.store.update(s.invocation_id, {"attempt": s.attempt})
+        s.raw_result, s.error, s.timed_out = None, None, False
+        await p.steps[Step.PREPARE](p, s)
+        await p.steps[Step.EXECUTE](p, s)
+        await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness(
+    "invalid_result_of_idempotent_tool_retried",
+    ("D3.5",),
+    "runs an IDEMPOTENT tool again when step 11 rejects the result it returned after acting",
+)
+class _InvalidResultOfIdempotentToolRetried(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _reruns_invalid_idempotent_results}

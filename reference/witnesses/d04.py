@@ -628,3 +628,27 @@ class _OwnMarkedRowsUncertain(Pipeline):
     def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
         mine = row.lease_owner == self.worker_id and row.effect_sent_at is not None
         return mine or super().escaped(row, spec)
+
+
+@witness(
+    "uncertain_metric_skips_overruns",
+    ("D4.11",),
+    "counts an UNCERTAIN resolution when the marked call raised, not when it overran its deadline",
+)
+class _UncertainMetricSkipsOverruns(Pipeline):
+    def metrics_for(self, s: CallState, status: InvocationStatus) -> list[str]:
+        metrics = super().metrics_for(s, status)
+        # The defect: only a raise after the mark is an "uncertain failure"; an overrun is counted as a timeout.
+        return [m for m in metrics if not (s.timed_out and m == Metric.UNCERTAIN.value)]
+
+
+@witness(
+    "twice_crashed_call_given_up",
+    ("D4.3", "D4.7"),
+    "resolves UNCERTAIN a NON_IDEMPOTENT orphan whose row counts two attempts, whatever its watermark",
+)
+class _TwiceCrashedCallGivenUp(Pipeline):
+    def escaped(self, row: InvocationTable, spec: ToolSpec | None) -> bool:
+        # The defect: a call whose worker died twice is given up, as if the watermark had been set.
+        twice = spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT and row.attempt >= 2
+        return super().escaped(row, spec) or twice

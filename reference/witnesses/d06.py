@@ -25,6 +25,7 @@ from toolproof.spec import (
     Risk,
     SideEffect,
     Step,
+    Success,
     ToolSource,
     ToolSpec,
     TrustLabel,
@@ -201,3 +202,28 @@ class _FloorsOnlyOverclaims(Registry):
 )
 class _DeviceFloorAboveInternalOnly(Pipeline):
     registry_class = _FloorsOnlyOverclaims
+
+
+async def _normalize_device_claim(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    spec = s.resolved.spec if s.resolved else None
+    if not isinstance(s.disposition, Success) or spec is None or spec.source not in _ATTESTING:
+        return
+    result = p.parse_result(s.raw_result)
+    if result is None or result.trust is None:
+        return
+    # The defect: a device attests its own reading, so the result's claim stands in for the registration floor.
+    content = [e.model_copy(update={"trust": result.trust}) for e in s.disposition.content]
+    s.disposition = s.disposition.model_copy(update={"content": content})
+
+
+_ATTESTING = (ToolSource.DEVICE, ToolSource.SANDBOX)
+
+
+@witness(
+    "device_claim_replaces_floor",
+    ("D6.4",),
+    "delivers a device or sandbox tool's output at the trust its result claims instead of EXTERNAL_UNTRUSTED",
+)
+class _DeviceClaimReplacesFloor(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _normalize_device_claim}

@@ -10,6 +10,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from toolproof.reference.hooks import (
     Link,
@@ -348,3 +349,23 @@ witness(
     ("D8.9",),
     "judges whether a server has resources at its first listing only, so resources that come or go later are missed",
 )(adapter_pipeline(_ResourcesJudgedOnce))
+
+
+class _FirstPageOfResources(McpAdapter):
+    async def lists_resources(self, link: Link) -> bool:
+        if not link.resources:
+            return False
+        # The defect: one page of each listing is taken for the whole, so what a later page lists is never seen.
+        try:
+            if (await link.client.list_resources()).resources:
+                return True
+            return bool((await link.client.list_resource_templates()).resource_templates)
+        except MCPError:
+            return False
+
+
+witness(
+    "resources_first_page_only",
+    ("D8.9",),
+    "reads only the first page of resources/list and of resources/templates/list when judging a server's resources",
+)(adapter_pipeline(_FirstPageOfResources))

@@ -168,3 +168,29 @@ async def _resolve_dumped_key(p: PipelineHost, s: CallState) -> None:
 @witness("key_hashes_sorted_dumps", ("D10.4",), "hashes the arguments as json.dumps(sort_keys=True) writes them")
 class _KeyHashesSortedDumps(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _resolve_dumped_key}
+
+
+def _transient(p: PipelineHost, s: CallState) -> bool:
+    result = p.parse_result(s.raw_result)
+    return result is not None and result.failure is not None and result.failure.kind == "TRANSIENT"
+
+
+async def _execute_retrying_escaped(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.EXECUTE](p, s)
+    # The defect: a TRANSIENT failure is retried up to max_attempts whatever the watermark, so a NON_IDEMPOTENT
+    # call that marked its effect (and may have left it) runs, and acts, again.
+    while _transient(p, s) and s.attempt < p.config.max_attempts:
+        s.attempt += 1
+        p.store.update(s.invocation_id, {"attempt": s.attempt})
+        s.raw_result, s.error, s.timed_out = None, None, False
+        await p.steps[Step.PREPARE](p, s)
+        await STEP_TABLE[Step.EXECUTE](p, s)
+
+
+@witness(
+    "transient_retry_ignores_watermark",
+    ("D10.2",),
+    "retries a TRANSIENT failure up to max_attempts even after a NON_IDEMPOTENT tool marked its effect",
+)
+class _TransientRetryIgnoresWatermark(Pipeline):
+    steps = STEP_TABLE | {Step.EXECUTE: _execute_retrying_escaped}

@@ -477,3 +477,25 @@ async def _argument_minimum_alphabetical(p: PipelineHost, s: CallState) -> None:
 )
 class _ArgumentMinimumAlphabetical(Pipeline):
     steps = STEP_TABLE | {Step.LABEL: _argument_minimum_alphabetical}
+
+
+@witness(
+    "approval_covers_its_batch",
+    ("D11.6",),
+    "approving one held member of a batch approves every other held member of its step",
+)
+class _ApprovalCoversItsBatch(Pipeline):
+    async def resolve_approval(self, invocation_id: str, approved: bool) -> Disposition:
+        row = self.store.get_or_none(invocation_id)
+        answered = await super().resolve_approval(invocation_id, approved)
+        if row is None or not approved:
+            return answered
+        # The defect: one approval answers the step, so the siblings held with it run too.
+        for other in self.store.invocations(row.run_id):
+            if (
+                other.invocation_id != invocation_id
+                and other.step_number == row.step_number
+                and other.status == InvocationStatus.AWAITING_APPROVAL.value
+            ):
+                await super().resolve_approval(other.invocation_id, True)
+        return answered

@@ -23,6 +23,7 @@ from toolproof.spec import (
     InvocationStatus,
     ReasonCode,
     Step,
+    canonical_sha256,
 )
 
 from ._registry import witness
@@ -244,3 +245,26 @@ async def _resolve_hash_namespace(p: PipelineHost, s: CallState) -> None:
 )
 class _IdenticalByToolNamespace(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _resolve_hash_namespace}
+
+
+def _as_double(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _as_double(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_double(v) for v in value]
+    # The defect: isinstance(True, int) holds in Python, so true and false become 1.0 and 0.0 with the numbers.
+    return float(value) if isinstance(value, (int, float)) else value
+
+
+async def _numbers_as_doubles_identity(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    s.call_hash = canonical_sha256([s.call.tool_name, _as_double(dict(s.call.arguments))])
+
+
+@witness(
+    "identity_reads_true_as_1",
+    ("D14.1",),
+    "maps every number of the arguments to its double with isinstance(v, (int, float)), so true is the call with 1",
+)
+class _IdentityReadsTrueAs1(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _numbers_as_doubles_identity}

@@ -345,3 +345,18 @@ class _HeldRunGoesOn(Pipeline):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.parked: dict[tuple[str, int, str], _Parked] = {}
+
+
+class _ContextlessBridge(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        # The defect: the sandbox never saw the model's context, so the calls it makes are submitted with none.
+        return await super().run(request.model_copy(update={"context": []}))
+
+
+@witness(
+    "script_calls_lose_the_context",
+    ("D17.1",),
+    "submits a script's calls with an empty context, so none is labelled by the request's items",
+)
+class _ScriptCallsLoseTheContext(Pipeline):
+    bridge_class = _ContextlessBridge
