@@ -37,8 +37,8 @@ from toolproof.spec.model import (
 from toolproof.spec.model.d12 import excerpt_problems, total_bytes, whole
 from toolproof.spec.model.d13 import detail_allowed
 
-Ids = dict[tuple[str, int, str], list[str]]
-"""Each call's invocation ids as the implementation named them (a replayed refusal may have a second)."""
+Ids = dict[tuple[object, ...], list[str]]
+"""Each call's invocation ids, by its key's inputs, as the implementation named them (a replayed refusal may have a second)."""
 
 
 def read_artifact(ref: ArtifactRef) -> bytes | None:
@@ -212,7 +212,7 @@ def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Prob
     """D10: rows share a key exactly when the model's key inputs are equal."""
     by_inputs: dict[tuple[object, ...], set[str]] = {}
     for record in model.records:
-        for invocation_id in ids.get(record.ref, []):
+        for invocation_id in ids.get(record.key, []):
             if invocation_id in rows:
                 by_inputs.setdefault(record.key, set()).add(rows[invocation_id].idempotency_key)
     problems: Problems = []
@@ -226,14 +226,19 @@ def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Prob
         for key in keys:
             other = seen.setdefault(key, inputs)
             if other != inputs:
-                rule = "D10.3" if other[2:4] != inputs[2:4] else "D10.5" if other[5] != inputs[5] else "D10.4"
-                problems.append(
-                    (
-                        rule,
-                        f"model allowed different keys for {other!r:.160} and {inputs!r:.160}, implementation gave one",
-                    )
-                )
+                shown = f"model allowed different keys for {other!r:.160} and {inputs!r:.160}, implementation gave one"
+                problems += [(rule, shown) for rule in _differing(other, inputs)]
     return problems
+
+
+KEY_INPUT_RULES = ("D10.1", "D10.1", "D10.3", "D10.3", "D10.1", "D10.5", "D10.4")
+"""The rule that makes each of the key's inputs (spec.model.d10.key_inputs, in order) part of the key."""
+
+
+def _differing(one: tuple[object, ...], other: tuple[object, ...]) -> list[str]:
+    """The rules of the key inputs in which ``one`` and ``other`` differ: tenant, run or tool name D10.1, step or
+    call_id D10.3, tool_version D10.5, canonical arguments D10.4."""
+    return list(dict.fromkeys(rule for rule, a, b in zip(KEY_INPUT_RULES, one, other, strict=True) if a != b))
 
 
 def canonical(value: object) -> bytes:

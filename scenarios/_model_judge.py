@@ -125,7 +125,7 @@ class Judge:
             waiting = record.status.value == "AWAITING_APPROVAL" if isinstance(action, Answer) else record.suspended
             if not waiting:
                 return []  # Drawn against another settlement of a choice the ADR leaves open: nothing to answer.
-            invocation_id = self.ids[action.call][0]
+            invocation_id = self.ids[record.key][0]
             if isinstance(action, Answer):
                 one = self.model.answer(action)
                 got_one = await inst.resolve_approval(invocation_id, action.approved)  # type: ignore[attr-defined]
@@ -140,7 +140,7 @@ class Judge:
         assert isinstance(action, Sweep)
         expected = self.model.sweep()
         decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
-        want = {self.ids[e.record.ref][0]: e for e in expected}
+        want = {self.ids[e.record.key][0]: e for e in expected}
         got_ids = {getattr(d, "invocation_id", "") for d in decided}
         found: Problems = []
         if set(want) != got_ids:
@@ -157,7 +157,7 @@ class Judge:
             return [("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation gave {len(got)}")]
         problems: Problems = []
         for e, d in zip(expected, got, strict=True):
-            ids = self.ids.setdefault(e.record.ref, [])
+            ids = self.ids.setdefault(e.record.key, [])
             if d.invocation_id not in ids:
                 if ids and not e.record.pre_record:
                     problems.append(
@@ -182,7 +182,7 @@ class Judge:
         for event in sorted(events, key=lambda e: (e.run_id, e.seq)):
             kinds.setdefault(event.invocation_id, []).append(event.kind)
         for record in self.model.records:
-            for invocation_id in self.ids.get(record.ref, []):
+            for invocation_id in self.ids.get(record.key, []):
                 problems += self._row(record, rows.get(invocation_id), invocation_id)
                 want = [str(k) for k in record.events]
                 got = _compress(kinds.get(invocation_id, []))
@@ -213,7 +213,7 @@ class Judge:
                 )
             )
         executions, effects = world_counts(self.world, invocation_id)
-        fresh = invocation_id == self.ids[record.ref][0]
+        fresh = invocation_id == self.ids[record.key][0]
         want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)
         cut = record.run is not None and record.run.cut and fresh
         if (executions, effects) != (want_exec, want_eff) and not (

@@ -59,6 +59,10 @@ CONTROL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"q": {"type":
 SCOPES = ("scope.read", "scope.write")
 UNKNOWN_NAMES = ("nosuch.tool", "Bad Name")
 ITEM_IDS = ("u", "s", "o", "i", "e", "x")
+RUNS = (("t1", "r"), ("t1", "r"), ("t1", "r"), ("t1", "s"), ("t", "1r"), ("t1|", "q"), ("t1", "|q"), ("t2", "p"))
+"""(tenant, run) pairs, each run of one tenant; step numbers count per run, so steps of two runs may share a
+number. Some pairs run together alike, joined as they are (t+1r, t1+r) or with a separator (t1|+|+q, t1+|+|q),
+so only a key that keeps its inputs apart tells their calls apart (D10.1)."""
 CHARS = "aé€𝄞 \n"
 """ASCII and one character of each UTF-8 width, so only a byte count tells whether output is over a limit."""
 LIMITS = (64, 100, 256)
@@ -187,6 +191,32 @@ def _again(step: Submit) -> Submit:
     return Submit(step.run_id, step.step_number, calls, step.context, step.tenant)
 
 
+def _other_value(value: Any) -> Any:
+    """Another JSON value close to ``value``: an array's elements reversed (at every depth), a number as a string
+    (a scalar of another JSON type), members of an object changed the same way. Equal only when nothing changes."""
+    if isinstance(value, list):
+        return [_other_value(item) for item in reversed(value)]
+    if isinstance(value, dict):
+        return {key: _other_value(value[key]) for key in value}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+@st.composite
+def _variant(draw: st.DrawFn, step: Submit) -> Submit:
+    """``step`` submitted again under the same run, step and call_ids, each call's arguments the same value in
+    another encoding (a replay, D3.4) or another value (another call: a new key, D10.4)."""
+    calls = []
+    for call in step.calls:
+        change = draw(st.sampled_from(["same", "reencoded", "reencoded", "other", "other"]))
+        args = call.arguments
+        if change != "same":
+            args = reencoded(args) if change == "reencoded" else {k: _other_value(v) for k, v in args.items()}
+        calls.append(call.model_copy(update={"arguments": args}))
+    return Submit(step.run_id, step.step_number, tuple(calls), step.context, step.tenant)
+
+
 @st.composite
 def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
     """Context items of every label, ids possibly shared by several items; sometimes none at all."""
@@ -236,14 +266,18 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
     model = Model(base)
     actions: list[Any] = []
     submitted: list[Submit] = []
-    steps = 0
+    steps: dict[str, int] = {}
     names = [t.spec.name for t in catalog]
-    for _ in range(draw(st.integers(1, max_actions))):
-        held = [r for r in model.records if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
-        suspended = [r for r in model.records if r.suspended]
+    for _ in range(draw(st.integers(max(1, max_actions // 2), max_actions))):
+        # An answer or a resume names a call by (run, step, call_id): only the first call under it is answerable.
+        first = [r for r in model.records if model.by_ref.get(r.ref) is r]
+        held = [r for r in first if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
+        suspended = [r for r in first if r.suspended]
         kind = draw(
             st.sampled_from(
-                ["submit"] * 3 + ["repeat"] * 3 + ["replay", "answer", "answer", "resume", "advance", "sweep"]
+                ["submit"] * 3
+                + ["repeat"] * 3
+                + ["replay", "variant", "hammer", "answer", "answer", "resume", "advance", "sweep"]
             )
         )
         action: Any
@@ -267,9 +301,14 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
             action = draw(st.sampled_from(submitted))
             action = _again(action) if draw(st.booleans()) else action
             model.submit(action)
+        elif kind == "variant" and submitted:
+            action = draw(_variant(draw(st.sampled_from(submitted))))
+            model.submit(action)
         else:
-            steps += 1
-            action = draw(_step(catalog, names, steps, submitted if kind == "repeat" else []))
+            tenant, run_id = draw(st.sampled_from(RUNS))
+            steps[run_id] = steps.get(run_id, 0) + 1
+            earlier = submitted if kind in ("repeat", "hammer") else []
+            action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier, kind == "hammer"))
             submitted.append(action)
             model.submit(action)
         actions.append(action)
@@ -278,15 +317,23 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
 
 @st.composite
 def _step(
-    draw: st.DrawFn, catalog: tuple[ModelTool, ...], names: list[str], number: int, earlier: list[Submit]
+    draw: st.DrawFn,
+    catalog: tuple[ModelTool, ...],
+    names: list[str],
+    where: tuple[str, str, int],
+    earlier: list[Submit],
+    hammer: bool = False,
 ) -> Submit:
+    """A step of 1 to 3 calls (call_ids by position, so a repeat in a later step may differ only by step); with
+    ``hammer``, one earlier call alone again (the breaker's thresholds across steps)."""
+    tenant, run_id, number = where
     by_name = {t.spec.name: t for t in catalog}
     context = draw(contexts())
     calls: list[ProposedCall] = []
     old = [c for s in earlier for c in s.calls]
     # Sometimes one earlier call proposed several times over in this batch: the breaker's thresholds within a step.
-    burst = draw(st.sampled_from(old)) if old and draw(st.integers(0, 2)) == 0 else None
-    for i in range(draw(st.integers(1, 3))):
+    burst = draw(st.sampled_from(old)) if old and (hammer or draw(st.integers(0, 2)) == 0) else None
+    for i in range(1 if hammer and old else draw(st.integers(1, 3))):
         if old and draw(st.integers(0, 3)) > 0:
             # A repeat of an earlier call: another step, same tool and arguments.
             again = burst if burst is not None else draw(st.sampled_from(old))
@@ -298,7 +345,7 @@ def _step(
             )
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args, context))
-        calls.append(ProposedCall(call_id=f"c{number}.{i}", tool_name=name, arguments=args, provenance=prov))
+        calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]
     if parallel_allowed(specs):
         # The breaker's order among identical members of a parallel batch is left open (D14.1): draw none.
@@ -310,9 +357,8 @@ def _step(
                 seen.add(identity)
                 unique.append(c)
         calls = unique
-    tenant = draw(st.sampled_from(["tenant-1", "tenant-1", "tenant-2"]))
     return Submit(
-        run_id=draw(st.sampled_from(["run-1", "run-1", "run-2"])),
+        run_id=run_id,
         step_number=number,
         calls=tuple(calls),
         context=context,
