@@ -63,6 +63,15 @@ RUNS = (("t1", "r"), ("t1", "r"), ("t1", "r"), ("t1", "s"), ("t", "1r"), ("t1|",
 """(tenant, run) pairs, each run of one tenant; step numbers count per run, so steps of two runs may share a
 number. Some pairs run together alike, joined as they are (t+1r, t1+r) or with a separator (t1|+|+q, t1+|+|q),
 so only a key that keeps its inputs apart tells their calls apart (D10.1)."""
+
+
+def look_alikes(name: str) -> list[str]:
+    """Names that fold into ``name`` but are not it: upper case, surrounding blanks, fullwidth letters and digits
+    (NFKC maps them back). A proposed name resolves by exact equality only (D5.3)."""
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in name)
+    return [name.upper(), f" {name} ", fullwidth]
+
+
 CHARS = "aé€𝄞 \n"
 """ASCII and one character of each UTF-8 width, so only a byte count tells whether output is over a limit."""
 LIMITS = (64, 100, 256)
@@ -340,9 +349,9 @@ def _step(
             name, args, prov = again.tool_name, again.arguments, again.provenance
             args = reencoded(args) if draw(st.booleans()) else args
         else:
-            name = (
-                draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
-            )
+            name = draw(st.sampled_from(names))
+            if draw(st.integers(0, 9)) == 0:
+                name = draw(st.sampled_from([*UNKNOWN_NAMES, *look_alikes(name)]))
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args, context))
         calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))

@@ -14,8 +14,8 @@ from toolproof.spec import EventKind, InvocationStatus, ReasonCode
 from ._catalog import Answer, ModelTool, Resume, Submit, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
-from .d13 import outcome
 from .d10 import key_inputs
+from .d13 import outcome
 from .d16 import with_answer
 
 
