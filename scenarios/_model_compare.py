@@ -17,6 +17,7 @@ from toolproof.fakes import World
 from toolproof.spec import (
     OUTCOME_TABLE,
     ArtifactRef,
+    CanonicalJsonError,
     Disposition,
     Event,
     IdempotencyClass,
@@ -65,7 +66,9 @@ def _artifact_problems(record: Record, got: list[ArtifactRef], excerpted: bytes 
         if data is not None and _digest(data) != (ref.size, ref.sha256):
             # Stored bytes other than the claim: a wrong digest (D2.8), or, when the claim is of bytes the tool
             # wrote, an artifact lost to a later one (D1.5: the tool's own artifacts stay).
-            rule = "D1.5" if (ref.size, ref.sha256) in own else "D2.8"
+            # The whole output's artifact stored otherwise than claimed: D12.2's artifact is not there.
+            whole_output = excerpted is not None and (ref.size, ref.sha256) == _digest(excerpted)
+            rule = "D1.5" if (ref.size, ref.sha256) in own else "D12.2" if whole_output else "D2.8"
             stored = _digest(data)
             shown = (
                 f"claims {ref.size} bytes {ref.sha256[:12]}, its stored bytes are {stored[0]} bytes {stored[1][:12]}"
@@ -111,7 +114,7 @@ def _success_problems(model: Model, record: Record, got: Success) -> Problems:
             ]
     else:
         excerpted = "".join(t for t, _ in d.parts).encode()
-        problems += excerpt_problems(d.parts, name, limit, pieces)
+        problems += excerpt_problems(d.parts, name, limit, pieces, d.label_rules)
     if got.structured != d.structured:
         problems.append(("D1.5", f"model allowed structured {d.structured!r}, implementation gave {got.structured!r}"))
     return problems + _artifact_problems(record, list(got.artifacts), excerpted)
@@ -200,12 +203,39 @@ def leaked_text(model: Model, events: Sequence[Event]) -> Problems:
             secrets.update(t for t, _ in b.parts if len(t) >= 6)
             if b.detail:
                 secrets.add(b.detail)
+    # Arguments that are not text (numbers, arrays, objects) cannot be told by a substring: an event value equal to
+    # a call's whole arguments or to one of its array or object arguments carries them.
+    shapes = set()
+    for record in model.records:
+        values = [record.call.arguments, *record.call.arguments.values()]
+        shapes.update(canonical(v) for v in values if isinstance(v, dict | list) and v)
     for event in events:
         data = json.dumps(event.data, default=str)
         for secret in secrets:
             if secret in data:
                 return [("D13.6", f"event {event.kind} of {event.invocation_id[:8]} carries {secret[:40]!r}")]
+        for value in _values(event.data):
+            if _canonical_or_none(value) in shapes:
+                return [("D13.6", f"event {event.kind} of {event.invocation_id[:8]} carries arguments {value!r:.60}")]
     return []
+
+
+def _canonical_or_none(value: object) -> bytes | None:
+    """``value``'s canonical bytes, or None when it has no canonical form (an event may carry anything)."""
+    try:
+        return canonical(value)
+    except CanonicalJsonError:
+        return None
+
+
+def _values(data: object) -> list[object]:
+    """Every array and object inside an event's data, at every depth."""
+    out: list[object] = []
+    if isinstance(data, dict):
+        out += [v for item in data.values() for v in [item, *_values(item)] if isinstance(v, dict | list)]
+    elif isinstance(data, list):
+        out += [v for item in data for v in [item, *_values(item)] if isinstance(v, dict | list)]
+    return out
 
 
 def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Problems:
