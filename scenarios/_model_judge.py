@@ -253,7 +253,15 @@ class Judge:
                     f"{name}: model allowed origin {record.origin.value} argument {record.argument.value if record.argument else None}, the row says {row.origin_trust.value} {row.argument_trust.value}",
                 )
             )
-        if row.tenant != record.tenant or (row.run_id, row.step_number, row.call_id) != record.ref:
+        if (row.tenant, row.run_id, row.step_number) == (record.tenant, *record.ref[:2]) and row.call_id != name:
+            # The disposition in this call's place is another call's of the same step: answered out of order.
+            problems.append(
+                (
+                    "D15.2",
+                    f"{name}: the disposition in its place in the answer is invocation {invocation_id[:8]}, whose row is call {row.call_id}",
+                )
+            )
+        elif row.tenant != record.tenant or (row.run_id, row.step_number, row.call_id) != record.ref:
             problems.append(
                 (
                     "D2.3",

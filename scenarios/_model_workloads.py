@@ -276,6 +276,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
     actions: list[Any] = []
     submitted: list[Submit] = []
     steps: dict[str, int] = {}
+    hammered: tuple[Submit, ProposedCall] | None = None
     names = [t.spec.name for t in catalog]
     for _ in range(draw(st.integers(max(1, max_actions // 2), max_actions))):
         # An answer or a resume names a call by (run, step, call_id): only the first call under it is answerable.
@@ -286,7 +287,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
             st.sampled_from(
                 ["submit"] * 3
                 + ["repeat"] * 3
-                + ["replay", "variant", "hammer", "answer", "answer", "resume", "advance", "sweep"]
+                + ["replay", "variant", "hammer", "hammer", "answer", "answer", "resume", "advance", "sweep"]
             )
         )
         action: Any
@@ -313,11 +314,22 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
         elif kind == "variant" and submitted:
             action = draw(_variant(draw(st.sampled_from(submitted))))
             model.submit(action)
+        elif kind == "hammer" and submitted:
+            # One earlier call again, alone or several times over, in its own run: mostly the call hammered last,
+            # so a workload reaches the breaker's thresholds (D14.2-D14.5) across steps.
+            source = hammered if hammered is not None and draw(st.integers(0, 3)) > 0 else None
+            source = source or draw(st.sampled_from([(s, c) for s in submitted for c in s.calls]))
+            hammered = source
+            steps[source[0].run_id] = steps.get(source[0].run_id, 0) + 1
+            where = (source[0].tenant, source[0].run_id, steps[source[0].run_id])
+            action = draw(_step(catalog, names, where, [], source[1]))
+            submitted.append(action)
+            model.submit(action)
         else:
             tenant, run_id = draw(st.sampled_from(RUNS))
             steps[run_id] = steps.get(run_id, 0) + 1
-            earlier = submitted if kind in ("repeat", "hammer") else []
-            action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier, kind == "hammer"))
+            earlier = submitted if kind == "repeat" else []
+            action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier))
             submitted.append(action)
             model.submit(action)
         actions.append(action)
@@ -331,18 +343,20 @@ def _step(
     names: list[str],
     where: tuple[str, str, int],
     earlier: list[Submit],
-    hammer: bool = False,
+    hammer: ProposedCall | None = None,
 ) -> Submit:
     """A step of 1 to 3 calls (call_ids by position, so a repeat in a later step may differ only by step); with
-    ``hammer``, one earlier call alone again (the breaker's thresholds across steps)."""
+    ``hammer``, that earlier call 1 to 3 times over (the breaker's thresholds across steps and within one)."""
     tenant, run_id, number = where
     by_name = {t.spec.name: t for t in catalog}
     context = draw(contexts())
     calls: list[ProposedCall] = []
     old = [c for s in earlier for c in s.calls]
     # Sometimes one earlier call proposed several times over in this batch: the breaker's thresholds within a step.
-    burst = draw(st.sampled_from(old)) if old and (hammer or draw(st.integers(0, 2)) == 0) else None
-    for i in range(1 if hammer and old else draw(st.integers(1, 3))):
+    burst = draw(st.sampled_from(old)) if old and draw(st.integers(0, 2)) == 0 else hammer
+    if hammer is not None:
+        old = [hammer]
+    for i in range(draw(st.integers(1, 3))):
         if old and draw(st.integers(0, 3)) > 0:
             # A repeat of an earlier call: another step, same tool and arguments.
             again = burst if burst is not None else draw(st.sampled_from(old))
