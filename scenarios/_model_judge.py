@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from toolproof.driver import HttpImplementation
 from toolproof.fakes import FakeClock, ScriptedTool, World
 from toolproof.spec import (
     Disposition,
@@ -33,9 +35,11 @@ from toolproof.spec.model import (
     Submit,
     Sweep,
     Workload,
+    d02,
 )
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
 
+from ._context_walk import public, reachable_hazards
 from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts
 from ._model_workloads import shown
 
@@ -72,9 +76,16 @@ class Judge:
         self.directory = directory / uuid.uuid4().hex[:10]
         self.ids: Ids = {}
         self.runs: set[str] = set()
+        self.walked = 0
+        """How many of the contexts the tools were handed have been judged."""
+
+    @property
+    def workspace(self) -> Path:
+        """The configured workspace (D2.6)."""
+        return self.directory / "workspace"
 
     def _config(self) -> InstanceConfig:
-        workspace = self.directory / "workspace"
+        workspace = self.workspace
         workspace.mkdir(parents=True, exist_ok=True)
         w = self.workload
         return InstanceConfig(
@@ -94,14 +105,44 @@ class Judge:
             for number, action in enumerate(self.workload.actions):
                 problems = await self._act(instance, action)
                 problems += await self._read_back(instance)
+                problems += self._contexts(instance)
                 if problems:
                     raise Divergence(problems, shown(self.workload, upto=number))
+
+    def _contexts(self, instance: object) -> Problems:
+        """D2.1, D2.2, D2.5, D2.6 on every context a tool was handed since the last action, read by the tool itself
+        and walked here (callables included in-process; behind the driver the context is the harness's stand-in)."""
+        contexts = self.world.observations.get("contexts", [])
+        fresh, self.walked = contexts[self.walked :], len(contexts)
+        problems: Problems = []
+        callables = not isinstance(self.implementation, HttpImplementation)
+        for spec, context, resolved in fresh:
+            name = f"{context.identity.call_id} ({spec.name})"
+            if sorted(public(context)) != d02.members():
+                problems.append(
+                    (
+                        "D2.1",
+                        f"{name}: model allowed members {d02.members()}, the context has {sorted(public(context))}",
+                    )
+                )
+            if Path(context.workspace).resolve() != self.workspace.resolve():
+                problems.append(
+                    ("D2.6", f"{name}: the context's workspace is {context.workspace}, configured {self.workspace}")
+                )
+            want = d02.credentials(spec, self.workload.credentials)
+            if resolved != want:
+                problems.append(("D2.5", f"{name}: model allowed credentials {want}, the resolver gave {resolved}"))
+            hazards = [] if problems else reachable_hazards(context, instance, callables)
+            if hazards:
+                problems.append(("D2.2", f"{name}: the context leads back into the pipeline: {hazards[:3]}"))
+            if problems:
+                break
+        return problems
 
     async def _act(self, instance: object, action: object) -> Problems:
         inst = instance  # An Instance: typed loosely so this module needs only the port's methods.
         if isinstance(action, Submit):
             self.runs.add(action.run_id)
-            expected = self.model.submit(action)
             start = len(self.world.order)
             step = StepRequest(
                 tenant=action.tenant,
@@ -111,7 +152,15 @@ class Judge:
                 context=list(action.context),
             )
             got: list[Disposition] = await inst.submit(step)  # type: ignore[attr-defined]
-            problems = self._dispositions(expected, got, f"step {action.step_number}")
+            where = f"step {action.step_number}"
+            if len(got) != len(action.calls):
+                problems = self._dispositions(self.model.submit(action), got, where)
+            else:
+                # Call by call, each settled before the next is modelled: a later member's breaker reads the verdict
+                # an earlier identical member was really given where the ADR left it a choice (D14.4 after D4.20).
+                problems = []
+                for call, one in zip(action.calls, got, strict=True):
+                    problems += self._dispositions(self.model.submit(replace(action, calls=(call,))), [one], where)
             specs = [
                 self.model.tools[c.tool_name].spec if c.tool_name in self.model.tools else None for c in action.calls
             ]

@@ -42,6 +42,7 @@ from toolproof.spec.model import (
     Sweep,
     Workload,
 )
+from toolproof.spec.model.d02 import PROBED_SCOPES
 from toolproof.spec.model.d15 import parallel_allowed
 
 LABELS = list(TrustLabel)
@@ -270,7 +271,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
         max_attempts=draw(st.integers(1, 3)),
         approval_timeout_s=timeout,
         denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 6)) == 0),
-        credentials=tuple(draw(st.lists(st.sampled_from(SCOPES), unique=True, max_size=2))),
+        credentials=tuple(draw(st.lists(st.sampled_from(PROBED_SCOPES), unique=True, max_size=3))),
     )
     model = Model(base)
     actions: list[Any] = []
