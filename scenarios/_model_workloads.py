@@ -75,6 +75,8 @@ def look_alikes(name: str) -> list[str]:
 
 CHARS = "aé€𝄞 \n"
 """ASCII and one character of each UTF-8 width, so only a byte count tells whether output is over a limit."""
+ARTIFACT_NAMES = ("a.txt", "b.bin", "a.txt", "a b.txt", "a?b.txt", "a_b-2.txt")
+"""Artifact names, some repeated and some that a writer reducing names to safe file names makes alike (D2.8)."""
 LIMITS = (64, 100, 256)
 TIMEOUTS = (50.0, 300.0)
 OVERRUN_DEADLINE_S = 0.05
@@ -115,11 +117,7 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
         structure=draw(st.sampled_from(["none"] * 5 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
-            draw(
-                st.lists(
-                    st.tuples(st.sampled_from(["a.txt", "b.bin", "a.txt"]), st.text("ab€", max_size=8)), max_size=2
-                )
-            )
+            draw(st.lists(st.tuples(st.sampled_from(ARTIFACT_NAMES), st.text("ab€", max_size=8)), max_size=3))
         ),
         mark=marks and draw(st.booleans()),
         effect=draw(st.booleans()),
@@ -174,9 +172,9 @@ def arguments(draw: st.DrawFn, tool: ModelTool | None) -> dict[str, Any]:
     }
     names = draw(st.lists(st.sampled_from(sorted(pool)), unique=True, max_size=3))
     args = {name: pool[name] for name in names}
-    if draw(st.integers(0, 7)) == 0:
+    if draw(st.integers(0, 11)) == 0:
         args["extra"] = True
-    if names and draw(st.integers(0, 7)) == 0:
+    if names and draw(st.integers(0, 11)) == 0:
         args[names[0]] = None
     return args
 
@@ -231,10 +229,10 @@ def _variant(draw: st.DrawFn, step: Submit) -> Submit:
 def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
     """Context items of every label, ids possibly shared by several items; sometimes none at all."""
     trusted = [label for label in LABELS if label is not TrustLabel.EXTERNAL_UNTRUSTED]
-    label = st.sampled_from(trusted * 2 + [TrustLabel.EXTERNAL_UNTRUSTED])
+    label = st.sampled_from(trusted * 3 + [TrustLabel.EXTERNAL_UNTRUSTED])
     items = draw(
         st.lists(
-            st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=4
+            st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0] + [1] * 7)), max_size=4
         )
     )
     return tuple(ContextItem(id=i, trust=label, text=f"item {i}") for i, label in items)
@@ -246,7 +244,7 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
     known = sorted({item.id for item in context}) or ["x"]
     out: dict[str, list[str]] = {}
     for name in args:
-        choice = draw(st.integers(0, 9))
+        choice = draw(st.integers(0, 15))
         if choice == 0:
             continue
         if choice == 1:
@@ -270,8 +268,9 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
         max_output_bytes=limit,
         max_attempts=draw(st.integers(1, 3)),
         approval_timeout_s=timeout,
-        denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 6)) == 0),
-        credentials=tuple(draw(st.lists(st.sampled_from(PROBED_SCOPES), unique=True, max_size=3))),
+        denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 9)) == 0),
+        # Each probed scope configured three times in four: an unscoped consequential call is held (D11.5).
+        credentials=tuple(scope for scope in PROBED_SCOPES if draw(st.integers(0, 3)) > 0),
     )
     model = Model(base)
     actions: list[Any] = []
@@ -288,12 +287,15 @@ def workloads(draw: st.DrawFn, max_actions: int = 8) -> Workload:
             st.sampled_from(
                 ["submit"] * 3
                 + ["repeat"] * 3
-                + ["replay", "variant", "hammer", "hammer", "answer", "answer", "resume", "advance", "sweep"]
+                + ["replay", "variant", "hammer", "hammer", "advance", "sweep"]
+                # A held or suspended call left alone never runs: answers and resumes are drawn often.
+                + ["answer"] * 4
+                + ["resume"] * 2
             )
         )
         action: Any
         if kind == "answer" and held:
-            action = Answer(draw(st.sampled_from(held)).ref, draw(st.booleans()))
+            action = Answer(draw(st.sampled_from(held)).ref, draw(st.sampled_from([True, True, True, False])))
             model.answer(action)
         elif kind == "resume" and suspended:
             action = Resume(draw(st.sampled_from(suspended)).ref, draw(st.sampled_from(["yes", "answer: é"])))
@@ -365,7 +367,7 @@ def _step(
             args = reencoded(args) if draw(st.booleans()) else args
         else:
             name = draw(st.sampled_from(names))
-            if draw(st.integers(0, 9)) == 0:
+            if draw(st.integers(0, 15)) == 0:
                 name = draw(st.sampled_from([*UNKNOWN_NAMES, *look_alikes(name)]))
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args, context))
