@@ -120,6 +120,27 @@ def _success_problems(model: Model, record: Record, got: Success) -> Problems:
     return problems + _artifact_problems(record, list(got.artifacts), excerpted)
 
 
+REASON_RULES: dict[ReasonCode, tuple[str, ...]] = {
+    ReasonCode.LOOP_DETECTED: ("D14.3", "D14.5"),
+    ReasonCode.REPEATED_DENIAL: ("D14.2", "D14.5"),
+    ReasonCode.PRIOR_UNCERTAIN: ("D14.4", "D14.5"),
+    ReasonCode.UNKNOWN_TOOL: ("D5.3",),
+    ReasonCode.POLICY_DENIED: ("D11.5",),
+    ReasonCode.APPROVAL_DENIED: ("D11.6",),
+    ReasonCode.APPROVAL_EXPIRED: ("D11.7",),
+}
+"""A refusal the model did not allow breaks the rule that says when that refusal applies, too."""
+
+
+def _given_rules(got: Disposition, record: Record) -> tuple[str, ...]:
+    """The rules of a refusal the implementation gave where the model allowed none of its kind."""
+    if not isinstance(got, Outcome):
+        return ()
+    if got.reason_code is ReasonCode.INVALID_ARGUMENTS:
+        return ("D16.1",) if record.spec is not None and record.spec.kind.value == "CONTROL" else ("D3.3",)
+    return REASON_RULES.get(got.reason_code, ())
+
+
 def disposition_problems(model: Model, expected: Expected, got: Disposition, where: str) -> Problems:
     """One call's disposition against the model's expectation; settles the verdict the implementation chose."""
     record = expected.record
@@ -128,11 +149,13 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
             return []
         return [
             (rule, f"{where}: model allowed SUSPENDED ({expected.suspended}), implementation gave {_shown(got)}")
-            for rule in expected.rules
+            for rule in dict.fromkeys(expected.rules + _given_rules(got, record))
         ]
     if isinstance(got, Suspended):
         # A hold or a suspension the model did not allow is step 5's decision (D11.5, D16.2), whatever came after.
         rules: tuple[str, ...] = ("D11.5",) if got.reason == "approval" else ("D16.2",)
+        # ... and the rules of the verdict the model allowed instead (a refusal it skipped: D16.1, D14.x, D5.3).
+        rules = tuple(dict.fromkeys((*rules, *(r for v in record.verdicts for r in v.rules))))
         return [
             (rule, f"{where}: model allowed {_allowed(record)}, implementation gave SUSPENDED ({got.reason})")
             for rule in rules
@@ -146,7 +169,9 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
             ("D13.2", f"{where}: model allowed {got.reason_code.value} only as {table}, implementation gave {status}")
         ]
     if not record.settle(status, reason):
-        rules = tuple(dict.fromkeys(r for v in before for r in v.rules)) + expected.rules
+        rules = tuple(
+            dict.fromkeys((*(r for v in before for r in v.rules), *expected.rules, *_given_rules(got, record)))
+        )
         return [
             (rule, f"{where}: model allowed {_allowed(record)}, implementation gave {status} {reason or ''}".rstrip())
             for rule in rules

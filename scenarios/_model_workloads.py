@@ -108,14 +108,14 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     )
     ending: Ending = draw(
         st.sampled_from(
-            ["ok"] * 5
+            ["ok"] * 8
             + ["ERROR", "TRANSIENT", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "raise", "overrun"]
         )
     )
     return Behaviour(
         parts=parts,
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
-        structure=draw(st.sampled_from(["none"] * 5 + ["valid", "valid", "invalid", "extra"])),
+        structure=draw(st.sampled_from(["none"] * 6 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
             draw(st.lists(st.tuples(st.sampled_from(ARTIFACT_NAMES), st.text("ab€", max_size=8)), max_size=3))
         ),
