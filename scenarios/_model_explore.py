@@ -15,13 +15,14 @@ from pathlib import Path
 
 import anyio
 import hypothesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from toolproof.spec import Implementation
 from toolproof.spec.model import Submit, Workload
 
 from ._model_judge import Divergence, Judge
+from ._model_workloads import tour
 
 BUDGET = 60
 """Judge runs a reduction may spend."""
@@ -115,6 +116,7 @@ def judge_workloads(
 
     @options
     @given(strategy)
+    @example(tour())
     def explore(workload: Workload) -> None:
         try:
             anyio.run(Judge(implementation, workload, directory).run)

@@ -392,6 +392,47 @@ def _step(
     )
 
 
+def tour() -> Workload:
+    """The workload every cell runs first, whatever its budget, so a cell's verdict on the commonest paths does not
+    hang on the draw. A builtin READ_ONLY tool registered USER writes an artifact and returns two parts, the second
+    claiming SYSTEM, three times the limit in multi-byte text (an excerpt, D12; labels D1.3; artifacts D1.5); a
+    device EXTERNAL_WRITE NON_IDEMPOTENT tool whose result claims SYSTEM (D6.4), called with an argument of no
+    provenance, is held, approved and runs, marking its effect, over the limit too (a continued call excerpted,
+    D11.5, D11.6, D12.1); the step is replayed in another encoding (D3.4); a control tool suspends and is resumed
+    (D16.2, D16.4)."""
+    limit = LIMITS[0]
+    reader = ModelTool(
+        ToolSpec(name="t0.op", input_schema=TYPED_SCHEMA, output_trust=TrustLabel.USER),
+        Behaviour(
+            parts=((_text(limit * 2, 1), None), (_text(limit, 2), TrustLabel.SYSTEM)), artifacts=(("a.txt", "ab€"),)
+        ),
+    )
+    writer = ModelTool(
+        ToolSpec(
+            name="t1.op",
+            source=ToolSource.DEVICE,
+            side_effect=SideEffect.EXTERNAL_WRITE,
+            idempotency=IdempotencyClass.NON_IDEMPOTENT,
+            output_trust=TrustLabel.OPERATOR,
+        ),
+        Behaviour(parts=((_text(limit * 3, 3), None),), result_trust=TrustLabel.SYSTEM, mark=True, effect=True),
+    )
+    asker = ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA))
+    read = ProposedCall(
+        call_id="c0",
+        tool_name="t0.op",
+        arguments={"n": 1, "text": "hello world"},
+        provenance={"n": ["u"], "text": ["u"]},
+    )
+    write = ProposedCall(call_id="c1", tool_name="t1.op", arguments={"tags": [1, 2]})
+    ask = ProposedCall(call_id="c0", tool_name="t2.ask", arguments={"q": "proceed?"}, provenance={"q": ["u"]})
+    context = (ContextItem(id="u", trust=TrustLabel.USER, text="item u"),)
+    first = Submit("r", 1, (read, write), context, "t1")
+    second = Submit("r", 2, (ask,), context, "t1")
+    actions = (first, _again(first), Answer(("r", 1, "c1"), True), second, Resume(("r", 2, "c0"), "yes"))
+    return Workload(tools=(reader, writer, asker), actions=actions, max_output_bytes=limit)
+
+
 def shown(workload: Workload, upto: int | None = None) -> str:
     """The workload as readable lines: the configuration, the catalog and the actions (up to ``upto``)."""
     w = workload

@@ -6,7 +6,7 @@ rows and events read back, the metrics, and what the fake world and the tools th
 what the model allows. A divergence is reduced (actions, calls and tools dropped while it stays, within a budget of runs), and every rule
 the model's branches name for it fails, with "model allowed ..., implementation gave ..." and the
 workload as evidence. Examples per cell: the exploration profile's ``model_examples``
-(``TOOLPROOF_HYPOTHESIS_PROFILE``: dev 5, ci 20, thorough 2,000), derandomized, so a cell's command
+(``TOOLPROOF_HYPOTHESIS_PROFILE``: dev 5, ci 12, thorough 2,000), derandomized, so a cell's command
 line reproduces its verdict. What the model covers, and what it does not: docs/model.md.
 """
 
