@@ -398,8 +398,9 @@ def tour() -> Workload:
     claiming SYSTEM, three times the limit in multi-byte text (an excerpt, D12; labels D1.3; artifacts D1.5); a
     device EXTERNAL_WRITE NON_IDEMPOTENT tool whose result claims SYSTEM (D6.4), called with an argument of no
     provenance, is held, approved and runs, marking its effect, over the limit too (a continued call excerpted,
-    D11.5, D11.6, D12.1); the step is replayed in another encoding (D3.4); a control tool suspends and is resumed
-    (D16.2, D16.4)."""
+    D11.5, D11.6, D12.1), and held again with other arguments and denied (D3.7); a READ_ONLY NON_IDEMPOTENT tool
+    marks, leaves its effect and raises (UNCERTAIN, D4.2, D4.11); the step is replayed in another encoding (D3.4);
+    a control tool suspends and is resumed (D16.2, D16.4)."""
     limit = LIMITS[0]
     reader = ModelTool(
         ToolSpec(name="t0.op", input_schema=TYPED_SCHEMA, output_trust=TrustLabel.USER),
@@ -418,6 +419,10 @@ def tour() -> Workload:
         Behaviour(parts=((_text(limit * 3, 3), None),), result_trust=TrustLabel.SYSTEM, mark=True, effect=True),
     )
     asker = ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA))
+    crasher = ModelTool(
+        ToolSpec(name="t3.op", idempotency=IdempotencyClass.NON_IDEMPOTENT),
+        Behaviour(mark=True, effect=True, ending="raise"),
+    )
     read = ProposedCall(
         call_id="c0",
         tool_name="t0.op",
@@ -425,12 +430,15 @@ def tour() -> Workload:
         provenance={"n": ["u"], "text": ["u"]},
     )
     write = ProposedCall(call_id="c1", tool_name="t1.op", arguments={"tags": [1, 2]})
+    refused = ProposedCall(call_id="c2", tool_name="t1.op", arguments={"tags": [2, 1]})
+    crash = ProposedCall(call_id="c3", tool_name="t3.op", arguments={"n": 2}, provenance={"n": ["u"]})
     ask = ProposedCall(call_id="c0", tool_name="t2.ask", arguments={"q": "proceed?"}, provenance={"q": ["u"]})
     context = (ContextItem(id="u", trust=TrustLabel.USER, text="item u"),)
-    first = Submit("r", 1, (read, write), context, "t1")
+    first = Submit("r", 1, (read, write, refused, crash), context, "t1")
     second = Submit("r", 2, (ask,), context, "t1")
-    actions = (first, _again(first), Answer(("r", 1, "c1"), True), second, Resume(("r", 2, "c0"), "yes"))
-    return Workload(tools=(reader, writer, asker), actions=actions, max_output_bytes=limit)
+    answers = (Answer(("r", 1, "c1"), True), Answer(("r", 1, "c2"), False))
+    actions = (first, _again(first), *answers, second, Resume(("r", 2, "c0"), "yes"))
+    return Workload(tools=(reader, writer, asker, crasher), actions=actions, max_output_bytes=limit)
 
 
 def shown(workload: Workload, upto: int | None = None) -> str:
