@@ -399,7 +399,9 @@ def tour() -> Workload:
     device EXTERNAL_WRITE NON_IDEMPOTENT tool whose result claims SYSTEM (D6.4), called with an argument of no
     provenance, is held, approved and runs, marking its effect, over the limit too (a continued call excerpted,
     D11.5, D11.6, D12.1), and held again with other arguments and denied (D3.7); a READ_ONLY NON_IDEMPOTENT tool
-    marks, leaves its effect and raises (UNCERTAIN, D4.2, D4.11); the step is replayed in another encoding (D3.4);
+    marks, leaves its effect and raises (UNCERTAIN, D4.2, D4.11); two tools' outputs sit at the limit's edges, one
+    over it only in bytes of all parts together, one exactly at it (D12.1, D12.5); the step is replayed in another
+    encoding (D3.4);
     a control tool suspends and is resumed (D16.2, D16.4)."""
     limit = LIMITS[0]
     reader = ModelTool(
@@ -419,6 +421,10 @@ def tour() -> Workload:
         Behaviour(parts=((_text(limit * 3, 3), None),), result_trust=TrustLabel.SYSTEM, mark=True, effect=True),
     )
     asker = ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA))
+    # Two parts of 13 three-byte characters each: each part, and the character count, under the limit; the bytes
+    # of both together over it (D12.1). And an output exactly at the limit, delivered whole (D12.5).
+    halves = ModelTool(ToolSpec(name="t4.op"), Behaviour(parts=(("€" * 13, None), ("€" * 13, None))))
+    at_limit = ModelTool(ToolSpec(name="t5.op"), Behaviour(parts=((_text(limit, 4), None),)))
     crasher = ModelTool(
         ToolSpec(name="t3.op", idempotency=IdempotencyClass.NON_IDEMPOTENT),
         Behaviour(mark=True, effect=True, ending="raise"),
@@ -432,13 +438,15 @@ def tour() -> Workload:
     write = ProposedCall(call_id="c1", tool_name="t1.op", arguments={"tags": [1, 2]})
     refused = ProposedCall(call_id="c2", tool_name="t1.op", arguments={"tags": [2, 1]})
     crash = ProposedCall(call_id="c3", tool_name="t3.op", arguments={"n": 2}, provenance={"n": ["u"]})
+    sizes = tuple(ProposedCall(call_id=f"c{i}", tool_name=f"t{i}.op", arguments={}) for i in (4, 5))
     ask = ProposedCall(call_id="c0", tool_name="t2.ask", arguments={"q": "proceed?"}, provenance={"q": ["u"]})
     context = (ContextItem(id="u", trust=TrustLabel.USER, text="item u"),)
-    first = Submit("r", 1, (read, write, refused, crash), context, "t1")
+    first = Submit("r", 1, (read, write, refused, crash, *sizes), context, "t1")
     second = Submit("r", 2, (ask,), context, "t1")
     answers = (Answer(("r", 1, "c1"), True), Answer(("r", 1, "c2"), False))
     actions = (first, _again(first), *answers, second, Resume(("r", 2, "c0"), "yes"))
-    return Workload(tools=(reader, writer, asker, crasher), actions=actions, max_output_bytes=limit)
+    tools = (reader, writer, asker, crasher, halves, at_limit)
+    return Workload(tools=tools, actions=actions, max_output_bytes=limit)
 
 
 def shown(workload: Workload, upto: int | None = None) -> str:
