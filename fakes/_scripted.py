@@ -9,6 +9,7 @@ import anyio.lowlevel
 
 from toolproof.spec import ContentPart, JsonObject, ToolExecutionContext, ToolFailure, ToolResult
 from toolproof.spec.model import RAISED_TEXT, STRUCTURES, ModelTool
+from toolproof.spec.model.d02 import PROBED_SCOPES
 
 from ._tools import FakeTool
 from ._world import World
@@ -29,6 +30,10 @@ class ScriptedTool(FakeTool):
     async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
         call_id = context.identity.call_id
         self.world.observations.setdefault("identities", []).append(context.identity)
+        # What the context hands over, read by the tool itself: the context (walked by the judge, D2.1, D2.2, D2.6)
+        # and what its resolver gives for every probed scope (D2.5).
+        resolved = {scope: await context.credential_resolver.resolve(scope) for scope in PROBED_SCOPES}
+        self.world.observations.setdefault("contexts", []).append((self.spec, context, resolved))
         self.world.order.append(("start", call_id))
         try:
             return await self._act(arguments, context)

@@ -41,7 +41,7 @@ class Exploration:
     """Random crash/recover/approve/replay sequences (D4.6, D4.7)."""
     races: int
     """Races of two workers for one expired lease, per store (D4.9)."""
-    model_examples: int = 20
+    model_examples: int = 12
     """Generated workloads each cell of the model judge (scenarios/test_model.py) runs."""
     shrink: bool = True
     """Whether a failing state-machine sequence is shrunk to a smallest one before it is reported."""
@@ -60,7 +60,7 @@ PROFILES = {
     profile.name: profile
     for profile in (
         Exploration("dev", stateful_examples=10, races=10, model_examples=5, shrink=False),
-        Exploration("ci", stateful_examples=200, races=200, model_examples=20),
+        Exploration("ci", stateful_examples=200, races=200, model_examples=12),
         Exploration("thorough", stateful_examples=5000, races=1000, model_examples=2000),
     )
 }

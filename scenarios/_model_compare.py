@@ -17,6 +17,7 @@ from toolproof.fakes import World
 from toolproof.spec import (
     OUTCOME_TABLE,
     ArtifactRef,
+    CanonicalJsonError,
     Disposition,
     Event,
     IdempotencyClass,
@@ -37,8 +38,8 @@ from toolproof.spec.model import (
 from toolproof.spec.model.d12 import excerpt_problems, total_bytes, whole
 from toolproof.spec.model.d13 import detail_allowed
 
-Ids = dict[tuple[str, int, str], list[str]]
-"""Each call's invocation ids as the implementation named them (a replayed refusal may have a second)."""
+Ids = dict[tuple[object, ...], list[str]]
+"""Each call's invocation ids, by its key's inputs, as the implementation named them (a replayed refusal may have a second)."""
 
 
 def read_artifact(ref: ArtifactRef) -> bytes | None:
@@ -65,7 +66,9 @@ def _artifact_problems(record: Record, got: list[ArtifactRef], excerpted: bytes 
         if data is not None and _digest(data) != (ref.size, ref.sha256):
             # Stored bytes other than the claim: a wrong digest (D2.8), or, when the claim is of bytes the tool
             # wrote, an artifact lost to a later one (D1.5: the tool's own artifacts stay).
-            rule = "D1.5" if (ref.size, ref.sha256) in own else "D2.8"
+            # The whole output's artifact stored otherwise than claimed: D12.2's artifact is not there.
+            whole_output = excerpted is not None and (ref.size, ref.sha256) == _digest(excerpted)
+            rule = "D1.5" if (ref.size, ref.sha256) in own else "D12.2" if whole_output else "D2.8"
             stored = _digest(data)
             shown = (
                 f"claims {ref.size} bytes {ref.sha256[:12]}, its stored bytes are {stored[0]} bytes {stored[1][:12]}"
@@ -111,10 +114,31 @@ def _success_problems(model: Model, record: Record, got: Success) -> Problems:
             ]
     else:
         excerpted = "".join(t for t, _ in d.parts).encode()
-        problems += excerpt_problems(d.parts, name, limit, pieces)
+        problems += excerpt_problems(d.parts, name, limit, pieces, d.label_rules)
     if got.structured != d.structured:
         problems.append(("D1.5", f"model allowed structured {d.structured!r}, implementation gave {got.structured!r}"))
     return problems + _artifact_problems(record, list(got.artifacts), excerpted)
+
+
+REASON_RULES: dict[ReasonCode, tuple[str, ...]] = {
+    ReasonCode.LOOP_DETECTED: ("D14.3", "D14.5"),
+    ReasonCode.REPEATED_DENIAL: ("D14.2", "D14.5"),
+    ReasonCode.PRIOR_UNCERTAIN: ("D14.4", "D14.5"),
+    ReasonCode.UNKNOWN_TOOL: ("D5.3",),
+    ReasonCode.POLICY_DENIED: ("D11.5",),
+    ReasonCode.APPROVAL_DENIED: ("D11.6",),
+    ReasonCode.APPROVAL_EXPIRED: ("D11.7",),
+}
+"""A refusal the model did not allow breaks the rule that says when that refusal applies, too."""
+
+
+def _given_rules(got: Disposition, record: Record) -> tuple[str, ...]:
+    """The rules of a refusal the implementation gave where the model allowed none of its kind."""
+    if not isinstance(got, Outcome):
+        return ()
+    if got.reason_code is ReasonCode.INVALID_ARGUMENTS:
+        return ("D16.1",) if record.spec is not None and record.spec.kind.value == "CONTROL" else ("D3.3",)
+    return REASON_RULES.get(got.reason_code, ())
 
 
 def disposition_problems(model: Model, expected: Expected, got: Disposition, where: str) -> Problems:
@@ -125,11 +149,13 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
             return []
         return [
             (rule, f"{where}: model allowed SUSPENDED ({expected.suspended}), implementation gave {_shown(got)}")
-            for rule in expected.rules
+            for rule in dict.fromkeys(expected.rules + _given_rules(got, record))
         ]
     if isinstance(got, Suspended):
         # A hold or a suspension the model did not allow is step 5's decision (D11.5, D16.2), whatever came after.
         rules: tuple[str, ...] = ("D11.5",) if got.reason == "approval" else ("D16.2",)
+        # ... and the rules of the verdict the model allowed instead (a refusal it skipped: D16.1, D14.x, D5.3).
+        rules = tuple(dict.fromkeys((*rules, *(r for v in record.verdicts for r in v.rules))))
         return [
             (rule, f"{where}: model allowed {_allowed(record)}, implementation gave SUSPENDED ({got.reason})")
             for rule in rules
@@ -143,7 +169,9 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
             ("D13.2", f"{where}: model allowed {got.reason_code.value} only as {table}, implementation gave {status}")
         ]
     if not record.settle(status, reason):
-        rules = tuple(dict.fromkeys(r for v in before for r in v.rules)) + expected.rules
+        rules = tuple(
+            dict.fromkeys((*(r for v in before for r in v.rules), *expected.rules, *_given_rules(got, record)))
+        )
         return [
             (rule, f"{where}: model allowed {_allowed(record)}, implementation gave {status} {reason or ''}".rstrip())
             for rule in rules
@@ -200,19 +228,46 @@ def leaked_text(model: Model, events: Sequence[Event]) -> Problems:
             secrets.update(t for t, _ in b.parts if len(t) >= 6)
             if b.detail:
                 secrets.add(b.detail)
+    # Arguments that are not text (numbers, arrays, objects) cannot be told by a substring: an event value equal to
+    # a call's whole arguments or to one of its array or object arguments carries them.
+    shapes = set()
+    for record in model.records:
+        values = [record.call.arguments, *record.call.arguments.values()]
+        shapes.update(canonical(v) for v in values if isinstance(v, dict | list) and v)
     for event in events:
         data = json.dumps(event.data, default=str)
         for secret in secrets:
             if secret in data:
                 return [("D13.6", f"event {event.kind} of {event.invocation_id[:8]} carries {secret[:40]!r}")]
+        for value in _values(event.data):
+            if _canonical_or_none(value) in shapes:
+                return [("D13.6", f"event {event.kind} of {event.invocation_id[:8]} carries arguments {value!r:.60}")]
     return []
+
+
+def _canonical_or_none(value: object) -> bytes | None:
+    """``value``'s canonical bytes, or None when it has no canonical form (an event may carry anything)."""
+    try:
+        return canonical(value)
+    except CanonicalJsonError:
+        return None
+
+
+def _values(data: object) -> list[object]:
+    """Every array and object inside an event's data, at every depth."""
+    out: list[object] = []
+    if isinstance(data, dict):
+        out += [v for item in data.values() for v in [item, *_values(item)] if isinstance(v, dict | list)]
+    elif isinstance(data, list):
+        out += [v for item in data for v in [item, *_values(item)] if isinstance(v, dict | list)]
+    return out
 
 
 def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Problems:
     """D10: rows share a key exactly when the model's key inputs are equal."""
     by_inputs: dict[tuple[object, ...], set[str]] = {}
     for record in model.records:
-        for invocation_id in ids.get(record.ref, []):
+        for invocation_id in ids.get(record.key, []):
             if invocation_id in rows:
                 by_inputs.setdefault(record.key, set()).add(rows[invocation_id].idempotency_key)
     problems: Problems = []
@@ -226,14 +281,19 @@ def key_problems(model: Model, rows: dict[str, InvocationRow], ids: Ids) -> Prob
         for key in keys:
             other = seen.setdefault(key, inputs)
             if other != inputs:
-                rule = "D10.3" if other[2:4] != inputs[2:4] else "D10.5" if other[5] != inputs[5] else "D10.4"
-                problems.append(
-                    (
-                        rule,
-                        f"model allowed different keys for {other!r:.160} and {inputs!r:.160}, implementation gave one",
-                    )
-                )
+                shown = f"model allowed different keys for {other!r:.160} and {inputs!r:.160}, implementation gave one"
+                problems += [(rule, shown) for rule in _differing(other, inputs)]
     return problems
+
+
+KEY_INPUT_RULES = ("D10.1", "D10.1", "D10.3", "D10.3", "D10.1", "D10.5", "D10.4")
+"""The rule that makes each of the key's inputs (spec.model.d10.key_inputs, in order) part of the key."""
+
+
+def _differing(one: tuple[object, ...], other: tuple[object, ...]) -> list[str]:
+    """The rules of the key inputs in which ``one`` and ``other`` differ: tenant, run or tool name D10.1, step or
+    call_id D10.3, tool_version D10.5, canonical arguments D10.4."""
+    return list(dict.fromkeys(rule for rule, a, b in zip(KEY_INPUT_RULES, one, other, strict=True) if a != b))
 
 
 def canonical(value: object) -> bytes:

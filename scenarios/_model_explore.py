@@ -16,13 +16,14 @@ from typing import Any
 
 import anyio
 import hypothesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from toolproof.spec import Implementation
 from toolproof.spec.model import Submit, Workload
 
 from ._model_judge import Divergence, Judge
+from ._model_workloads import tour
 
 BUDGET = 60
 """Judge runs a reduction may spend."""
@@ -83,7 +84,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         {"max_actions": 6},
     ),
     "store_faults": (("D3.10", "D3.11", "D4.21", "D4.22"), {"max_actions": 3, "faults": True}),
-    "watermark": (("D4.1", "D4.2", "D4.7", "D4.10", "D4.11", "D4.20", "D10.2", "D2.3"), {"max_actions": 4}),
+    "watermark": (
+        ("D4.1", "D4.2", "D4.7", "D4.10", "D4.11", "D4.20", "D10.2", "D2.1", "D2.2", "D2.3", "D2.5", "D2.6"),
+        {"max_actions": 4},
+    ),
     "keys_breaker": (("D10.1", "D10.3", "D10.4", "D10.5", "D14.2", "D14.3", "D14.4", "D14.5"), {"max_actions": 10}),
     "trust_control": (
         ("D11.1", "D11.2", "D11.3", "D11.5", "D11.6", "D11.7", "D16.1", "D16.2", "D16.4"),
@@ -114,6 +118,7 @@ def judge_workloads(
 
     @options
     @given(strategy)
+    @example(tour())
     def explore(workload: Workload) -> None:
         try:
             anyio.run(Judge(implementation, workload, directory).run)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from toolproof.driver import HttpImplementation
 from toolproof.fakes import FakeClock, ScriptedTool, World
 from toolproof.spec import (
     Disposition,
@@ -35,10 +37,12 @@ from toolproof.spec.model import (
     Submit,
     Sweep,
     Workload,
+    d02,
 )
 from toolproof.spec.model.d04_faults import FaultExpected
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
 
+from ._context_walk import public, reachable_hazards
 from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts
 from ._model_workloads import shown
 
@@ -80,9 +84,16 @@ class Judge:
         self.directory = directory / uuid.uuid4().hex[:10]
         self.ids: Ids = {}
         self.runs: set[str] = set()
+        self.walked = 0
+        """How many of the contexts the tools were handed have been judged."""
+
+    @property
+    def workspace(self) -> Path:
+        """The configured workspace (D2.6)."""
+        return self.directory / "workspace"
 
     def _config(self) -> InstanceConfig:
-        workspace = self.directory / "workspace"
+        workspace = self.workspace
         workspace.mkdir(parents=True, exist_ok=True)
         w = self.workload
         return InstanceConfig(
@@ -109,13 +120,45 @@ class Judge:
                         raise
                     # D3.11: after a store fault the same instance serves its next calls and reads.
                     problems = [("D3.11", f"after the store fault the instance raised {_first_line(exc)}")]
+                problems += self._contexts(instance)
                 if problems:
                     raise Divergence(problems, shown(self.workload, upto=number))
+
+    def _contexts(self, instance: object) -> Problems:
+        """D2.1, D2.2, D2.5, D2.6 on every context a tool was handed since the last action, read by the tool itself
+        and walked here (callables included in-process; behind the driver the context is the harness's stand-in)."""
+        contexts = self.world.observations.get("contexts", [])
+        fresh, self.walked = contexts[self.walked :], len(contexts)
+        problems: Problems = []
+        callables = not isinstance(self.implementation, HttpImplementation)
+        for spec, context, resolved in fresh:
+            name = f"{context.identity.call_id} ({spec.name})"
+            if sorted(public(context)) != d02.members():
+                problems.append(
+                    (
+                        "D2.1",
+                        f"{name}: model allowed members {d02.members()}, the context has {sorted(public(context))}",
+                    )
+                )
+            if Path(context.workspace).resolve() != self.workspace.resolve():
+                problems.append(
+                    ("D2.6", f"{name}: the context's workspace is {context.workspace}, configured {self.workspace}")
+                )
+            want = d02.credentials(spec, self.workload.credentials)
+            if resolved != want:
+                problems.append(("D2.5", f"{name}: model allowed credentials {want}, the resolver gave {resolved}"))
+            hazards = [] if problems else reachable_hazards(context, instance, callables)
+            if hazards:
+                problems.append(("D2.2", f"{name}: the context leads back into the pipeline: {hazards[:3]}"))
+            if problems:
+                break
+        return problems
 
     async def _act(self, instance: object, action: object) -> Problems:
         inst = instance  # An Instance: typed loosely so this module needs only the port's methods.
         if isinstance(action, Submit):
             self.runs.add(action.run_id)
+            start = len(self.world.order)
             step = StepRequest(
                 tenant=action.tenant,
                 run_id=action.run_id,
@@ -123,13 +166,30 @@ class Judge:
                 calls=list(action.calls),
                 context=list(action.context),
             )
+            where = f"step {action.step_number}"
+            raised: Exception | None = None
             try:
-                expected = self.model.submit(action)
-            except FaultExpected as fault:
-                return await self._faulted(inst, action, step, fault.rules)
-            start = len(self.world.order)
-            got: list[Disposition] = await inst.submit(step)  # type: ignore[attr-defined]
-            problems = self._dispositions(expected, got, f"step {action.step_number}")
+                got: list[Disposition] = await inst.submit(step)  # type: ignore[attr-defined]
+            except Exception as exc:  # Judged below: the model says whether a store fault was due in this step.
+                got, raised = [], exc
+            if raised is not None or len(got) != len(action.calls):
+                try:
+                    expected = self.model.submit(action)
+                except FaultExpected as fault:
+                    return await self._faulted(inst, action, got, raised, fault.rules)
+                if raised is not None:
+                    raise raised
+                problems = self._dispositions(expected, got, where)
+            else:
+                # Call by call, each settled before the next is modelled: a later member's breaker reads the verdict
+                # an earlier identical member was really given where the ADR left it a choice (D14.4 after D4.20).
+                problems = []
+                for call, one in zip(action.calls, got, strict=True):
+                    try:
+                        expected = self.model.submit(replace(action, calls=(call,)))
+                    except FaultExpected as fault:
+                        return await self._faulted(inst, action, got, None, fault.rules)
+                    problems += self._dispositions(expected, [one], where)
             specs = [
                 self.model.tools[c.tool_name].spec if c.tool_name in self.model.tools else None for c in action.calls
             ]
@@ -143,7 +203,7 @@ class Judge:
             waiting = record.status.value == "AWAITING_APPROVAL" if isinstance(action, Answer) else record.suspended
             if not waiting:
                 return []  # Drawn against another settlement of a choice the ADR leaves open: nothing to answer.
-            invocation_id = self.ids[action.call][0]
+            invocation_id = self.ids[record.key][0]
             if isinstance(action, Answer):
                 one = self.model.answer(action)
                 got_one = await inst.resolve_approval(invocation_id, action.approved)  # type: ignore[attr-defined]
@@ -158,7 +218,7 @@ class Judge:
         assert isinstance(action, Sweep)
         expected = self.model.sweep()
         decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
-        want = {self.ids[e.record.ref][0]: e for e in expected}
+        want = {self.ids[e.record.key][0]: e for e in expected}
         got_ids = {getattr(d, "invocation_id", "") for d in decided}
         found: Problems = []
         if set(want) != got_ids:
@@ -170,19 +230,17 @@ class Judge:
                 found += disposition_problems(self.model, want[d.invocation_id], d, "sweep")
         return found
 
-    async def _faulted(self, inst: Any, action: Submit, step: StepRequest, rules: tuple[str, ...]) -> Problems:
+    async def _faulted(
+        self, inst: Any, action: Submit, got: list[Disposition], raised: Exception | None, rules: tuple[str, ...]
+    ) -> Problems:
         """D3.10, D3.11, D4.21, D4.22: a step whose write fails is answered StoreFault, with no disposition; the
         rows its calls left are found by run, step and call_id (no disposition named them)."""
         where = f"step {action.step_number}"
         problems: Problems = []
-        try:
-            got = await inst.submit(step)
-        except StoreFault:
-            pass
-        except Exception as exc:  # Judged: anything but the typed error is wrong.
-            shown = _first_line(exc)
+        if raised is not None and not isinstance(raised, StoreFault):  # Judged: anything but the typed error is wrong.
+            shown = _first_line(raised)
             problems += [(rule, f"{where}: model allowed StoreFault, implementation raised {shown}") for rule in rules]
-        else:
+        elif raised is None:
             shown = ", ".join(f"{d.status.value} {getattr(d, 'reason', None) or ''}".strip() for d in got)
             problems += [
                 (rule, f"{where}: model allowed StoreFault and no disposition, implementation gave [{shown}]")
@@ -194,7 +252,7 @@ class Judge:
             found = [r.invocation_id for r in rows if (r.run_id, r.step_number, r.call_id) == ref]
             if ref in self.model.by_ref:
                 if found:
-                    self.ids.setdefault(ref, []).append(found[0])
+                    self.ids.setdefault(self.model.by_ref[ref].key, []).append(found[0])
                 else:
                     problems += [
                         (rule, f"{where} call {call.call_id}: model allowed a row, implementation has none")
@@ -215,7 +273,7 @@ class Judge:
             return [("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation gave {len(got)}")]
         problems: Problems = []
         for e, d in zip(expected, got, strict=True):
-            ids = self.ids.setdefault(e.record.ref, [])
+            ids = self.ids.setdefault(e.record.key, [])
             if d.invocation_id not in ids:
                 if ids and not e.record.pre_record:
                     problems.append(
@@ -240,7 +298,7 @@ class Judge:
         for event in sorted(events, key=lambda e: (e.run_id, e.seq)):
             kinds.setdefault(event.invocation_id, []).append(event.kind)
         for record in self.model.records:
-            for invocation_id in self.ids.get(record.ref, []):
+            for invocation_id in self.ids.get(record.key, []):
                 found = self._row(record, rows.get(invocation_id), invocation_id)
                 want = [str(k) for k in record.events]
                 got = _compress(kinds.get(invocation_id, []))
@@ -281,7 +339,7 @@ class Judge:
                 )
             )
         executions, effects = world_counts(self.world, invocation_id)
-        fresh = invocation_id == self.ids[record.ref][0]
+        fresh = invocation_id == self.ids[record.key][0]
         want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)
         cut = record.run is not None and record.run.cut and fresh
         if (executions, effects) != (want_exec, want_eff) and not (
@@ -321,7 +379,15 @@ class Judge:
                     f"{name}: model allowed origin {record.origin.value} argument {record.argument.value if record.argument else None}, the row says {row.origin_trust.value} {row.argument_trust.value}",
                 )
             )
-        if row.tenant != record.tenant or (row.run_id, row.step_number, row.call_id) != record.ref:
+        if (row.tenant, row.run_id, row.step_number) == (record.tenant, *record.ref[:2]) and row.call_id != name:
+            # The disposition in this call's place is another call's of the same step: answered out of order.
+            problems.append(
+                (
+                    "D15.2",
+                    f"{name}: the disposition in its place in the answer is invocation {invocation_id[:8]}, whose row is call {row.call_id}",
+                )
+            )
+        elif row.tenant != record.tenant or (row.run_id, row.step_number, row.call_id) != record.ref:
             problems.append(
                 (
                     "D2.3",

@@ -46,6 +46,7 @@ from toolproof.spec.model import (
     Sweep,
     Workload,
 )
+from toolproof.spec.model.d02 import PROBED_SCOPES
 from toolproof.spec.model.d03 import propose
 from toolproof.spec.model.d04_faults import writes
 from toolproof.spec.model.d15 import parallel_allowed
@@ -65,8 +66,23 @@ CONTROL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"q": {"type":
 SCOPES = ("scope.read", "scope.write")
 UNKNOWN_NAMES = ("nosuch.tool", "Bad Name")
 ITEM_IDS = ("u", "s", "o", "i", "e", "x")
+RUNS = (("t1", "r"), ("t1", "r"), ("t1", "r"), ("t1", "s"), ("t", "1r"), ("t1|", "q"), ("t1", "|q"), ("t2", "p"))
+"""(tenant, run) pairs, each run of one tenant; step numbers count per run, so steps of two runs may share a
+number. Some pairs run together alike, joined as they are (t+1r, t1+r) or with a separator (t1|+|+q, t1+|+|q),
+so only a key that keeps its inputs apart tells their calls apart (D10.1)."""
+
+
+def look_alikes(name: str) -> list[str]:
+    """Names that fold into ``name`` but are not it: upper case, surrounding blanks, fullwidth letters and digits
+    (NFKC maps them back). A proposed name resolves by exact equality only (D5.3)."""
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in name)
+    return [name.upper(), f" {name} ", fullwidth]
+
+
 CHARS = "aé€𝄞 \n"
 """ASCII and one character of each UTF-8 width, so only a byte count tells whether output is over a limit."""
+ARTIFACT_NAMES = ("a.txt", "b.bin", "a.txt", "a b.txt", "a?b.txt", "a_b-2.txt")
+"""Artifact names, some repeated and some that a writer reducing names to safe file names makes alike (D2.8)."""
 LIMITS = (64, 100, 256)
 TIMEOUTS = (50.0, 300.0)
 OVERRUN_DEADLINE_S = 0.05
@@ -98,20 +114,16 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     )
     ending: Ending = draw(
         st.sampled_from(
-            ["ok"] * 5
+            ["ok"] * 8
             + ["ERROR", "TRANSIENT", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "raise", "overrun"]
         )
     )
     return Behaviour(
         parts=parts,
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
-        structure=draw(st.sampled_from(["none"] * 5 + ["valid", "valid", "invalid", "extra"])),
+        structure=draw(st.sampled_from(["none"] * 6 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
-            draw(
-                st.lists(
-                    st.tuples(st.sampled_from(["a.txt", "b.bin", "a.txt"]), st.text("ab€", max_size=8)), max_size=2
-                )
-            )
+            draw(st.lists(st.tuples(st.sampled_from(ARTIFACT_NAMES), st.text("ab€", max_size=8)), max_size=3))
         ),
         mark=marks and draw(st.booleans()),
         effect=draw(st.booleans()),
@@ -166,9 +178,9 @@ def arguments(draw: st.DrawFn, tool: ModelTool | None) -> dict[str, Any]:
     }
     names = draw(st.lists(st.sampled_from(sorted(pool)), unique=True, max_size=3))
     args = {name: pool[name] for name in names}
-    if draw(st.integers(0, 7)) == 0:
+    if draw(st.integers(0, 11)) == 0:
         args["extra"] = True
-    if names and draw(st.integers(0, 7)) == 0:
+    if names and draw(st.integers(0, 11)) == 0:
         args[names[0]] = None
     return args
 
@@ -193,14 +205,40 @@ def _again(step: Submit) -> Submit:
     return Submit(step.run_id, step.step_number, calls, step.context, step.tenant)
 
 
+def _other_value(value: Any) -> Any:
+    """Another JSON value close to ``value``: an array's elements reversed (at every depth), a number as a string
+    (a scalar of another JSON type), members of an object changed the same way. Equal only when nothing changes."""
+    if isinstance(value, list):
+        return [_other_value(item) for item in reversed(value)]
+    if isinstance(value, dict):
+        return {key: _other_value(value[key]) for key in value}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+@st.composite
+def _variant(draw: st.DrawFn, step: Submit) -> Submit:
+    """``step`` submitted again under the same run, step and call_ids, each call's arguments the same value in
+    another encoding (a replay, D3.4) or another value (another call: a new key, D10.4)."""
+    calls = []
+    for call in step.calls:
+        change = draw(st.sampled_from(["same", "reencoded", "reencoded", "other", "other"]))
+        args = call.arguments
+        if change != "same":
+            args = reencoded(args) if change == "reencoded" else {k: _other_value(v) for k, v in args.items()}
+        calls.append(call.model_copy(update={"arguments": args}))
+    return Submit(step.run_id, step.step_number, tuple(calls), step.context, step.tenant)
+
+
 @st.composite
 def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
     """Context items of every label, ids possibly shared by several items; sometimes none at all."""
     trusted = [label for label in LABELS if label is not TrustLabel.EXTERNAL_UNTRUSTED]
-    label = st.sampled_from(trusted * 2 + [TrustLabel.EXTERNAL_UNTRUSTED])
+    label = st.sampled_from(trusted * 3 + [TrustLabel.EXTERNAL_UNTRUSTED])
     items = draw(
         st.lists(
-            st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=4
+            st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0] + [1] * 7)), max_size=4
         )
     )
     return tuple(ContextItem(id=i, trust=label, text=f"item {i}") for i, label in items)
@@ -212,7 +250,7 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
     known = sorted({item.id for item in context}) or ["x"]
     out: dict[str, list[str]] = {}
     for name in args:
-        choice = draw(st.integers(0, 9))
+        choice = draw(st.integers(0, 15))
         if choice == 0:
             continue
         if choice == 1:
@@ -237,25 +275,34 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Wo
         max_output_bytes=limit,
         max_attempts=draw(st.integers(1, 3)),
         approval_timeout_s=timeout,
-        denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 6)) == 0),
-        credentials=tuple(draw(st.lists(st.sampled_from(SCOPES), unique=True, max_size=2))),
+        denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 9)) == 0),
+        # Each probed scope configured three times in four: an unscoped consequential call is held (D11.5).
+        credentials=tuple(scope for scope in PROBED_SCOPES if draw(st.integers(0, 3)) > 0),
     )
     model = Model(base)
     actions: list[Any] = []
     submitted: list[Submit] = []
-    steps = 0
+    steps: dict[str, int] = {}
+    hammered: tuple[Submit, ProposedCall] | None = None
     names = [t.spec.name for t in catalog]
-    for _ in range(draw(st.integers(1, max_actions))):
-        held = [r for r in model.records if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
-        suspended = [r for r in model.records if r.suspended]
+    for _ in range(draw(st.integers(max(1, max_actions // 2), max_actions))):
+        # An answer or a resume names a call by (run, step, call_id): only the first call under it is answerable.
+        first = [r for r in model.records if model.by_ref.get(r.ref) is r]
+        held = [r for r in first if r.status.value == "AWAITING_APPROVAL" and model.past_bound(r) is not None]
+        suspended = [r for r in first if r.suspended]
         kind = draw(
             st.sampled_from(
-                ["submit"] * 3 + ["repeat"] * 3 + ["replay", "answer", "answer", "resume", "advance", "sweep"]
+                ["submit"] * 3
+                + ["repeat"] * 3
+                + ["replay", "variant", "hammer", "hammer", "advance", "sweep"]
+                # A held or suspended call left alone never runs: answers and resumes are drawn often.
+                + ["answer"] * 4
+                + ["resume"] * 2
             )
         )
         action: Any
         if kind == "answer" and held:
-            action = Answer(draw(st.sampled_from(held)).ref, draw(st.booleans()))
+            action = Answer(draw(st.sampled_from(held)).ref, draw(st.sampled_from([True, True, True, False])))
             model.answer(action)
         elif kind == "resume" and suspended:
             action = Resume(draw(st.sampled_from(suspended)).ref, draw(st.sampled_from(["yes", "answer: é"])))
@@ -274,9 +321,25 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Wo
             action = draw(st.sampled_from(submitted))
             action = _again(action) if draw(st.booleans()) else action
             model.submit(action)
+        elif kind == "variant" and submitted:
+            action = draw(_variant(draw(st.sampled_from(submitted))))
+            model.submit(action)
+        elif kind == "hammer" and submitted:
+            # One earlier call again, alone or several times over, in its own run: mostly the call hammered last,
+            # so a workload reaches the breaker's thresholds (D14.2-D14.5) across steps.
+            source = hammered if hammered is not None and draw(st.integers(0, 3)) > 0 else None
+            source = source or draw(st.sampled_from([(s, c) for s in submitted for c in s.calls]))
+            hammered = source
+            steps[source[0].run_id] = steps.get(source[0].run_id, 0) + 1
+            where = (source[0].tenant, source[0].run_id, steps[source[0].run_id])
+            action = draw(_step(catalog, names, where, [], source[1]))
+            submitted.append(action)
+            model.submit(action)
         else:
-            steps += 1
-            action = draw(_step(catalog, names, steps, submitted if kind == "repeat" else []))
+            tenant, run_id = draw(st.sampled_from(RUNS))
+            steps[run_id] = steps.get(run_id, 0) + 1
+            earlier = submitted if kind == "repeat" else []
+            action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier))
             submitted.append(action)
             model.submit(action)
         actions.append(action)
@@ -343,14 +406,24 @@ def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> W
 
 @st.composite
 def _step(
-    draw: st.DrawFn, catalog: tuple[ModelTool, ...], names: list[str], number: int, earlier: list[Submit]
+    draw: st.DrawFn,
+    catalog: tuple[ModelTool, ...],
+    names: list[str],
+    where: tuple[str, str, int],
+    earlier: list[Submit],
+    hammer: ProposedCall | None = None,
 ) -> Submit:
+    """A step of 1 to 3 calls (call_ids by position, so a repeat in a later step may differ only by step); with
+    ``hammer``, that earlier call 1 to 3 times over (the breaker's thresholds across steps and within one)."""
+    tenant, run_id, number = where
     by_name = {t.spec.name: t for t in catalog}
     context = draw(contexts())
     calls: list[ProposedCall] = []
     old = [c for s in earlier for c in s.calls]
     # Sometimes one earlier call proposed several times over in this batch: the breaker's thresholds within a step.
-    burst = draw(st.sampled_from(old)) if old and draw(st.integers(0, 2)) == 0 else None
+    burst = draw(st.sampled_from(old)) if old and draw(st.integers(0, 2)) == 0 else hammer
+    if hammer is not None:
+        old = [hammer]
     for i in range(draw(st.integers(1, 3))):
         if old and draw(st.integers(0, 3)) > 0:
             # A repeat of an earlier call: another step, same tool and arguments.
@@ -358,12 +431,12 @@ def _step(
             name, args, prov = again.tool_name, again.arguments, again.provenance
             args = reencoded(args) if draw(st.booleans()) else args
         else:
-            name = (
-                draw(st.sampled_from(UNKNOWN_NAMES)) if draw(st.integers(0, 9)) == 0 else draw(st.sampled_from(names))
-            )
+            name = draw(st.sampled_from(names))
+            if draw(st.integers(0, 15)) == 0:
+                name = draw(st.sampled_from([*UNKNOWN_NAMES, *look_alikes(name)]))
             args = draw(arguments(by_name.get(name)))
             prov = draw(provenance(args, context))
-        calls.append(ProposedCall(call_id=f"c{number}.{i}", tool_name=name, arguments=args, provenance=prov))
+        calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]
     if parallel_allowed(specs):
         # The breaker's order among identical members of a parallel batch is left open (D14.1): draw none.
@@ -375,14 +448,70 @@ def _step(
                 seen.add(identity)
                 unique.append(c)
         calls = unique
-    tenant = draw(st.sampled_from(["tenant-1", "tenant-1", "tenant-2"]))
     return Submit(
-        run_id=draw(st.sampled_from(["run-1", "run-1", "run-2"])),
+        run_id=run_id,
         step_number=number,
         calls=tuple(calls),
         context=context,
         tenant=tenant,
     )
+
+
+def tour() -> Workload:
+    """The workload every cell runs first, whatever its budget, so a cell's verdict on the commonest paths does not
+    hang on the draw. A builtin READ_ONLY tool registered USER writes an artifact and returns two parts, the second
+    claiming SYSTEM, three times the limit in multi-byte text (an excerpt, D12; labels D1.3; artifacts D1.5); a
+    device EXTERNAL_WRITE NON_IDEMPOTENT tool whose result claims SYSTEM (D6.4), called with an argument of no
+    provenance, is held, approved and runs, marking its effect, over the limit too (a continued call excerpted,
+    D11.5, D11.6, D12.1), and held again with other arguments and denied (D3.7); a READ_ONLY NON_IDEMPOTENT tool
+    marks, leaves its effect and raises (UNCERTAIN, D4.2, D4.11); two tools' outputs sit at the limit's edges, one
+    over it only in bytes of all parts together, one exactly at it (D12.1, D12.5); the step is replayed in another
+    encoding (D3.4);
+    a control tool suspends and is resumed (D16.2, D16.4)."""
+    limit = LIMITS[0]
+    reader = ModelTool(
+        ToolSpec(name="t0.op", input_schema=TYPED_SCHEMA, output_trust=TrustLabel.USER),
+        Behaviour(
+            parts=((_text(limit * 2, 1), None), (_text(limit, 2), TrustLabel.SYSTEM)), artifacts=(("a.txt", "ab€"),)
+        ),
+    )
+    writer = ModelTool(
+        ToolSpec(
+            name="t1.op",
+            source=ToolSource.DEVICE,
+            side_effect=SideEffect.EXTERNAL_WRITE,
+            idempotency=IdempotencyClass.NON_IDEMPOTENT,
+            output_trust=TrustLabel.OPERATOR,
+        ),
+        Behaviour(parts=((_text(limit * 3, 3), None),), result_trust=TrustLabel.SYSTEM, mark=True, effect=True),
+    )
+    asker = ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA))
+    # Two parts of 13 three-byte characters each: each part, and the character count, under the limit; the bytes
+    # of both together over it (D12.1). And an output exactly at the limit, delivered whole (D12.5).
+    halves = ModelTool(ToolSpec(name="t4.op"), Behaviour(parts=(("€" * 13, None), ("€" * 13, None))))
+    at_limit = ModelTool(ToolSpec(name="t5.op"), Behaviour(parts=((_text(limit, 4), None),)))
+    crasher = ModelTool(
+        ToolSpec(name="t3.op", idempotency=IdempotencyClass.NON_IDEMPOTENT),
+        Behaviour(mark=True, effect=True, ending="raise"),
+    )
+    read = ProposedCall(
+        call_id="c0",
+        tool_name="t0.op",
+        arguments={"n": 1, "text": "hello world"},
+        provenance={"n": ["u"], "text": ["u"]},
+    )
+    write = ProposedCall(call_id="c1", tool_name="t1.op", arguments={"tags": [1, 2]})
+    refused = ProposedCall(call_id="c2", tool_name="t1.op", arguments={"tags": [2, 1]})
+    crash = ProposedCall(call_id="c3", tool_name="t3.op", arguments={"n": 2}, provenance={"n": ["u"]})
+    sizes = tuple(ProposedCall(call_id=f"c{i}", tool_name=f"t{i}.op", arguments={}) for i in (4, 5))
+    ask = ProposedCall(call_id="c0", tool_name="t2.ask", arguments={"q": "proceed?"}, provenance={"q": ["u"]})
+    context = (ContextItem(id="u", trust=TrustLabel.USER, text="item u"),)
+    first = Submit("r", 1, (read, write, refused, crash, *sizes), context, "t1")
+    second = Submit("r", 2, (ask,), context, "t1")
+    answers = (Answer(("r", 1, "c1"), True), Answer(("r", 1, "c2"), False))
+    actions = (first, _again(first), *answers, second, Resume(("r", 2, "c0"), "yes"))
+    tools = (reader, writer, asker, crasher, halves, at_limit)
+    return Workload(tools=tools, actions=actions, max_output_bytes=limit)
 
 
 def shown(workload: Workload, upto: int | None = None) -> str:

@@ -42,9 +42,15 @@ def test_the_model_and_the_reference_agree_on_ten_thousand_workloads(tmp_path: P
 
 
 def judged_witnesses() -> list[str]:
-    """Witnesses that break a rule a cell of the model judge judges, by name."""
+    """Witnesses that break a rule a cell of the model judge judges, by name; TOOLPROOF_MODEL_CATCH_DECISIONS
+    (comma-separated, e.g. D10,D14) keeps those that break a rule of one of those decisions."""
     judged = {rule for rules, _ in FAMILIES.values() for rule in rules}
-    return sorted(name for name, w in WITNESSES.items() if judged & set(w.breaks))
+    decisions = [d for d in os.environ.get("TOOLPROOF_MODEL_CATCH_DECISIONS", "").split(",") if d]
+    return sorted(
+        name
+        for name, w in WITNESSES.items()
+        if judged & set(w.breaks) and (not decisions or any(r.split(".")[0] in decisions for r in w.breaks))
+    )
 
 
 CAUGHT = (
@@ -106,7 +112,8 @@ def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, .
 @pytest.mark.slow
 @pytest.mark.thorough
 def test_the_model_judges_catch_rate_against_the_witnesses_it_covers(tmp_path: Path) -> None:
-    """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15)."""
+    """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15),
+    TOOLPROOF_MODEL_CATCH_DECISIONS limits the witnesses to some decisions' (see judged_witnesses)."""
     examples = int(os.environ.get("TOOLPROOF_MODEL_CATCH_EXAMPLES", "15"))
     names = judged_witnesses()
     caught = 0

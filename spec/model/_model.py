@@ -15,6 +15,7 @@ from ._catalog import Answer, ModelTool, Resume, Submit, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_faults import FaultExpected, StoreFaults
+from .d10 import key_inputs
 from .d13 import outcome
 from .d16 import with_answer
 
@@ -39,11 +40,17 @@ class Model:
         self.tools: dict[str, ModelTool] = {t.spec.name: t for t in workload.tools}
         self.records: list[Record] = []
         self.by_ref: dict[CallRef, Record] = {}
+        """The first call proposed under each (run, step, call_id): the one an answer or a resume names."""
+        self.by_key: dict[tuple[object, ...], Record] = {}
+        """Every call by its key's inputs (D10.1): a submission with equal inputs is the same call (D3.4)."""
         self.clock = 0.0
         self.store = StoreFaults(workload.fault)
 
     def submit(self, action: Submit) -> list[Expected]:
         """D3, D15.2: one expectation per proposed call, in proposal order.
+
+        D3.4 with D10.1-D10.4: a call is the same call as an earlier one exactly when its key's inputs are equal
+        (the arguments compared in canonical form); the same (run, step, call_id) with other arguments is another.
 
         Raises:
             FaultExpected: a write of the step fails (``d04_faults``): the submitter must get StoreFault instead.
@@ -53,7 +60,9 @@ class Model:
         out: list[Expected] = []
         for call in action.calls:
             ref = (action.run_id, action.step_number, call.call_id)
-            known = self.by_ref.get(ref)
+            tool = self.tools.get(call.tool_name)
+            inputs = key_inputs(action.tenant, *ref[:2], call, tool.spec.version if tool is not None else None)
+            known = self.by_key.get(inputs)
             if known is not None:
                 out.append(self._replay(known))
                 continue
@@ -64,7 +73,8 @@ class Model:
             if point is not None and not self.store.fail(record, point):
                 raise FaultExpected((self.store.faulted[ref],))  # No row was written: the model holds none.
             self.records.append(record)
-            self.by_ref[ref] = record
+            self.by_ref.setdefault(ref, record)
+            self.by_key[inputs] = record
             if point is not None:
                 raise FaultExpected((self.store.faulted[ref],))
             out.append(self._expected(record, ()))
