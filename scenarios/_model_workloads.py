@@ -344,7 +344,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Wo
             model.submit(action)
         actions.append(action)
     if faults:
-        return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, steps))
+        return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, sum(steps.values())))
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
 
 
@@ -398,8 +398,7 @@ def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> W
     )
     after: list[Submit] = []
     for number in range(steps + 2, steps + 2 + draw(st.integers(1, 2))):
-        step = draw(_step(catalog, names, number, []))
-        after.append(replace(step, run_id=NEXT_RUN))
+        after.append(draw(_step(catalog, names, (tenant, NEXT_RUN, number), [])))
     actions = (*workload.actions, fault_step, *after)
     return replace(workload, tools=catalog, actions=actions, fault=plan)
 
