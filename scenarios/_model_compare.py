@@ -230,7 +230,7 @@ def leaked_text(model: Model, events: Sequence[Event]) -> Problems:
                 secrets.add(b.detail)
     # Arguments that are not text (numbers, arrays, objects) cannot be told by a substring: an event value equal to
     # a call's whole arguments or to one of its array or object arguments carries them.
-    shapes = set()
+    shapes: set[bytes] = set()
     for record in model.records:
         values = [record.call.arguments, *record.call.arguments.values()]
         shapes.update(canonical(v) for v in values if isinstance(v, dict | list) and v)

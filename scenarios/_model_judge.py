@@ -184,12 +184,12 @@ class Judge:
                 # Call by call, each settled before the next is modelled: a later member's breaker reads the verdict
                 # an earlier identical member was really given where the ADR left it a choice (D14.4 after D4.20).
                 problems = []
-                for call, one in zip(action.calls, got, strict=True):
+                for call, given in zip(action.calls, got, strict=True):
                     try:
                         expected = self.model.submit(replace(action, calls=(call,)))
                     except FaultExpected as fault:
                         return await self._faulted(inst, action, got, None, fault.rules)
-                    problems += self._dispositions(expected, [one], where)
+                    problems += self._dispositions(expected, [given], where)
             specs = [
                 self.model.tools[c.tool_name].spec if c.tool_name in self.model.tools else None for c in action.calls
             ]
@@ -241,7 +241,7 @@ class Judge:
             shown = _first_line(raised)
             problems += [(rule, f"{where}: model allowed StoreFault, implementation raised {shown}") for rule in rules]
         elif raised is None:
-            shown = ", ".join(f"{d.status.value} {getattr(d, 'reason', None) or ''}".strip() for d in got)
+            shown = ", ".join(f"{d.status} {getattr(d, 'reason', None) or ''}".strip() for d in got)
             problems += [
                 (rule, f"{where}: model allowed StoreFault and no disposition, implementation gave [{shown}]")
                 for rule in rules
