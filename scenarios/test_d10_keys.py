@@ -8,7 +8,10 @@ tenant, run, step_number, call_id, tool name, tool_version or null, arguments], 
 spec/vectors/canonical-hashes.json.
 
 D10.2: the key across the attempts of a retried tool, and the bound for max_attempts 1, 2 (the default) and 3 with a
-tool that reports TRANSIENT every time and one that reports it once.
+tool that reports TRANSIENT every time and one that reports it once. The mark's gate on the retry, swept: a
+consequential tool of every idempotency class that reports TRANSIENT every time, once after marking its effect (and
+leaving it) and once without marking, for max_attempts 1, 2 and 3: only the marked NON_IDEMPOTENT one runs once, every
+other runs max_attempts times, counted in the fake world.
 
 D10.4: member order at every depth (property-based) keeps the key; an array's order, its length, and a scalar's JSON
 type change it (JSON's data model, RFC 8259: an object is unordered, an array ordered, so sorting arrays would change
@@ -27,8 +30,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolproof.fakes import EchoTool, FailsTool, TransientOnceTool, WriteTool
-from toolproof.spec import Identity, InstanceConfig, InvocationRow, Success
+from toolproof.fakes import EchoTool, FailsTool, ReturnsTool, TransientOnceTool, WriteTool
+from toolproof.spec import (
+    IdempotencyClass,
+    Identity,
+    InstanceConfig,
+    InvocationRow,
+    Success,
+    ToolFailure,
+    ToolResult,
+)
 
 from ._harness import Harness, Session, describe
 
@@ -109,6 +120,42 @@ async def test_a_failing_tool_runs_at_most_max_attempts_times(harness: Harness, 
         "D10.2",
         again == want,
         f"a tool that reports TRANSIENT once ran as attempts {again} with max_attempts {bound}; expected {want}",
+    )
+
+
+@pytest.mark.rules("D10.2")
+@pytest.mark.parametrize("max_attempts", [1, 2, 3])
+async def test_a_transient_failure_after_the_mark_is_retried_unless_non_idempotent(
+    harness: Harness, max_attempts: int
+) -> None:
+    transient = ToolResult(ok=False, failure=ToolFailure(kind="TRANSIENT"))
+    tools = {
+        (idempotency, marked): ReturnsTool(
+            harness.world,
+            transient,
+            name=f"tickets.{idempotency.value.lower()}_{'marked' if marked else 'unmarked'}",
+            act_first=marked,
+            **{**WriteTool.default_spec, "idempotency": idempotency},
+        )
+        for idempotency in IdempotencyClass
+        for marked in (True, False)
+    }
+    async with harness.open(*tools.values(), max_attempts=max_attempts) as session:
+        for tool in tools.values():
+            await session.call(tool.spec.name)
+    wrong = []
+    for (idempotency, marked), tool in tools.items():
+        runs = [e.attempt for e in harness.world.executions_of(tool.spec.name)]
+        once = marked and idempotency is IdempotencyClass.NON_IDEMPOTENT
+        want = [1] if once else list(range(1, max_attempts + 1))
+        if runs != want:
+            how = "after marking its effect" if marked else "without marking"
+            wrong.append(f"{idempotency.value} {how} ran as attempts {runs}, expected {want}")
+    harness.expect(
+        "D10.2",
+        not wrong,
+        f"a tool reporting TRANSIENT every time, max_attempts {max_attempts}: {'; '.join(wrong)}; a marked "
+        "NON_IDEMPOTENT tool's effect may have left, so it is never run again, and every other is retried to the bound",
     )
 
 

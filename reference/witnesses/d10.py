@@ -20,6 +20,7 @@ from toolproof.reference.hooks import (
     idempotency_key,
 )
 from toolproof.spec import (
+    IdempotencyClass,
     JsonObject,
     Step,
 )
@@ -155,6 +156,28 @@ async def _execute_one_retry_too_many(p: PipelineHost, s: CallState) -> None:
 @witness("max_attempts_counts_retries", ("D10.2",), "retries a TRANSIENT failure max_attempts times after the first")
 class _MaxAttemptsCountsRetries(Pipeline):
     steps = STEP_TABLE | {Step.EXECUTE: _execute_one_retry_too_many}
+
+
+async def _execute_as_if_idempotent(p: PipelineHost, s: CallState) -> None:
+    resolved = s.resolved
+    assert resolved is not None  # Step 10 runs only for a call step 1 resolved.
+    # The defect: the retry's gate reads the watermark without the tool's idempotency, as if a NON_IDEMPOTENT
+    # tool's marked effect could be repeated like an idempotent one's.
+    spec = resolved.spec.model_copy(update={"idempotency": IdempotencyClass.IDEMPOTENT})
+    s.resolved = replace(resolved, spec=spec)
+    try:
+        await _execute(p, s)
+    finally:
+        s.resolved = resolved
+
+
+@witness(
+    "retries_marked_non_idempotent",
+    ("D10.2",),
+    "retries a NON_IDEMPOTENT tool's TRANSIENT failure after it marked its effect",
+)
+class _RetriesMarkedNonIdempotent(Pipeline):
+    steps = STEP_TABLE | {Step.EXECUTE: _execute_as_if_idempotent}
 
 
 async def _resolve_dumped_key(p: PipelineHost, s: CallState) -> None:
