@@ -743,6 +743,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Baseline: {cells} cells pass, "
         f"{baseline.wall_s:.0f} s under coverage."
     )
+    subset = os.environ.get("TOOLPROOF_MUTATION_BASELINE_CELLS", "").split()
+    if subset:
+        meta += f" The baseline, so every mutant's judges, restricted to {', '.join(subset)} (a subset of the suite)."
     options.out.mkdir(parents=True, exist_ok=True)
     meta_path.write_text(json.dumps({"meta": meta}), encoding="utf-8")
     done = {r["id"] for r in load_results(results_path)} if options.resume else set()
