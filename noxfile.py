@@ -124,9 +124,10 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def mutation(session: nox.Session) -> None:
-    """The mutation gate over the reference core: mutation/results.jsonl and mutation/score.md.
+    """The mutation gate over every module of the reference: mutation/results.jsonl and mutation/score.md.
 
-    Options after ``--``: ``--sample N`` (drawn with ``--seed``), ``--modules _keys,_store``, ``--jobs J``,
+    Options after ``--``: ``--sample N`` or ``--per-module N`` (drawn with ``--seed``), ``--modules _keys,_store``,
+    ``--jobs J``,
     ``--database-url URL`` (PostgreSQL for the cells that need it; default ``$TOOLPROOF_DATABASE_URL``); see
     ``python mutation/run.py --help``. ``nox -s mutation -- --sample 150 --database-url
     postgresql://postgres@127.0.0.1:5432/test`` judges the committed sample with the local PostgreSQL.

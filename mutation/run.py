@@ -1,7 +1,10 @@
-"""The mutation gate: cosmic-ray's mutants of the reference core, judged by the conformance scenarios.
+"""The mutation gate: cosmic-ray's mutants of every module of the reference, judged by the conformance scenarios.
 
-``python mutation/run.py [--sample N] [--seed S] [--modules _keys,_store] [--jobs J] [--database-url URL]`` (or
-``nox -s mutation --``). With ``--database-url`` (default ``$TOOLPROOF_DATABASE_URL``) every run, the baseline and
+``python mutation/run.py [--sample N | --per-module N] [--seed S] [--modules _keys,_store] [--jobs J]
+[--database-url URL]`` (or ``nox -s mutation --``). The modules are every ``reference/*.py`` (``CORE``; the
+witnesses aside); ``--per-module N`` draws N compiling mutants of each, so a small module is judged as surely as a
+large one. The judges are every cell of ``scenarios/``, the model's generated workloads (``test_model.py``) among
+them. With ``--database-url`` (default ``$TOOLPROOF_DATABASE_URL``) every run, the baseline and
 each mutant's, gets the PostgreSQL URL, so the cells that need it (the sigkill-postgres crash cells, the PostgreSQL
 lease races) run and judge the mutants too; without it they do not run.
 
@@ -70,25 +73,10 @@ REFERENCE = ROOT / "reference"
 SCENARIOS = ROOT / "scenarios"
 PACKAGE = "toolproof.reference"
 PLUGIN = "toolproof.scenarios._plugin"
-CORE = (
-    "_pipeline",
-    "_steps",
-    "_logic",
-    "_persist",
-    "_execute",
-    "_finish",
-    "_store",
-    "_store_mcp",
-    "_keys",
-    "_policy",
-    "_registry",
-    "_excerpt",
-    "_bridge",
-    "_mcp_catalog",
-    "_mcp_pins",
-)
-"""The reference core: pipeline, steps (the table and its four bands), store, keys, policy, registry, excerpt,
-bridge, and the MCP adapter's catalog and pin code."""
+CORE = tuple(sorted(path.stem for path in REFERENCE.glob("*.py") if path.stem != "__init__"))
+"""Every module of the reference (``reference/*.py``; the witnesses, in ``reference/witnesses/``, and the package's
+``__init__`` aside): the pipeline and its step table, the steps' modules, the store and its tables, keys, policy,
+registry, context, excerpt, bridge, faults, instance, and the MCP adapter's four layers."""
 HASHED = ("reference", "scenarios", "fakes", "spec", "toolproof/driver")
 """The folders whose sources the cached baseline depends on."""
 STARTUP_S = 45.0
@@ -358,8 +346,10 @@ def each_choice(cells: Sequence[str], per_function: int) -> list[str]:
 
 
 def source_key(profile: str) -> str:
-    # The database URL decides which cells run, so a baseline measured without it is not one measured with it.
-    digest = hashlib.sha256(f"{profile}\0{DATABASE_URL or ''}".encode())
+    # The database URL decides which cells run, so a baseline measured without it is not one measured with it; so
+    # does a subset of the cells.
+    subset = os.environ.get("TOOLPROOF_MUTATION_BASELINE_CELLS", "")
+    digest = hashlib.sha256(f"{profile}\0{DATABASE_URL or ''}\0{subset}".encode())
     for folder in HASHED:
         for path in sorted((ROOT / folder).rglob("*.py")):
             digest.update(str(path.relative_to(ROOT)).encode())
@@ -604,7 +594,7 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         f"{total['equivalent']} equivalent, {total['incompetent']} incompetent; {len(results)} mutants"
     )
     timed = [r["seconds"] for r in results if r.get("seconds")]
-    lines = ["# Mutation score of the reference core", "", meta, "", f"**{summary}**", ""]
+    lines = ["# Mutation score of the reference", "", meta, "", f"**{summary}**", ""]
     lines += [
         "Score = killed ÷ (killed + survived); killed counts timeouts and crashed children, survived counts",
         "uncovered mutants (no scenario executes their lines); equivalent mutants (`survivors.toml`) and",
@@ -675,8 +665,11 @@ def _modules(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python mutation/run.py", description=__doc__.split("\n")[0])
     parser.add_argument("--sample", type=int, default=0, help="judge N mutants drawn with --seed (0: every one)")
+    parser.add_argument(
+        "--per-module", type=int, default=0, metavar="N", help="judge N mutants of each module, drawn with --seed"
+    )
     parser.add_argument("--seed", type=int, default=20261203, help="the sample's seed")
-    parser.add_argument("--modules", default="", help="comma-separated modules of reference/ (default: the core)")
+    parser.add_argument("--modules", default="", help="comma-separated modules of reference/ (default: every one)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants judged at once (default 1)")
     parser.add_argument("--timeout-factor", type=float, default=3.0, help="timeout: this × the cells' baseline")
     parser.add_argument("--profile", default="dev", help="TOOLPROOF_HYPOTHESIS_PROFILE of the runs (default dev)")
@@ -719,7 +712,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     modules = _modules(options.modules)
     population = enumerate_mutants(modules)
     chosen = population
-    if options.sample and options.sample < len(population):
+    if options.per_module:
+        # Dealt round-robin (each module's first draw, then each one's second ...), so a run cut short has judged
+        # every module about as far.
+        drawn = [
+            draw([m for m in population if m.module == name], options.per_module, options.seed) for name in modules
+        ]
+        chosen = [
+            m for rank in range(options.per_module) for mutants in drawn if rank < len(mutants) for m in [mutants[rank]]
+        ]
+    elif options.sample and options.sample < len(population):
         chosen = draw(population, options.sample, options.seed)
         chosen.sort(key=lambda m: (modules.index(m.module), m.line, m.operator, m.occurrence))
     os.environ["TOOLPROOF_HYPOTHESIS_PROFILE"] = options.profile
@@ -727,7 +729,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = run_baseline(options.profile, HERE / ".cache" / "baseline.json")
     cells = sum(1 for outcome in baseline.outcomes.values() if outcome == "passed")
     sampled = (
-        f"a sample of {len(chosen)} compiling mutants (seed {options.seed})"
+        f"a sample of {len(chosen)} compiling mutants ({options.per_module} per module, seed {options.seed})"
+        if options.per_module
+        else f"a sample of {len(chosen)} compiling mutants (seed {options.seed})"
         if chosen is not population
         else "every mutant"
     )
@@ -739,6 +743,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Baseline: {cells} cells pass, "
         f"{baseline.wall_s:.0f} s under coverage."
     )
+    subset = os.environ.get("TOOLPROOF_MUTATION_BASELINE_CELLS", "").split()
+    if subset:
+        meta += f" The baseline, so every mutant's judges, restricted to {', '.join(subset)} (a subset of the suite)."
     options.out.mkdir(parents=True, exist_ok=True)
     meta_path.write_text(json.dumps({"meta": meta}), encoding="utf-8")
     done = {r["id"] for r in load_results(results_path)} if options.resume else set()
@@ -761,7 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.cells == "each-choice" and options.confirm:
         # A survivor of the each-choice cells is judged again by every cell that executed its lines.
         first = {r["id"] for r in load_results(results_path) if r["outcome"] == "survived" and "each" in r["chosen_by"]}
-        again = [m for m in chosen if m.id in first]
+        again = [m for m in todo if m.id in first]  # This run's survivors, not those of earlier records.
         print(f"mutation: {len(again)} survivors judged again by every cell", file=sys.stderr, flush=True)
         judge_all(again, baseline, options.timeout_factor, options.jobs, results_path, every=True)
     results = load_results(results_path)

@@ -12,6 +12,9 @@ the last attempt (or after the loss, before the first attempt) is due an attempt
 Backoff never stops: however many attempts failed, the next is at most 60 s away (no circuit breaker gives a server
 up), so the outage runs past where a doubling backoff, or 10% on top of a 60 s cap, would pass 60 s, then both sides
 of the boundary (``_mcp.DOWN_SCHEDULE``). Once the server is back, the first need is a call in the running session.
+"With backoff": the instance clock passes between the loss and the first attempt and between two attempts, so needs
+at one instant make at most one attempt and none at the loss's instant: swept over the loss and three due instants,
+several needs at each, the clock standing still between them.
 A scenario advances the instance clock (past 60 s, or to exactly 60 s after the last attempt) and waits a bounded
 time for the attempt's entry; it never measures how long anything took.
 """
@@ -157,6 +160,65 @@ async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harn
         "D7.6",
         CatalogChangeKind.RECONNECTED in after,
         f"the server is used again but no reconnected entry was recorded: {[k.value for k in after]}",
+    )
+
+
+_NEEDS_PER_INSTANT = 4
+"""Needs made at one instant of the instance clock (the clock standing still): at most one of them may attempt."""
+
+
+@pytest.mark.rules("D7.6")
+@pytest.mark.slow
+async def test_needs_at_one_instant_make_at_most_one_reconnect_attempt(harness: Harness) -> None:
+    down = harness.directory / "kept-down"
+    config = McpServerConfig(
+        server_id="down",
+        transport=McpTransport.STDIO,
+        command=stdio_command("ExitsBetweenCallsServer", down_while=down),
+        classification=READ,
+        protocol=ERAS[0],
+    )
+    harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {ERAS[0]}, kept down while {down}")
+    wrong: list[str] = []
+    async with harness.open(mcp_servers=[config]) as session:
+        harness.success("D7.6", await session.call("mcp.down.echo", {"text": "up"}), "mcp.down.echo")
+        down.touch()
+        harness.success("D7.6", await session.call("mcp.down.exit", {"text": "now"}), "mcp.down.exit")
+        await _lost(harness, session, "D7.6", "mcp.down.echo", "down")
+        # The loss's instant: no attempt yet (the server was up before it, so every attempt recorded so far was made
+        # at that instant, during the calls that found it lost included). Then three instants CAP_S apart, each due one.
+        after = 0
+        for instant in range(4):
+            if instant:
+                harness.clock.advance(CAP_S)
+            before = after
+            made = len(await _attempts(session, "down"))
+            runs = itertools.count(1)
+            if instant:  # Due: wait a bounded time for its one attempt (a bound, never a timing claim).
+                with anyio.move_on_after(ATTEMPT_BOUND_S):
+                    while made == before:
+                        await session.call("mcp.down.echo", {"text": "due"}, run_id=f"due-{instant}-{next(runs)}")
+                        made = len(await _attempts(session, "down"))
+                        await anyio.sleep(0.05)
+            for need in range(_NEEDS_PER_INSTANT):
+                d = await session.call("mcp.down.echo", {"text": "again"}, run_id=f"again-{instant}-{need}")
+                harness.expect(
+                    "D7.6",
+                    _unavailable(d),
+                    f"the server kept down answered {describe(d)} (expected remote_unavailable)",
+                )
+            after = len(await _attempts(session, "down"))
+            harness.log.append(f"instant {instant} ({harness.clock.now():.1f}): attempts {before} -> {after}")
+            if instant and made == before:
+                wrong.append(f"the need {instant * CAP_S:.0f} s after the loss made no attempt")
+            if after - before > (1 if instant else 0):
+                at = f"{instant * CAP_S:.0f} s after the loss" if instant else "at the loss's instant"
+                wrong.append(f"{after - before} attempts {at}, the instance clock standing still")
+    harness.expect(
+        "D7.6",
+        not wrong,
+        f"reconnecting with backoff: the instance clock passes between the loss and the first attempt and between two "
+        f"attempts, and a need {CAP_S:.0f} s after the last makes one: {'; '.join(wrong)}",
     )
 
 

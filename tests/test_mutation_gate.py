@@ -17,7 +17,7 @@ from toolproof.spec import load_catalog
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "mutation" / "survivors.toml"
 RESULTS = ROOT / "mutation" / "results.jsonl"
-CLASSES = {"equivalent", "not-constrained", "gap"}
+CLASSES = {"equivalent", "not-constrained", "gap", "open"}
 
 
 def _survivors() -> list[dict[str, object]]:

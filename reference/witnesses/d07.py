@@ -422,6 +422,35 @@ witness(
 )(adapter_pipeline(_BackoffCapPlusMargin))
 
 
+class _ReconnectsAtEveryNeed(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: no wait after a failed attempt ("the next need may find it back"), so every need attempts.
+        return 0.0
+
+
+witness(
+    "reconnects_at_every_need",
+    ("D7.6",),
+    "waits nothing after a failed reconnect attempt, so every need at one instant makes another attempt",
+)(adapter_pipeline(_ReconnectsAtEveryNeed))
+
+
+class _ReconnectsAtTheLoss(McpAdapter):
+    async def lose(self, link: Link) -> None:
+        was_lost = link.lost
+        await super().lose(link)
+        if not was_lost:
+            # The defect: the first attempt is due at the loss itself, with no backoff before it.
+            link.retry_at = self.clock.now()
+
+
+witness(
+    "reconnects_at_the_loss",
+    ("D7.6",),
+    "makes the first reconnect attempt due at the instant of the loss, with no backoff before it",
+)(adapter_pipeline(_ReconnectsAtTheLoss))
+
+
 class _DueOnlyAfter(McpAdapter):
     async def reconnect(self, link: Link) -> bool:
         if link.lost and self.clock.now() == link.retry_at:

@@ -5,6 +5,7 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from toolproof.spec import (
     Success,
     ToolSource,
     TrustLabel,
+    excerpt_marker_text,
 )
 
 from ._registry import witness
@@ -304,6 +306,26 @@ class _MarkerWithANote(_Rewrites):
             for e in success.content
         ]
         return success.model_copy(update={"content": content})
+
+
+_TOTAL = re.compile(r" of (\d+) bytes omitted")
+
+
+@witness(
+    "marker_counts_the_tail_as_omitted",
+    ("D12.3",),
+    "states the bytes after the head as omitted in the marker, the delivered tail counted among them",
+)
+class _MarkerCountsTheTailAsOmitted(_Rewrites):
+    def rewrite(self, success: Success) -> Success:
+        head, markers, _ = _pieces(success.content)
+        found = _TOTAL.search(markers[0].text)
+        assert found is not None  # The reference's marker states its total in spec's fixed words.
+        total = int(found.group(1))
+        # The defect: the omitted count is the total less the head only.
+        omitted = total - sum(len(e.text.encode()) for e in head)
+        marker = markers[0].model_copy(update={"text": excerpt_marker_text(omitted, total)})
+        return success.model_copy(update={"content": [marker if e is markers[0] else e for e in success.content]})
 
 
 async def _excerpt_first_runs_only(p: PipelineHost, s: CallState) -> None:
