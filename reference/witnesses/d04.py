@@ -644,7 +644,7 @@ class _UncertainMetricSkipsOverruns(Pipeline):
 
 @witness(
     "twice_crashed_call_given_up",
-    ("D4.3", "D4.7"),
+    ("D4.7",),
     "resolves UNCERTAIN a NON_IDEMPOTENT orphan whose row counts two attempts, whatever its watermark",
 )
 class _TwiceCrashedCallGivenUp(Pipeline):
