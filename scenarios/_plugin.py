@@ -56,8 +56,8 @@ IMPLEMENTATIONS = pytest.StashKey[list[Implementation]]()
 REFS = pytest.StashKey[dict[str, str]]()
 DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
-FAILED_SCENARIOS = pytest.StashKey[dict[tuple[str, str], set[str]]]()
-"""With --toolproof-first-failure: (implementation, scenario function) to the rules a cell of it has failed."""
+FAILED_SCENARIOS = pytest.StashKey[set[tuple[str, str]]]()
+"""With --toolproof-first-failure: (implementation, scenario function) pairs that have a failed cell."""
 IMPL_SELECTED = pytest.StashKey[dict[str, frozenset[str]]]()
 """Implementation name to the rules it alone is judged on, for implementations given a narrower selection."""
 RUN_ID = pytest.StashKey[str]()
@@ -105,9 +105,8 @@ class NotClaimed(Skipped):
 
 
 class Spared(Skipped):
-    """With --toolproof-first-failure, skips a cell of a scenario whose cells already failed, for its implementation,
-    every rule the scenario judges it on: it leaves no row (a failed cell per rule rejects the implementation on each;
-    a scenario judging two rules runs on until both failed or its cells run out)."""
+    """With --toolproof-first-failure, skips a cell of a scenario that already failed for its implementation: it
+    leaves no row (one failed cell rejects the implementation on the scenario's rules)."""
 
 
 def scenario_names(item: pytest.Item) -> tuple[str, str]:
@@ -406,7 +405,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CELLS] = tuple(cell_selector(cell) for cell in config.getoption("--toolproof-cell"))
     config.stash[RUN_ID] = config.getoption("--toolproof-run-id") or new_run_id()
     if config.getoption("--toolproof-first-failure"):
-        config.stash[FAILED_SCENARIOS] = {}
+        config.stash[FAILED_SCENARIOS] = set()
 
 
 _RULE_LITERAL = re.compile(r"""["'](D\d+\.\d+)["']""")
@@ -546,11 +545,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     impl = cast(Implementation, item.callspec.params["implementation"])
     item.stash[CASE] = ScenarioCase(rules=rules, implementation=impl.name, scenario=scenario_names(item)[1])
     failed = item.config.stash.get(FAILED_SCENARIOS, None)
-    scenario = _scenario_of(item)
-    if failed is not None and scenario in failed:
-        judged = set(rules) & item.config.stash[IMPL_SELECTED].get(impl.name, item.config.stash[SELECTED])
-        if judged <= failed[scenario]:
-            raise Spared(f"spared: {impl.name} already failed every rule of this scenario in an earlier cell")
+    if failed is not None and _scenario_of(item) in failed:
+        raise Spared(f"spared: {impl.name} already failed a cell of this scenario")
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
     extra = item.get_closest_marker("profiles")
@@ -580,14 +576,10 @@ def pytest_runtest_makereport(
     report = yield
     failed = item.config.stash.get(FAILED_SCENARIOS, None)
     # Only a conformance failure counts: a cell that errored proves nothing, so the scenario's next cell still runs.
-    scenario = _scenario_of(item)
-    if failed is not None and scenario is not None and call.excinfo is not None:
-        broken = _conformance_failure(call.excinfo.value)
-        if broken is not None:
-            failed.setdefault(scenario, set()).add(broken.rule_id)
-    harness_seen = getattr(item, "funcargs", {}).get("harness")
-    if failed is not None and scenario is not None and isinstance(harness_seen, Harness) and harness_seen.everywhere:
-        failed.setdefault(scenario, set()).update(harness_seen.everywhere)
+    if failed is not None and call.excinfo is not None and _conformance_failure(call.excinfo.value) is not None:
+        scenario = _scenario_of(item)
+        if scenario is not None:
+            failed.add(scenario)
     # What this phase raised, for the collector to judge by type rather than by the report's text.
     item.stash[RAISED] = call.excinfo.value if call.excinfo is not None else None
     harness = getattr(item, "funcargs", {}).get("harness")

@@ -22,10 +22,11 @@ SOLO_DECISIONS = frozenset({"D4", "D17"})
 """Decisions whose scenarios include a crash matrix: their witnesses run alone, on their own rules only (a shared run
 would give every witness of the decision the union of their rules' cells)."""
 
-EVERY_CELL = frozenset({"watermark_after_effect", "answer_forgotten_by_recovery"})
+EVERY_CELL = frozenset({"watermark_after_effect", "answer_forgotten_by_recovery", "retries_with_new_key"})
 """Solo witnesses whose runs go on past a scenario's first failed cell: between them they fail the crash matrix in
 both modes and at after_claim, after_watermark and after_effect (D3's ``no_dedupe`` fails it at after_complete), which
-``test_witnesses.py`` asks of the matrix. Every other run stops a scenario at its first failed cell: one is enough to
+``test_witnesses.py`` asks of the matrix; and ``retries_with_new_key``, whose D4.5 fails only in a cell of a scenario
+after the cell where its D4.4 failed. Every other run stops a scenario at its first failed cell: one is enough to
 reject a witness, and the rest of a crash or fault matrix (hundreds of cells for a D4.7 witness) proves nothing more."""
 
 CHUNK = 4
