@@ -245,6 +245,7 @@ def test_a_sigkilled_writer_loses_no_acknowledged_commit(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # About 160 s: out of the default run to keep CI within 30 minutes (nox -s model runs it).
 def test_quick_bench_runs_as_a_module_and_writes_bench_json(tmp_path: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "toolproof.bench", "--quick", "--out", str(tmp_path)],
