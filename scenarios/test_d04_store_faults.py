@@ -77,6 +77,14 @@ def _cells() -> list[object]:
     return cells
 
 
+def _store_url(harness: Harness, mode: FaultMode, database_url: str | None) -> str | None:
+    """The PostgreSQL store a plan-postgres cell's instance uses; None (the SQLite file) for the other modes."""
+    if mode is not FaultMode.PLAN_POSTGRES:
+        return None
+    assert database_url is not None  # Invariant: the plugin skips needs_database cells without a URL.
+    return postgres_url(harness, database_url)
+
+
 # No function-level rules mark: each cell's own marks name the rules it judges.
 @pytest.mark.parametrize(("mode", "point", "kind", "idempotency", "path", "store_returns"), _cells())
 async def test_a_failed_store_write_acts_on_nothing_reports_nothing_and_is_recovered(
@@ -89,11 +97,7 @@ async def test_a_failed_store_write_acts_on_nothing_reports_nothing_and_is_recov
     path: FaultPath,
     store_returns: bool,
 ) -> None:
-    store_url = None
-    if mode is FaultMode.PLAN_POSTGRES:
-        assert database_url is not None  # Invariant: the plugin skips needs_database cells without a URL.
-        store_url = postgres_url(harness, database_url)
-    case = FaultCase(point, kind, idempotency, path, store_returns, mode, store_url)
+    case = FaultCase(point, kind, idempotency, path, store_returns, mode, _store_url(harness, mode, database_url))
     await fault_cell(harness, case)
 
 
@@ -119,10 +123,7 @@ async def test_a_read_only_call_whose_write_failed_never_runs_alone_or_in_a_para
     path: FaultPath,
     store_returns: bool,
 ) -> None:
-    store_url = None
-    if mode is FaultMode.PLAN_POSTGRES:
-        assert database_url is not None  # Invariant: the plugin skips needs_database cells without a URL.
-        store_url = postgres_url(harness, database_url)
+    store_url = _store_url(harness, mode, database_url)
     case = FaultCase(point, kind, idempotency, path, store_returns, mode, store_url, side_effect=SideEffect.READ_ONLY)
     await fault_cell(harness, case)
 
