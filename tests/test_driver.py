@@ -17,7 +17,7 @@ import anyio
 import httpx2
 import pytest
 import schemathesis
-from helpers import free_port, wait_for_driver
+from helpers import free_port, served_driver
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -86,16 +86,9 @@ def test_the_document_covers_both_servers() -> None:
 @pytest.fixture(scope="module")
 def driver_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference behind the driver protocol, alone (not supervised), as a real server process."""
-    port = free_port()
     root = tmp_path_factory.mktemp("driver-root")
-    process = subprocess.Popen(child_command("reference", port, root, [], supervised=False))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_driver(url, process)
+    with served_driver(lambda port: child_command("reference", port, root, [], supervised=False)) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.mark.slow

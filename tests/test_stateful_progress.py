@@ -18,7 +18,7 @@ from pathlib import Path
 from queue import Empty, Queue
 
 import pytest
-from helpers import free_port, wait_for_driver
+from helpers import served_driver
 
 CELL = "test_d04_stateful.py::test_random_crash_and_recovery_sequences_keep_the_invariants"
 TRIED = re.compile(r"(\d+) sequences tried, for the ci profile's 200 examples of at most 10 steps")
@@ -28,16 +28,9 @@ PATIENCE_S = 600
 
 @pytest.fixture
 def served_reference() -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "toolproof", "serve-reference", "--port", str(port)]
-    process = subprocess.Popen([*command, "--root", tempfile.gettempdir()], stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_driver(url, process)
+    command = [sys.executable, "-m", "toolproof", "serve-reference", "--root", tempfile.gettempdir(), "--port"]
+    with served_driver(lambda port: [*command, str(port)], quiet=True) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def _lines(stream: object, into: Queue[str]) -> None:

@@ -38,16 +38,24 @@ def wait_for_driver(url: str, process: subprocess.Popen[bytes] | None = None) ->
 
 
 @contextlib.contextmanager
-def served_driver(command: Callable[[int], list[str]], importable: Path) -> Iterator[str]:
-    """A driver started by ``command(port)`` on a free port, with ``importable`` on its path and as its folder; the
-    address once it answers; terminated on the way out."""
+def served_driver(
+    command: Callable[[int], list[str]], importable: Path | None = None, *, quiet: bool = False
+) -> Iterator[str]:
+    """A driver started by ``command(port)`` on a free port (with ``importable``, if given, on its path and as its
+    folder; ``quiet``: its stderr dropped); the address once it answers; terminated on the way out."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(importable), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen(command(port), env=env, cwd=importable)
+    env = None
+    if importable is not None:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(importable), os.environ.get("PYTHONPATH")])),
+        }
+    stderr = subprocess.DEVNULL if quiet else None
+    process = subprocess.Popen(command(port), env=env, cwd=importable, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_driver(url, process)
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=60)
