@@ -7,7 +7,15 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from toolproof.spec import ContentPart, JsonObject, ToolExecutionContext, ToolFailure, ToolResult
+from toolproof.spec import (
+    ContentPart,
+    CrashPoint,
+    JsonObject,
+    ToolExecutionContext,
+    ToolFailure,
+    ToolResult,
+    crash_now,
+)
 from toolproof.spec.model import RAISED_TEXT, STRUCTURES, ModelTool
 from toolproof.spec.model.d02 import PROBED_SCOPES
 
@@ -22,10 +30,23 @@ class ScriptedToolError(RuntimeError):
 class ScriptedTool(FakeTool):
     """Executes ``tool.behaviour`` under ``tool.spec``; every execution, effect, start and end lands in ``world``."""
 
-    def __init__(self, world: World, tool: ModelTool) -> None:
+    def __init__(
+        self, world: World, tool: ModelTool, crash: tuple[CrashPoint, tuple[str, int, str]] | None = None
+    ) -> None:
+        """``crash``: die (SimulatedCrash) at that point inside step 10 of the first execution of the call named
+        (run, step, call_id): before the mark, after it, or after the effect, before returning."""
         super().__init__(world, tool.spec.name)
         self._spec = tool.spec
         self.behaviour = tool.behaviour
+        self.crash = crash
+
+    def _die_at(self, point: CrashPoint, context: ToolExecutionContext) -> None:
+        if self.crash is None or self.crash[0] is not point:
+            return
+        i = context.identity
+        if (i.run_id, i.step_number, i.call_id) == self.crash[1]:
+            self.crash = None
+            crash_now("raise")
 
     async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
         call_id = context.identity.call_id
@@ -45,10 +66,13 @@ class ScriptedTool(FakeTool):
         b = self.behaviour
         await anyio.lowlevel.checkpoint()  # A checkpoint: members run concurrently would interleave here.
         refs = [await context.artifact_writer.write(name, text.encode()) for name, text in b.artifacts]
+        self._die_at(CrashPoint.BEFORE_WATERMARK, context)
         if b.mark:
             await context.mark_effect_sent()
+            self._die_at(CrashPoint.AFTER_WATERMARK, context)
         if b.effect:
             self.world.leave_mark(self.spec.name, arguments, context)
+        self._die_at(CrashPoint.AFTER_EFFECT, context)
         ending = b.ending_at(context.identity.attempt)
         if ending == "raise":
             raise ScriptedToolError(RAISED_TEXT)

@@ -16,6 +16,8 @@ from typing import Any
 from toolproof.driver import HttpImplementation
 from toolproof.fakes import FakeClock, ScriptedTool, World
 from toolproof.spec import (
+    BOUNDARY_CRASH_POINTS,
+    CrashPlan,
     Disposition,
     EventKind,
     Implementation,
@@ -23,12 +25,14 @@ from toolproof.spec import (
     InvocationRow,
     Metric,
     ReasonCode,
+    SimulatedCrash,
     StepRequest,
     StoreFault,
 )
 from toolproof.spec.model import (
     Advance,
     Answer,
+    Crash,
     Expected,
     Model,
     Problems,
@@ -92,7 +96,7 @@ class Judge:
         """The configured workspace (D2.6)."""
         return self.directory / "workspace"
 
-    def _config(self) -> InstanceConfig:
+    def _config(self, crash: CrashPlan | None = None) -> InstanceConfig:
         workspace = self.workspace
         workspace.mkdir(parents=True, exist_ok=True)
         w = self.workload
@@ -105,24 +109,133 @@ class Judge:
             denied_tools=list(w.denied_tools),
             credentials={scope: f"credential-{scope}" for scope in w.credentials},
             fault=w.fault,
+            lease_s=w.lease_s,
+            crash=crash,
         )
 
     async def run(self) -> None:
-        """Every action in order; raises Divergence at the first action whose observables the model refuses."""
+        """Every action in order; raises Divergence at the first action whose observables the model refuses. A crash
+        action runs in an instance of its own that dies; the actions after it are another instance's."""
+        actions = self.workload.actions
+        start = 0
+        while start < len(actions):
+            stop = next((i for i in range(start, len(actions)) if isinstance(actions[i], Crash)), len(actions))
+            if stop > start:
+                tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
+                async with self.implementation.open(self._config(), tools, self.clock) as instance:
+                    for number in range(start, stop):
+                        await self._one(instance, number, actions[number])
+            if stop < len(actions):
+                crash = actions[stop]
+                assert isinstance(crash, Crash)
+                await self._crash(stop, crash)
+            start = stop + 1
+
+    async def _one(self, instance: object, number: int, action: object) -> None:
+        try:
+            problems = await self._act(instance, action)
+            problems += await self._read_back(instance)
+        except Exception as exc:
+            if not self.model.store.fired:
+                raise
+            # D3.11: after a store fault the same instance serves its next calls and reads.
+            problems = [("D3.11", f"after the store fault the instance raised {_first_line(exc)}")]
+        problems += self._contexts(instance)
+        if problems:
+            raise Divergence(problems, shown(self.workload, upto=number))
+
+    async def _crash(self, number: int, action: Crash) -> None:
+        """D4.x: run the action in a worker that dies at the point (the instance's crash plan at a step boundary, the
+        scripted tool itself inside step 10); then, in another instance, read back what it left."""
+        inner = action.action
+        where = f"crash at {action.point.value}"
+        target: tuple[str, int, str]
+        invocation_id = ""
+        if isinstance(inner, Submit):
+            assert len(inner.calls) == 1
+            target = (inner.run_id, inner.step_number, inner.calls[0].call_id)
+            self.runs.add(inner.run_id)
+        else:
+            if inner.call not in self.model.by_ref:
+                return  # A reduced workload dropped the step that proposed it.
+            record = self.model.by_ref[inner.call]
+            waiting = record.status.value == "AWAITING_APPROVAL" if isinstance(inner, Answer) else record.suspended
+            if not waiting:
+                return
+            target, invocation_id = record.ref, self.ids[record.key][0]
+        boundary = action.point in BOUNDARY_CRASH_POINTS.values()
+        plan = CrashPlan(point=action.point, call_id=target[2]) if boundary else None
+        tools = [ScriptedTool(self.world, t, None if boundary else (action.point, target)) for t in self.workload.tools]
+        expected = self.model.crash(action)
+        got: list[Disposition] = []
+        died = False
+        dying: object = None
+        try:
+            async with self.implementation.open(self._config(plan), tools, self.clock) as instance:
+                dying = instance
+                if isinstance(inner, Submit):
+                    step = StepRequest(
+                        tenant=inner.tenant,
+                        run_id=inner.run_id,
+                        step_number=inner.step_number,
+                        calls=list(inner.calls),
+                        context=list(inner.context),
+                    )
+                    got = await instance.submit(step)
+                elif isinstance(inner, Answer):
+                    got = [await instance.resolve_approval(invocation_id, inner.approved)]
+                else:
+                    got = [await instance.resume(invocation_id, inner.answer)]
+        except SimulatedCrash:
+            died = True
+        except BaseExceptionGroup as group:  # A task group may wrap the crash.
+            if group.subgroup(SimulatedCrash) is None:
+                raise
+            died = True
+        problems: Problems = []
+        record = self.model.by_ref.get(target)
+        rules = record.crash_rules if record is not None and record.crash_rules else ("D3.1",)
+        if expected is None and not died:
+            shown_got = ", ".join(f"{d.status} {getattr(d, 'reason_code', None) or ''}".strip() for d in got)
+            problems += [
+                (rule, f"{where}: model allowed the worker to die there, it lived and answered [{shown_got}]")
+                for rule in rules
+            ]
+        elif expected is not None and died:
+            problems.append(("D3.1", f"{where}: the call never meets that point, yet the worker died"))
+        elif expected is not None:
+            problems += self._dispositions(expected, got, where)
         tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
-        async with self.implementation.open(self._config(), tools, self.clock) as instance:
-            for number, action in enumerate(self.workload.actions):
-                try:
-                    problems = await self._act(instance, action)
-                    problems += await self._read_back(instance)
-                except Exception as exc:
-                    if not self.model.store.fired:
-                        raise
-                    # D3.11: after a store fault the same instance serves its next calls and reads.
-                    problems = [("D3.11", f"after the store fault the instance raised {_first_line(exc)}")]
-                problems += self._contexts(instance)
-                if problems:
-                    raise Divergence(problems, shown(self.workload, upto=number))
+        async with self.implementation.open(self._config(), tools, self.clock) as reader:
+            if isinstance(inner, Submit) and not problems:
+                problems += await self._registered(reader, inner, where)
+            if not problems:
+                problems += await self._read_back(reader)
+        if dying is not None:
+            problems += self._contexts(dying)
+        if problems:
+            raise Divergence(problems, shown(self.workload, upto=number))
+
+    async def _registered(self, reader: Any, step: Submit, where: str) -> Problems:
+        """The row a dead worker left for its call, found by run, step and call_id (no disposition named it)."""
+        call = step.calls[0]
+        ref = (step.run_id, step.step_number, call.call_id)
+        rows = await reader.invocations(step.run_id)
+        found = [r.invocation_id for r in rows if (r.run_id, r.step_number, r.call_id) == ref]
+        record = self.model.by_ref.get(ref)
+        if record is not None and record in self.model.records:
+            if found:
+                ids = self.ids.setdefault(record.key, [])
+                if found[0] not in ids:
+                    ids.append(found[0])
+                return []
+            return [
+                (rule, f"{where}: model allowed a row for {call.call_id}, implementation has none")
+                for rule in record.crash_rules
+            ]
+        if found:
+            return [("D4.8", f"{where}: the worker died before step 6, yet {call.call_id} has a row")]
+        return []
 
     def _contexts(self, instance: object) -> Problems:
         """D2.1, D2.2, D2.5, D2.6 on every context a tool was handed since the last action, read by the tool itself
@@ -222,9 +335,8 @@ class Judge:
         got_ids = {getattr(d, "invocation_id", "") for d in decided}
         found: Problems = []
         if set(want) != got_ids:
-            found.append(
-                ("D11.7", f"sweep: model allowed it to decide {sorted(want)}, implementation decided {sorted(got_ids)}")
-            )
+            shown_sets = f"sweep: model allowed it to decide {sorted(want)}, implementation decided {sorted(got_ids)}"
+            found += [(rule, shown_sets) for rule in self.model.sweep_rules]
         for d in decided:
             if d.invocation_id in want:
                 found += disposition_problems(self.model, want[d.invocation_id], d, "sweep")
@@ -300,10 +412,16 @@ class Judge:
         for record in self.model.records:
             for invocation_id in self.ids.get(record.key, []):
                 found = self._row(record, rows.get(invocation_id), invocation_id)
-                want = [str(k) for k in record.events]
+                allowed = [_compress([str(k) for k in events]) for events in record.allowed_events()]
                 got = _compress(kinds.get(invocation_id, []))
-                if got != want:
-                    found.append(("D3.7", f"{record.ref[2]}: model allowed events {want}, implementation gave {got}"))
+                if got not in allowed:
+                    shown_events = " or ".join(map(str, allowed))
+                    found.append(
+                        ("D3.7", f"{record.ref[2]}: model allowed events {shown_events}, implementation gave {got}")
+                    )
+                if record.crash_rules:
+                    # What a crash left, and its recovery, are decided by the crash's rules too.
+                    found += [(rule, message) for _, message in found for rule in record.crash_rules]
                 fault_rule = self.model.store.faulted.get(record.ref)
                 # What a call whose write failed left is decided by the store-fault rule, an event by D3.11.
                 if fault_rule is not None:
@@ -353,8 +471,8 @@ class Judge:
                 )
                 for r in path
             ]
-        if fresh and row.attempt != record.executions and not (cut and row.attempt <= record.executions):
-            problems.append(("D10.2", f"{name}: model allowed attempt {record.executions}, the row says {row.attempt}"))
+        if fresh and row.attempt != record.attempt and not (cut and row.attempt <= record.attempt):
+            problems.append(("D10.2", f"{name}: model allowed attempt {record.attempt}, the row says {row.attempt}"))
         marked = row.effect_sent_at is not None
         problems += consistency(record, row)
         if marked != record.watermark and not (cut and not marked):
@@ -409,7 +527,7 @@ class Judge:
         problems: Problems = []
         if len({i.idempotency_key for i in seen}) > 1:
             problems.append(("D10.2", f"{record.ref[2]}: its attempts were handed {len(seen)} different keys"))
-        for attempt, identity in enumerate(seen, start=1):
+        for attempt, identity in zip(record.attempts, seen, strict=False):
             want = (
                 record.tenant,
                 *record.ref,

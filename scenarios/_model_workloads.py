@@ -263,9 +263,9 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
 
 
 @st.composite
-def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Workload:
+def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False, crashes: bool = False) -> Workload:
     """A whole workload, drawn against the model so every answer targets a held call; with ``faults``, ending in a
-    store fault (``_faulted``)."""
+    store fault (``_faulted``); with ``crashes``, in a crash and its recovery (``_model_crash.crashed``)."""
     limit = draw(st.sampled_from(LIMITS))
     catalog = tuple(draw(tools(i, limit)) for i in range(draw(st.integers(1, 4))))
     timeout = draw(st.sampled_from(TIMEOUTS))
@@ -345,6 +345,10 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False) -> Wo
         actions.append(action)
     if faults:
         return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, sum(steps.values())))
+    if crashes:
+        from ._model_crash import crashed  # Imported here: it draws on this module.
+
+        return draw(crashed(Workload(**{**base.__dict__, "actions": tuple(actions)})))
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from toolproof.spec import ContextItem, FaultPlan, JsonObject, ProposedCall, ToolSpec, TrustLabel
+from toolproof.spec import ContextItem, CrashPoint, FaultPlan, JsonObject, ProposedCall, ToolSpec, TrustLabel
 
 Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
 """How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
@@ -117,7 +117,17 @@ class Sweep:
     """Run the maintenance sweep."""
 
 
-Action = Submit | Answer | Resume | Advance | Sweep
+@dataclass(frozen=True)
+class Crash:
+    """Do ``action`` in a worker that dies at ``point`` (the model's page ``d04_crash``): a step of one call on its
+    first run, or an approval granted, or a resume. The worker's instance is gone; the next actions are another
+    worker's (a fresh instance over the same store, on the same clock)."""
+
+    action: Submit | Answer | Resume
+    point: CrashPoint
+
+
+Action = Submit | Answer | Resume | Advance | Sweep | Crash
 """One thing the harness does to the implementation."""
 
 
@@ -133,5 +143,7 @@ class Workload:
     denied_tools: tuple[str, ...] = ()
     credentials: tuple[str, ...] = ()
     """Scopes the instance has a credential for."""
+    lease_s: float = 60.0
+    """How long a claim is leased (``InstanceConfig.lease_s``): a sweep takes an orphan only past it."""
     fault: FaultPlan | None = None
     """The store fault the instance is opened with (``InstanceConfig.fault``; the model's page ``d04_faults``)."""

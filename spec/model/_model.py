@@ -1,4 +1,4 @@
-"""The model's state and its actions: submit, answer, resume, advance, sweep.
+"""The model's state and its actions: submit, answer, resume, advance, sweep, crash.
 
 Each action returns what the caller must get back, as ``Expected`` dispositions; after the judge has
 compared them, ``settle`` fixes the choices the ADR left open to the ones the implementation made, so
@@ -7,13 +7,14 @@ every later expectation follows from what was really observed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toolproof.spec import EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, ModelTool, Resume, Submit, Workload
+from ._catalog import Answer, Crash, ModelTool, Resume, Submit, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
+from .d04_crash import left, orphan, points, recover
 from .d04_faults import FaultExpected, StoreFaults
 from .d10 import key_inputs
 from .d13 import outcome
@@ -45,6 +46,8 @@ class Model:
         """Every call by its key's inputs (D10.1): a submission with equal inputs is the same call (D3.4)."""
         self.clock = 0.0
         self.store = StoreFaults(workload.fault)
+        self.sweep_rules: tuple[str, ...] = ("D11.7",)
+        """The rules the last sweep's choice of calls follows."""
 
     def submit(self, action: Submit) -> list[Expected]:
         """D3, D15.2: one expectation per proposed call, in proposal order.
@@ -66,7 +69,9 @@ class Model:
             if known is not None:
                 out.append(self._replay(known))
                 continue
-            record = propose(self.workload, self.tools, self.records, action.tenant, ref, call, action.context)
+            record = propose(
+                self.workload, self.tools, self.records, action.tenant, ref, call, action.context, self.clock
+            )
             if record.status is InvocationStatus.AWAITING_APPROVAL:
                 record.held_since = self.clock
             point = self.store.meets(record)
@@ -88,8 +93,18 @@ class Model:
         return Expected(record, None, rules)
 
     def _replay(self, record: Record) -> Expected:
-        """D3.4: a terminal call replayed is answered from its record; a held one is still held."""
+        """D3.4: a terminal call replayed is answered from its record; a held one is still held. A call a dead worker
+        left (d04_crash): a RUNNING row past its lease, or a recorded one, is recovered by the replay (D4.3-D4.8,
+        D4.14, D4.15); a RUNNING row under a live lease is another worker's (D3.2: in_progress, the row untouched)."""
         record.replayed += 1
+        running = record.status is InvocationStatus.RUNNING and not record.terminal
+        if running and record.lease_until is not None and record.lease_until > self.clock:
+            busy = replace(record, verdicts=(outcome(ReasonCode.IN_PROGRESS, "D3.2", "D13.5"),), events=[])
+            return Expected(busy, None, ("D3.2",), replay=True)
+        stranded = record.status is InvocationStatus.RECORDED and not (record.suspended or record.terminal)
+        if running or (stranded and not record.pre_record):
+            rules = recover(record, self.workload, self.clock, sweep=False)
+            return self._expected(record, rules)
         return Expected(record, self._expected(record, ()).suspended, ("D3.4",), replay=True)
 
     def past_bound(self, record: Record) -> bool | None:
@@ -111,7 +126,7 @@ class Model:
         if not action.approved:
             record.finish((outcome(ReasonCode.APPROVAL_DENIED, "D11.6"),))
             return Expected(record, None, ("D11.6",))
-        run_tool(record, self.workload)
+        run_tool(record, self.workload, self.clock)
         return Expected(record, None, ("D11.6",))
 
     def resume(self, action: Resume) -> Expected:
@@ -120,7 +135,7 @@ class Model:
         assert record.suspended
         record.answer = action.answer
         record.suspended = False
-        run_tool(record, self.workload)
+        run_tool(record, self.workload, self.clock)
         return Expected(record, None, ("D16.4",))
 
     def advance(self, seconds: float) -> None:
@@ -128,14 +143,66 @@ class Model:
         self.clock += seconds
 
     def sweep(self) -> list[Expected]:
-        """D11.7, D4.19, D16.3: expire holds past their bound; leave holds inside it and suspended calls alone."""
+        """D11.7, D4.19, D16.3: expire holds past their bound; leave holds inside it and suspended calls alone. Then
+        D4.3-D4.8, D4.18 (d04_crash): recover the orphans a dead worker left, never a row under a live lease."""
         out = []
+        rules = ["D11.7"]
         for record in self.records:
             if record.status is InvocationStatus.AWAITING_APPROVAL and self.past_bound(record):
                 record.events.append(EventKind.APPROVAL_RESOLVED)
                 record.finish((outcome(ReasonCode.APPROVAL_EXPIRED, "D11.7"),))
                 out.append(Expected(record, None, ("D11.7",)))
+            elif record.status is InvocationStatus.AWAITING_APPROVAL and record.crash_rules:
+                rules.append("D4.19")
+        lease = self.workload.lease_s
+        for record in self.records:
+            if orphan(record, self.clock, lease):
+                found = recover(record, self.workload, self.clock, sweep=True)
+                rules += found
+                out.append(self._expected(record, found))
+            elif record.crash_rules and record.status is InvocationStatus.RUNNING and not record.terminal:
+                rules.append("D4.18")  # Under a live lease: left as it is.
+        self.sweep_rules = tuple(dict.fromkeys(rules))
         return out
+
+    def crash(self, action: Crash) -> list[Expected] | None:
+        """Do ``action`` in a worker that dies at ``action.point`` (d04_crash): None when it dies there; when its
+        call never meets the point, the worker lives and the action's expectations are returned."""
+        inner = action.action
+        if isinstance(inner, Submit):
+            assert len(inner.calls) == 1, "a crash is modelled for a step of one call"
+            call = inner.calls[0]
+            ref = (inner.run_id, inner.step_number, call.call_id)
+            tool = self.tools.get(call.tool_name)
+            inputs = key_inputs(inner.tenant, *ref[:2], call, tool.spec.version if tool is not None else None)
+            if inputs in self.by_key:
+                return self.submit(inner)  # Not a first run: crashes are modelled on first runs.
+            record = propose(
+                self.workload, self.tools, self.records, inner.tenant, ref, call, inner.context, self.clock
+            )
+            if record.status is InvocationStatus.AWAITING_APPROVAL:
+                record.held_since = self.clock
+            if record.pre_record or record.tool is None or action.point not in points(record, False):
+                self.records.append(record)
+                self.by_ref.setdefault(ref, record)
+                self.by_key[inputs] = record
+                return [self._expected(record, ())]
+            if left(record, action.point):
+                self.records.append(record)
+                self.by_ref.setdefault(ref, record)
+                self.by_key[inputs] = record
+            return None
+        record = self.by_ref[inner.call]
+        if isinstance(inner, Answer):
+            if not inner.approved or self.past_bound(record):
+                return [self.answer(inner)]
+            self.answer(inner)
+        else:
+            self.resume(inner)
+        if action.point not in points(record, True):
+            return [self._expected(record, ())]
+        left(record, action.point)
+        return None
 
     def executed_arguments(self, record: Record) -> dict[str, object]:
         """What the tool must have been executed with (D16.4: a control call gets the answer too)."""

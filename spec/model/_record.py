@@ -37,6 +37,20 @@ class Record:
     held_since: float | None = None
     executions: int = 0
     effects: int = 0
+    attempt: int = 0
+    """The row's attempt: one per claim and one per retry within a step (D10.2), across worker lives."""
+    attempts: list[int] = field(default_factory=list)
+    """The attempt number each execution the world saw was handed, in order."""
+    created_at: float = 0.0
+    """The model's clock when step 6 recorded it."""
+    lease_until: float | None = None
+    """When the lease of its last claim ends (a RUNNING row is an orphan past it)."""
+    decided: str = "allow"
+    """Step 5's recorded decision for a recorded call: allow, approval or control (what a recovering worker follows)."""
+    crash_rules: tuple[str, ...] = ()
+    """The rules that decide what a crash left of this call and how it is recovered (``d04_crash``)."""
+    recovered_optional: bool = False
+    """Whether its one tool_call.recovered event may be missing (a recovery the ADR does not say logs one)."""
     watermark: bool = False
     events: list[EventKind] = field(default_factory=list)
     run: Run | None = None
@@ -68,6 +82,12 @@ class Record:
         if self.suspended:
             return ("D16.2",)
         return tuple(dict.fromkeys(r for v in self.verdicts for r in v.rules)) or ("D3.1",)
+
+    def allowed_events(self) -> list[list[EventKind]]:
+        """The event sequences allowed: its events, and without tool_call.recovered where that one is optional."""
+        if not self.recovered_optional:
+            return [list(self.events)]
+        return [list(self.events), [k for k in self.events if k is not EventKind.RECOVERED]]
 
     def settle(self, status: str, reason: str | None) -> bool:
         """Fix the verdict to the one observed, when the model allowed it; False when it did not."""

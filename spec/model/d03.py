@@ -25,12 +25,22 @@ def _refuse(record: Record, reason: ReasonCode, *rules: str) -> Record:
     return record
 
 
-def run_tool(record: Record, workload: Workload, arguments: dict[str, object] | None = None) -> None:
-    """Steps 8 to 13 for a claimed call: started, the executions, completed (D3.1, D3.7)."""
+def run_tool(record: Record, workload: Workload, now: float = 0.0) -> None:
+    """Steps 8 to 13 for a claimed call: started, the executions, completed (D3.1, D3.7). The claim takes the
+    next attempt after the row's (a call recovered after a crash goes on counting, D10.2's interpretation) and keeps
+    the watermark a dead worker left (D4.4, D4.5)."""
     assert record.tool is not None
     record.events.append(EventKind.STARTED)
-    run = execute(record.tool.spec, record.tool.behaviour, workload.max_attempts)
-    record.run, record.executions, record.effects = run, run.executions, run.effects
+    first = record.attempt + 1
+    record.lease_until = now + workload.lease_s
+    run = execute(record.tool.spec, record.tool.behaviour, workload.max_attempts, first, record.watermark)
+    record.run, record.executions, record.effects = (
+        run,
+        record.executions + run.executions,
+        record.effects + run.effects,
+    )
+    record.attempt = first + run.executions - 1
+    record.attempts += range(first, record.attempt + 1)
     record.watermark = run.watermark
     if run.succeeded:
         record.delivery = delivery(record.tool.spec, record.tool.behaviour)
@@ -45,8 +55,9 @@ def propose(
     ref: tuple[str, int, str],
     call: ProposedCall,
     context: tuple[ContextItem, ...],
+    now: float = 0.0,
 ) -> Record:
-    """A new proposal through steps 1 to 8 (and on to 13 when it is allowed)."""
+    """A new proposal through steps 1 to 8 (and on to 13 when it is allowed), at the model's clock ``now``."""
     tool = tools.get(call.tool_name)
     version = tool.spec.version if tool is not None else None
     record = Record(ref, tenant, call, context, tool, key_inputs(tenant, ref[0], ref[1], call, version), None)
@@ -67,13 +78,16 @@ def propose(
     if decision is Decision.DENY:
         return _refuse(record, ReasonCode.POLICY_DENIED, *rules)
     record.events.append(EventKind.REQUESTED)
+    record.created_at = now
     if decision is Decision.APPROVAL:
+        record.decided = "approval"
         record.status = InvocationStatus.AWAITING_APPROVAL
         record.events.append(EventKind.APPROVAL_REQUESTED)
         return record
     if decision is Decision.CONTROL:
+        record.decided = "control"
         record.suspended = True
         record.events.append(EventKind.SUSPENDED)
         return record
-    run_tool(record, workload)
+    run_tool(record, workload, now)
     return record

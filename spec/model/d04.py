@@ -48,11 +48,17 @@ def _end(spec: ToolSpec, ending: str, marked: bool) -> tuple[Verdict, ...]:
     return outcome(reason, "D4.20"), outcome(ReasonCode.EFFECT_UNKNOWN, "D4.7")
 
 
-def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
-    """Run ``behaviour`` as step 10 would, attempt after attempt, and say how the call ends."""
-    marked, effects, executions = False, 0, 0
+def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int, first: int = 1, marked: bool = False) -> Run:
+    """Run ``behaviour`` as step 10 would, attempt after attempt, and say how the call ends.
+
+    ``first`` is the attempt number the row's claim gave the first execution (1, or more after a crash: the row's
+    attempt keeps rising, D10.2's interpretation), ``marked`` whether the row's watermark was already set. A retry
+    follows while the row's attempt is under ``max_attempts``; the first execution always runs. Whether a recovering
+    worker's own retries count from its claim's attempt or from 1 the interpretation leaves open: the crash
+    family never draws a TRANSIENT failure for a recovered run (d04_crash)."""
+    effects, executions = 0, 0
     verdicts: tuple[Verdict, ...] = ()
-    for attempt in range(1, max_attempts + 1):
+    for attempt in range(first, max(max_attempts, first) + 1):
         executions += 1
         marked = marked or behaviour.mark
         effects += int(behaviour.effect)
@@ -76,7 +82,7 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int) -> Run:
         verdicts = (outcome(reason, "D1.2", "D10.2"),)
     may_owe = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT
     owes = may_owe and not behaviour.mark
-    cut = behaviour.ending_at(executions) == "overrun"
+    cut = behaviour.ending_at(first + executions - 1) == "overrun"
     # D4.10 binds for certain an ACTION tool only: a CONTROL tool's effect is on the run (decision 16), and whether
     # its declared classification owes the watermark the ADR does not say (docs/model.md, settled disagreements).
     certain = (
