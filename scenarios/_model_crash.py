@@ -30,13 +30,22 @@ from toolproof.spec import (
 )
 from toolproof.spec.model import Advance, Answer, Crash, Model, ModelTool, Resume, Submit, Sweep, Workload
 from toolproof.spec.model.d03 import propose
-from toolproof.spec.model.d04_crash import AFTER_RUN, BEFORE_CLAIM, BEFORE_ROW, CLAIMED, IN_TOOL
+from toolproof.spec.model.d04_crash import (
+    AFTER_RUN,
+    BEFORE_CLAIM,
+    BEFORE_ROW,
+    CLAIMED,
+    IN_TOOL,
+    orphan,
+    recovery_points,
+)
 
 from ._model_workloads import CONTROL_SCHEMA, _again, arguments, contexts, provenance, tools
 
 CRASH_RUN = "run-crash"
 """The run of the call that crashes (its own, so no earlier identical call meets the breaker there)."""
 CRASH_TENANT = "tenant-1"
+WEEK_S = 7 * 24 * 3600.0
 
 
 def _calm(tool: ModelTool) -> ModelTool:
@@ -184,22 +193,37 @@ def crashed(draw: st.DrawFn, workload: Workload) -> Workload:
             # step 10 is never met, so the worker lives.
             choices = list(IN_TOOL)
         elif held:
-            # A held call stops at step 7: the points after its hold but the finishing ones are never met, and
-            # whether the finishing ones (after_excerpt, after_complete) are is the implementation's.
-            choices = [p for p in CrashPoint if p not in (CrashPoint.AFTER_EXCERPT, CrashPoint.AFTER_COMPLETE)]
+            # A held call stops at step 7: the points after its hold but the finishing ones are never met (two of them
+            # drawn, the worker living), and whether the finishing ones (after_excerpt, after_complete) are is the
+            # implementation's.
+            choices = [*BEFORE_ROW, *BEFORE_CLAIM, CrashPoint.AFTER_CLAIM, CrashPoint.BEFORE_WATERMARK]
         else:
             choices = list(CrashPoint)
         crash = Crash(step, _pick(draw, _weighted(choices), step))
     act(crash)
     if draw(st.integers(0, 3)) == 0 and _sweepable(model):
         act(Sweep())  # Under the live lease (D4.18), and before a recorded row's lease (D4.8).
-    act(Advance(model.workload.lease_s + 1))
+    # Past the lease; now and then a week past it (its age says nothing of escape, D4.8).
+    act(Advance(_pick(draw, [model.workload.lease_s + 1] * 3 + [WEEK_S], step)))
     # No row (a crash before step 6): only a replay finds the call again.
-    via = draw(st.sampled_from(["sweep", "sweep", "replay", "replay", "both"])) if ref in model.by_ref else "replay"
+    via = _pick(draw, ["sweep", "sweep", "replay", "replay", "both"], crash) if ref in model.by_ref else "replay"
+    target = model.by_ref.get(ref)
+    # Now and then the recovering worker dies too, where it runs the tool again (a crash on the swept or replayed
+    # path), and a third worker recovers the call.
+    dies = draw(st.integers(0, 2)) == 0 and target is not None
     if via != "replay" and _sweepable(model):
+        met = dies and target is not None and recovery_points(target, sweep=True)
+        if met and target is not None and orphan(target, model.clock, model.workload.lease_s):
+            act(Crash(Sweep(), _pick(draw, _weighted(list(met)), step), ref))
+            act(Advance(model.workload.lease_s + 1))
         act(Sweep())
     if via != "sweep" or not _sweepable(model):
-        act(_again(step) if draw(st.booleans()) else step)
+        again = _again(step) if draw(st.booleans()) else step
+        met = dies and target is not None and recovery_points(target, sweep=False)
+        if met and target is not None and not target.terminal:
+            act(Crash(again, _pick(draw, _weighted(list(met)), step)))
+            act(Advance(model.workload.lease_s + 1))
+        act(again)
     target = model.by_ref.get(ref)
     if target is not None and target.status is InvocationStatus.AWAITING_APPROVAL and model.past_bound(target) is False:
         act(Answer(ref, draw(st.sampled_from([True, True, False]))))

@@ -155,6 +155,9 @@ class Judge:
             assert len(inner.calls) == 1
             target = (inner.run_id, inner.step_number, inner.calls[0].call_id)
             self.runs.add(inner.run_id)
+        elif isinstance(inner, Sweep):
+            assert action.call is not None
+            target = action.call
         else:
             if inner.call not in self.model.by_ref:
                 return  # A reduced workload dropped the step that proposed it.
@@ -182,6 +185,8 @@ class Judge:
                         context=list(inner.context),
                     )
                     got = await instance.submit(step)
+                elif isinstance(inner, Sweep):
+                    got = await instance.sweep()
                 elif isinstance(inner, Answer):
                     got = [await instance.resolve_approval(invocation_id, inner.approved)]
                 else:
@@ -203,6 +208,8 @@ class Judge:
             ]
         elif expected is not None and died:
             problems.append(("D3.1", f"{where}: the call never meets that point, yet the worker died"))
+        elif expected is not None and isinstance(inner, Sweep):
+            problems += self._swept(expected, got)
         elif expected is not None:
             problems += self._dispositions(expected, got, where)
         tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
@@ -331,6 +338,11 @@ class Judge:
         assert isinstance(action, Sweep)
         expected = self.model.sweep()
         decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
+        return self._swept(expected, decided)
+
+    def _swept(self, expected: list[Expected], decided: list[Disposition]) -> Problems:
+        """A sweep's decisions against the model's: which calls it decided (D11.7, D4.18, D4.19 and the recovery
+        rules), and each disposition."""
         want = {self.ids[e.record.key][0]: e for e in expected}
         got_ids = {getattr(d, "invocation_id", "") for d in decided}
         found: Problems = []
@@ -450,12 +462,11 @@ class Judge:
             ]
         problems: Problems = []
         if (row.status, row.reason_code) != (record.status, record.reason):
-            problems.append(
-                (
-                    "D13.5",
-                    f"{name}: model allowed row {record.status.value} {record.reason}, implementation's row is {row.status.value} {row.reason_code}",
-                )
-            )
+            shown_row = f"{name}: model allowed row {record.status.value} {record.reason}, implementation's row is {row.status.value} {row.reason_code}"
+            problems.append(("D13.5", shown_row))
+            if record.crash_rules:
+                # No disposition was given for a crashed call: its row is the verdict, judged by the verdict's rules.
+                problems += [(rule, shown_row) for rule in dict.fromkeys(r for v in record.verdicts for r in v.rules)]
         executions, effects = world_counts(self.world, invocation_id)
         fresh = invocation_id == self.ids[record.key][0]
         want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)

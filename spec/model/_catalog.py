@@ -119,12 +119,15 @@ class Sweep:
 
 @dataclass(frozen=True)
 class Crash:
-    """Do ``action`` in a worker that dies at ``point`` (the model's page ``d04_crash``): a step of one call on its
-    first run, or an approval granted, or a resume. The worker's instance is gone; the next actions are another
-    worker's (a fresh instance over the same store, on the same clock)."""
+    """Do ``action`` in a worker that dies at ``point`` (the model's page ``d04_crash``): a step of one call (its
+    first run, or a replay that recovers it), an approval granted, a resume, or a sweep that recovers ``call``. The
+    worker's instance is gone; the next actions are another worker's (a fresh instance over the same store, on the
+    same clock)."""
 
-    action: Submit | Answer | Resume
+    action: Submit | Answer | Resume | Sweep
     point: CrashPoint
+    call: tuple[str, int, str] | None = None
+    """The call whose run dies, for a sweep (the others' are named by their action)."""
 
 
 Action = Submit | Answer | Resume | Advance | Sweep | Crash

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from toolproof.spec import EventKind, InvocationStatus, ReasonCode
+from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, Crash, ModelTool, Resume, Submit, Workload
+from ._catalog import Answer, Crash, ModelTool, Resume, Submit, Sweep, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
-from .d04_crash import left, orphan, points, recover
+from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
 from .d04_faults import FaultExpected, StoreFaults
 from .d10 import key_inputs
 from .d13 import outcome
@@ -152,8 +152,8 @@ class Model:
                 record.events.append(EventKind.APPROVAL_RESOLVED)
                 record.finish((outcome(ReasonCode.APPROVAL_EXPIRED, "D11.7"),))
                 out.append(Expected(record, None, ("D11.7",)))
-            elif record.status is InvocationStatus.AWAITING_APPROVAL and record.crash_rules:
-                rules.append("D4.19")
+            elif record.status is InvocationStatus.AWAITING_APPROVAL:
+                rules.append("D4.19")  # Before its bound, however long past the lease: left as it is.
         lease = self.workload.lease_s
         for record in self.records:
             if orphan(record, self.clock, lease):
@@ -169,29 +169,10 @@ class Model:
         """Do ``action`` in a worker that dies at ``action.point`` (d04_crash): None when it dies there; when its
         call never meets the point, the worker lives and the action's expectations are returned."""
         inner = action.action
+        if isinstance(inner, Sweep):
+            return self._sweep_dying(action)
         if isinstance(inner, Submit):
-            assert len(inner.calls) == 1, "a crash is modelled for a step of one call"
-            call = inner.calls[0]
-            ref = (inner.run_id, inner.step_number, call.call_id)
-            tool = self.tools.get(call.tool_name)
-            inputs = key_inputs(inner.tenant, *ref[:2], call, tool.spec.version if tool is not None else None)
-            if inputs in self.by_key:
-                return self.submit(inner)  # Not a first run: crashes are modelled on first runs.
-            record = propose(
-                self.workload, self.tools, self.records, inner.tenant, ref, call, inner.context, self.clock
-            )
-            if record.status is InvocationStatus.AWAITING_APPROVAL:
-                record.held_since = self.clock
-            if record.pre_record or record.tool is None or action.point not in points(record, False):
-                self.records.append(record)
-                self.by_ref.setdefault(ref, record)
-                self.by_key[inputs] = record
-                return [self._expected(record, ())]
-            if left(record, action.point):
-                self.records.append(record)
-                self.by_ref.setdefault(ref, record)
-                self.by_key[inputs] = record
-            return None
+            return self._submit_dying(inner, action.point)
         record = self.by_ref[inner.call]
         if isinstance(inner, Answer):
             if not inner.approved or self.past_bound(record):
@@ -202,6 +183,60 @@ class Model:
         if action.point not in points(record, True):
             return [self._expected(record, ())]
         left(record, action.point)
+        return None
+
+    def _submit_dying(self, step: Submit, point: CrashPoint) -> list[Expected] | None:
+        assert len(step.calls) == 1, "a crash is modelled for a step of one call"
+        call = step.calls[0]
+        ref = (step.run_id, step.step_number, call.call_id)
+        tool = self.tools.get(call.tool_name)
+        inputs = key_inputs(step.tenant, *ref[:2], call, tool.spec.version if tool is not None else None)
+        known = self.by_key.get(inputs)
+        if known is not None:
+            # A replay: it dies only where it recovers the call by running its tool (d04_crash.recovery_points).
+            expired = known.lease_until is not None and known.lease_until < self.clock
+            running = known.status is InvocationStatus.RUNNING and not known.terminal
+            stranded = known.status is InvocationStatus.RECORDED and not (known.suspended or known.terminal)
+            if not ((expired and running) or stranded) or point not in recovery_points(known, sweep=False):
+                return self.submit(step)
+            known.replayed += 1
+            if point in BEFORE_ROW or point in BEFORE_CLAIM:
+                left(known, point, Before.of(known))
+            else:
+                recover(known, self.workload, self.clock, sweep=False, dies=point)
+            return None
+        record = propose(self.workload, self.tools, self.records, step.tenant, ref, call, step.context, self.clock)
+        if record.status is InvocationStatus.AWAITING_APPROVAL:
+            record.held_since = self.clock
+        met = not record.pre_record and record.tool is not None and point in points(record, False)
+        if not met or left(record, point):
+            self.records.append(record)
+            self.by_ref.setdefault(ref, record)
+            self.by_key[inputs] = record
+        return None if met else [self._expected(record, ())]
+
+    def _sweep_dying(self, action: Crash) -> list[Expected] | None:
+        """A sweep whose worker dies recovering ``action.call``: the holds past their bound it expired first stand."""
+        target = self.by_ref.get(action.call) if action.call is not None else None
+        lease = self.workload.lease_s
+        dies = (
+            target is not None
+            and orphan(target, self.clock, lease)
+            and action.point in recovery_points(target, sweep=True)
+        )
+        if not dies:
+            return self.sweep()
+        assert target is not None
+        for record in self.records:
+            if record.status is InvocationStatus.AWAITING_APPROVAL and self.past_bound(record):
+                record.events.append(EventKind.APPROVAL_RESOLVED)
+                record.finish((outcome(ReasonCode.APPROVAL_EXPIRED, "D11.7"),))
+        for record in self.records:
+            if record is target:
+                recover(record, self.workload, self.clock, sweep=True, dies=action.point)
+                break
+            if orphan(record, self.clock, lease):
+                recover(record, self.workload, self.clock, sweep=True)
         return None
 
     def executed_arguments(self, record: Record) -> dict[str, object]:

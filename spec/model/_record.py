@@ -84,10 +84,14 @@ class Record:
         return tuple(dict.fromkeys(r for v in self.verdicts for r in v.rules)) or ("D3.1",)
 
     def allowed_events(self) -> list[list[EventKind]]:
-        """The event sequences allowed: its events, and without tool_call.recovered where that one is optional."""
-        if not self.recovered_optional:
-            return [list(self.events)]
-        return [list(self.events), [k for k in self.events if k is not EventKind.RECOVERED]]
+        """The event sequences allowed: its events, and without any of its tool_call.recovered where those are
+        optional."""
+        out = [list(self.events)]
+        if self.recovered_optional:
+            for i, kind in reversed(list(enumerate(self.events))):
+                if kind is EventKind.RECOVERED:
+                    out += [[k for j, k in enumerate(events) if j != i] for events in out]
+        return out
 
     def settle(self, status: str, reason: str | None) -> bool:
         """Fix the verdict to the one observed, when the model allowed it; False when it did not."""
