@@ -214,10 +214,10 @@ class Judge:
             problems += self._dispositions(expected, got, where)
         tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
         async with self.implementation.open(self._config(), tools, self.clock) as reader:
-            if isinstance(inner, Submit) and not problems:
+            # Read back whatever happened: a worker that lived where it should have died left its evidence too.
+            if isinstance(inner, Submit):
                 problems += await self._registered(reader, inner, where)
-            if not problems:
-                problems += await self._read_back(reader)
+            problems += await self._read_back(reader)
         if dying is not None:
             problems += self._contexts(dying)
         if problems:

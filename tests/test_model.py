@@ -84,6 +84,30 @@ def test_the_model_judge_rejects_a_store_fault_witness_on_a_store_fault_rule(tmp
     assert set(found.rules) & set(rules), f"{name} was rejected on {found.rules}, none of {rules}"
 
 
+CRASHES_CAUGHT = (
+    "assume_the_worst",
+    "orphans_fail",
+    "retries_after_watermark",
+    "read_only_orphan_retried",
+    "watermark_after_effect",
+    "uncommitted_watermark",
+    "uncertain_at_claim_uncounted",
+    "uncertain_metric_in_process_only",
+    "sweep_takes_live_leases",
+)
+"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks."""
+
+
+@pytest.mark.parametrize("name", CRASHES_CAUGHT)
+def test_the_model_judge_rejects_a_crash_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
+    witness = WITNESSES[name]
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["crashes"][1]), 60, False)
+    assert found is not None, f"the model judge's crashes cell did not reject {name}"
+    named = set(witness.breaks) | set(witness.through)
+    assert named & set(found.rules), f"{name} was rejected on {found.rules}, none of {sorted(named)}"
+
+
 @pytest.mark.parametrize("name", CAUGHT)
 def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]
@@ -97,22 +121,29 @@ def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, n
 
 
 def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
-    """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named."""
+    """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named: ``examples``
+    generic workloads, then as many of the crashes cell's."""
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     named = set(witness.breaks) | set(witness.through)
-    try:
-        found = judge_workloads(implementation, directory, workloads(max_actions=8), examples, False)
-    except Exception as exc:  # The witness raised: an error, not a rejection on a rule it names.
-        return False, (f"error: {type(exc).__name__}",)
-    rules = found.rules if found is not None else ()
-    return bool(named & set(rules)), rules
+    rules: tuple[str, ...] = ()
+    # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none).
+    for strategy in (workloads(max_actions=8), workloads(**FAMILIES["crashes"][1])):
+        try:
+            found = judge_workloads(implementation, directory, strategy, examples, False)
+        except Exception as exc:  # The witness raised: an error, not a rejection on a rule it names.
+            return False, (*rules, f"error: {type(exc).__name__}")
+        rules = found.rules if found is not None else rules
+        if named & set(rules):
+            return True, rules
+    return False, rules
 
 
 @pytest.mark.slow
 @pytest.mark.thorough
 def test_the_model_judges_catch_rate_against_the_witnesses_it_covers(tmp_path: Path) -> None:
-    """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15),
+    """Prints one line per witness and the rate; TOOLPROOF_MODEL_CATCH_EXAMPLES workloads each (default 15) of the
+    generic draws and as many of the crashes cell's,
     TOOLPROOF_MODEL_CATCH_DECISIONS limits the witnesses to some decisions' (see judged_witnesses)."""
     examples = int(os.environ.get("TOOLPROOF_MODEL_CATCH_EXAMPLES", "15"))
     names = judged_witnesses()

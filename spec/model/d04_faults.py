@@ -77,11 +77,13 @@ class StoreFaults:
             # D3.10: nothing ran; an event is a fact a committed write states, so only the request's stands.
             record.status, record.events = InvocationStatus.RECORDED, [EventKind.REQUESTED]
             record.run, record.executions, record.effects, record.watermark = None, 0, 0, False
+            record.attempt, record.attempts = 0, []
             return True
         record.status, record.events = InvocationStatus.RUNNING, [EventKind.REQUESTED, EventKind.STARTED]
         if point is FaultPoint.WATERMARK:
             # D4.21: mark_effect_sent raised to the tool on its first attempt, before its effect.
             record.run, record.executions, record.effects, record.watermark = None, 1, 0, False
+            record.attempt, record.attempts = 1, [1]
             return True
         # D4.22: the tool ran as it does; the completion (and the counters committed with it) did not commit.
         assert record.run is not None
