@@ -106,7 +106,9 @@ def _crashing_tool(draw: st.DrawFn, model: Model, want: str) -> ModelTool:
         }
     )
     salt = (spec.name, drawn.behaviour)
-    spec = spec.model_copy(update={"idempotency": _pick(draw, list(IdempotencyClass), salt)})
+    # NON_IDEMPOTENT twice as often: its marked orphan is the one recovery must not retry (D4.6).
+    classes = [*IdempotencyClass, IdempotencyClass.NON_IDEMPOTENT]
+    spec = spec.model_copy(update={"idempotency": _pick(draw, classes, salt)})
     behaviour = replace(drawn.behaviour, mark=_pick(draw, [True, True, False], salt))
     return _calm(ModelTool(spec, behaviour))
 
@@ -169,7 +171,7 @@ def crashed(draw: st.DrawFn, workload: Workload) -> Workload:
         _apply(model, action)
         actions.append(action)
 
-    path = _pick(draw, ["allow"] * 4 + ["approval", "control"] + ["approved", "resumed"] * 2, prefix.actions)
+    path = _pick(draw, ["allow"] * 3 + ["approval", "control", "approved", "resumed"] * 2, prefix.actions)
     number = 1
     decision = {"approved": "approval", "resumed": "control"}.get(path, path)
     tool = draw(_crashing_tool(model, decision))
@@ -191,22 +193,24 @@ def crashed(draw: st.DrawFn, workload: Workload) -> Workload:
         if record.pre_record:
             # A refusal before step 6 meets the boundary points it passes as its implementation does: a point inside
             # step 10 is never met, so the worker lives.
-            choices = list(IN_TOOL)
+            choices = list(IN_TOOL)  # Drawn as they are (never met).
         elif held:
             # A held call stops at step 7: the points after its hold but the finishing ones are never met (two of them
             # drawn, the worker living), and whether the finishing ones (after_excerpt, after_complete) are is the
             # implementation's.
-            choices = [*BEFORE_ROW, *BEFORE_CLAIM, CrashPoint.AFTER_CLAIM, CrashPoint.BEFORE_WATERMARK]
+            # Recorded and never held most often (D4.14, D4.15).
+            choices = [*BEFORE_ROW, CrashPoint.AFTER_CLAIM, CrashPoint.BEFORE_WATERMARK]
+            choices += [CrashPoint.AFTER_RECORD] * 6 + [CrashPoint.AFTER_HOLD] * 3
         else:
-            choices = list(CrashPoint)
-        crash = Crash(step, _pick(draw, _weighted(choices), step))
+            choices = _weighted(list(CrashPoint))
+        crash = Crash(step, _pick(draw, choices, step))
     act(crash)
     if draw(st.integers(0, 3)) == 0 and _sweepable(model):
         act(Sweep())  # Under the live lease (D4.18), and before a recorded row's lease (D4.8).
     # Past the lease; now and then a week past it (its age says nothing of escape, D4.8).
-    act(Advance(_pick(draw, [model.workload.lease_s + 1] * 3 + [WEEK_S], step)))
+    act(Advance(_pick(draw, [model.workload.lease_s + 1] * 2 + [WEEK_S], step)))
     # No row (a crash before step 6): only a replay finds the call again.
-    via = _pick(draw, ["sweep", "sweep", "replay", "replay", "both"], crash) if ref in model.by_ref else "replay"
+    via = _pick(draw, ["sweep", "replay", "replay", "both"], crash) if ref in model.by_ref else "replay"
     target = model.by_ref.get(ref)
     # Now and then the recovering worker dies too, where it runs the tool again (a crash on the swept or replayed
     # path), and a third worker recovers the call.

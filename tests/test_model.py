@@ -94,6 +94,12 @@ CRASHES_CAUGHT = (
     "uncertain_at_claim_uncounted",
     "uncertain_metric_in_process_only",
     "sweep_takes_live_leases",
+    "sweep_takes_waiting_approvals",
+    "timestamp_inference",
+    "twice_crashed_call_given_up",
+    "recorded_rows_skip_hold",
+    "answer_forgotten_by_recovery",
+    "recovery_logged_after_decision",
 )
 """Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks."""
 

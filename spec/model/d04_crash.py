@@ -201,6 +201,8 @@ def recover(
         rules = rules if marked else ("D4.3",)
     if record.answer is not None:
         rules = (*rules, "D4.16")  # D4.16: a resumed control call runs again with its answer.
+    if "D4.8" not in rules:
+        rules = (*rules, "D4.8")  # D4.8: decided from the row alone, whatever its age (drawn up to a week).
     record.crash_rules = tuple(dict.fromkeys((*record.crash_rules, *rules)))
     if dies is not None:
         left(record, dies, before)
