@@ -198,8 +198,8 @@ class Judge:
                 raise
             died = True
         problems: Problems = []
-        record = self.model.by_ref.get(target)
-        rules = record.crash_rules if record is not None and record.crash_rules else ("D3.1",)
+        crashed = self.model.by_ref.get(target)
+        rules = crashed.crash_rules if crashed is not None and crashed.crash_rules else ("D3.1",)
         if expected is None and not died:
             shown_got = ", ".join(f"{d.status} {getattr(d, 'reason_code', None) or ''}".strip() for d in got)
             problems += [
