@@ -242,6 +242,21 @@ def _mcp_calls(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[s
         "small_ms": Figure.of("ms", [s.small_ms for s in samples]).to_json(),
         "large_ms": Figure.of("ms", [s.large_ms for s in samples]).to_json(),
         "ratio": Figure.of("ratio", [s.ratio for s in samples]).to_json(),
+        "sdk_ms": Figure.of("ms", [s.sdk_ms for s in samples]).to_json(),
+    }
+
+
+def mcp_floor(mcp_calls: dict[str, Any], floor_read_ms: float) -> dict[str, Any]:
+    """The MCP floor (the SDK's ``call_tool`` alone, plus the floor pipeline's per-call cost of a builtin read) and
+    the pipeline's MCP read on the 10-tool server as a ratio to it, per repetition."""
+    sdk = mcp_calls["sdk_ms"]["samples"]
+    small = mcp_calls["small_ms"]["samples"]
+    return {
+        "floor_ms": Figure.of("ms", [ms + floor_read_ms for ms in sdk]).to_json(),
+        "floor_ratio": Figure.of(
+            "ratio", [s / (ms + floor_read_ms) for s, ms in zip(small, sdk, strict=True)]
+        ).to_json(),
+        "floor_read_ms": floor_read_ms,
     }
 
 
@@ -326,6 +341,8 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
         "read_back": pipelines.pop("settings_read_back"),
         "sigkill_check": sigkill,
     }
+    # The floor's read is measured in sections 1-4 of the same run: its median is the pipeline's share of the floor.
+    mcp_calls |= mcp_floor(mcp_calls, pipelines["floor"]["read"]["ms_per_call"]["median"])
     report["figures"] = pipelines | {"catalog": catalog, "mcp_calls": mcp_calls, "excerpt": _excerpt(sizes, note)}
     if sizes.suite_repetitions:
         report["figures"]["suite"] = _suite(sizes, note)
