@@ -23,7 +23,7 @@ from toolproof.spec import EventKind, FaultPlan, InvocationStatus
 
 from ._faults import FaultInjector, typed_faults
 from ._store_hot import HotPath, event_rows, sqlite_pragmas
-from ._store_mcp import McpRecords
+from ._store_mcp import PIN_READS, McpRecords
 from ._tables import EventTable, InvocationTable, MetricTable, column_values
 
 
@@ -89,7 +89,7 @@ class Store(McpRecords):
             event.listen(self.engine, "connect", sqlite_pragmas)
         SQLModel.metadata.create_all(self.engine)
         # SQLite: the hot path's methods run on one driver connection (``_store_hot``); PostgreSQL keeps Core.
-        hot = _PLAIN | _RETURNS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
+        hot = _PLAIN | _RETURNS | PIN_READS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
         self._hot = HotPath(self.engine, hot) if self.engine.dialect.name == "sqlite" else None
         if self._hot is not None:
             self._hot.connection.before_commit = self.faults.fail_sqlite
