@@ -155,6 +155,7 @@ def run(
       toolproof run --impl reference --rules D1,D13      a first verdict, in seconds
       toolproof run --impl mypackage.pipeline:make       the whole suite, about 5 minutes
       toolproof run --impl http://127.0.0.1:8787 --lf    what failed last time, again
+      toolproof run --impl reference --jobs 2            the whole suite as two shards side by side
 
     \b
     Exit status:
