@@ -44,6 +44,7 @@ TINY = replace(
     excerpt_in_subprocess=False,
     suite_repetitions=0,
     sigkill_acknowledged=0,
+    decisions=("D18",),
 )
 FIGURE_KEYS = {"unit", "median", "min", "max", "repetitions", "samples"}
 
@@ -204,6 +205,21 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
         "the reference McpAdapter over an in-process low-level MCP server",
     ):
         assert expected in text
+
+
+def test_each_decisions_run_is_timed_on_its_own_with_the_cpu_of_what_it_started(
+    tiny: tuple[dict[str, Any], Path],
+) -> None:
+    decisions = tiny[0]["figures"]["decisions"]
+    (run,) = decisions["runs"]
+    assert run["decision"] == "D18"
+    assert run["exit_code"] == 0
+    assert run["cells"] == 4  # D18's cells, read from the run's own results.
+    assert run["cpu_s"] > 0  # The child process's CPU time, counted once it was reaped.
+    assert run["waiting_s"] == max(run["wall_s"] - run["cpu_s"], 0.0)
+    console = Console(record=True, width=220)
+    render(tiny[0], console)
+    assert "each decision's conformance run on its own" in console.export_text()
 
 
 def test_the_adapter_registers_every_tool_and_records_the_list_changed_without_moving_the_pin(

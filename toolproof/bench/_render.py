@@ -170,6 +170,31 @@ def _rows(figures: dict[str, Any]) -> list[tuple[str, str, dict[str, Any] | None
     return rows
 
 
+def _decision_table(decisions: dict[str, Any]) -> Table:
+    """Section 8: each decision's run, slowest first, and the share of the whole it takes."""
+    runs = sorted(decisions["runs"], key=lambda run: -run["wall_s"])
+    whole = sum(run["wall_s"] for run in runs) or 1.0
+    load = " ".join(map(str, decisions["load"]))
+    table = Table(
+        "decision", "cells", "wall s", "share", "CPU s", "waiting s", "CPU ÷ wall", "exit",
+        title=f"8 · each decision's conformance run on its own ({decisions['command']}; load at the start {load})",
+    )  # fmt: skip
+    for run in runs:
+        table.add_row(
+            run["decision"],
+            "—" if run["cells"] is None else str(run["cells"]),
+            f"{run['wall_s']:.1f}",
+            f"{run['wall_s'] / whole:.0%}",
+            f"{run['cpu_s']:.1f}",
+            f"{run['waiting_s']:.1f}",
+            f"{run['cpu_s'] / run['wall_s']:.2f}" if run["wall_s"] else "—",
+            str(run["exit_code"]),
+        )
+    cpu = sum(run["cpu_s"] for run in runs)
+    table.add_row("all", str(sum(run["cells"] or 0 for run in runs)), f"{whole:.1f}", "100%", f"{cpu:.1f}", "", "", "")
+    return table
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     """Print the figures table, the targets and what the settings promise."""
     machine = report["machine"]
@@ -196,6 +221,9 @@ def render(report: dict[str, Any], console: Console) -> None:
             load,
         )
     console.print(table)
+    decisions = report["figures"].get("decisions")
+    if decisions is not None:
+        console.print(_decision_table(decisions))
     targets = Table("target", "bound", "median (min–max)", "reps meeting it", "verdict", title="must-show targets")
     for entry in report["targets"]:
         if entry["verdict"] == "n/a":
