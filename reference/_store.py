@@ -6,6 +6,7 @@ method is one committed transaction (a persist step or a read).
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,8 @@ from toolproof.spec import EventKind, FaultPlan, InvocationStatus
 
 from ._faults import FaultInjector, typed_faults
 from ._store_hot import HotPath, event_rows, sqlite_pragmas
-from ._store_mcp import McpRecords
+from ._store_mcp import PIN_READS, McpRecords
+from ._store_schema import create_tables
 from ._tables import EventTable, InvocationTable, MetricTable, column_values
 
 
@@ -57,6 +59,7 @@ _METRIC_BUMP = update(_METRICS).where(_METRICS.c.name == bindparam("b_name")).va
 _INSERT_METRIC = insert(_METRICS)
 
 
+@functools.cache
 def _upsert_metric(dialect: str) -> Any:
     """One-statement counter increment where the dialect has ON CONFLICT; None elsewhere (update, then insert)."""
     module: Any = {"sqlite": sqlite, "postgresql": postgresql}.get(dialect)
@@ -87,9 +90,9 @@ class Store(McpRecords):
         self.engine: Engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"))
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", sqlite_pragmas)
-        SQLModel.metadata.create_all(self.engine)
+        create_tables(self.engine)
         # SQLite: the hot path's methods run on one driver connection (``_store_hot``); PostgreSQL keeps Core.
-        hot = _PLAIN | _RETURNS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
+        hot = _PLAIN | _RETURNS | PIN_READS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
         self._hot = HotPath(self.engine, hot) if self.engine.dialect.name == "sqlite" else None
         if self._hot is not None:
             self._hot.connection.before_commit = self.faults.fail_sqlite

@@ -37,24 +37,35 @@ def sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+_Form = tuple[str, tuple[str, ...], dict[str, Any]]
+"""A compiled statement: its SQL text, the names of its positional parameters, and the literal values it holds."""
+
+_FORMS: dict[tuple[int, str, str, frozenset[str]], tuple[ClauseElement, _Form]] = {}
+"""Compiled forms shared by every store of the process: (statement, dialect, paramstyle, columns) -> form. The
+statement is kept beside its form, so its id is never another's while the entry lives."""
+
+
 class Statement:
-    """A Core statement compiled for the engine's dialect, for each set of columns it is executed with."""
+    """A Core statement compiled for the engine's dialect, for each set of columns it is executed with (once per
+    process: every store on SQLite compiles a statement to the same text)."""
 
     def __init__(self, engine: Engine, statement: ClauseElement) -> None:
         self._engine = engine
         self._statement = statement
-        self._forms: dict[frozenset[str], tuple[str, tuple[str, ...], dict[str, Any]]] = {}
+        dialect = engine.dialect
+        self._where = (id(statement), dialect.name, str(dialect.paramstyle))
 
     def bind(self, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
         """SQL text and positional parameters for ``values`` (literal values the statement holds included)."""
         keys = frozenset(values)
-        form = self._forms.get(keys)
-        if form is None:
+        key = (*self._where, keys)
+        found = _FORMS.get(key)
+        if found is None or found[0] is not self._statement:
             compiled = self._statement.compile(dialect=self._engine.dialect, column_keys=sorted(keys))
             assert isinstance(compiled, SQLCompiler)  # Invariant: a DML or SELECT statement compiles to SQL.
             positions = tuple(compiled.positiontup or ())
-            form = self._forms[keys] = (compiled.string, positions, dict(compiled.params))
-        sql, positions, literals = form
+            found = _FORMS[key] = (self._statement, (compiled.string, positions, dict(compiled.params)))
+        sql, positions, literals = found[1]
         return sql, [_plain(values[name]) if name in values else literals[name] for name in positions]
 
 

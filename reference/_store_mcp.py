@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import fields
 
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Table, bindparam, delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel
 
+from ._store_hot import HotPath
 from ._tables import CatalogHistoryTable, CatalogRow, PinRow, SessionPinTable, column_values
 
 _CATALOG: Table = SQLModel.metadata.tables[CatalogHistoryTable.__tablename__]
@@ -22,12 +23,19 @@ _INSERT_CATALOG = insert(_CATALOG)
 _INSERT_PINS = insert(_PINS)
 _CATALOG_COLUMNS = [_CATALOG.c[f.name] for f in fields(CatalogRow)]
 _PIN_COLUMNS = [_PINS.c[f.name] for f in fields(PinRow)]
+_PINNED_ONCE = select(_PINS.c.seq).where(_PINS.c.run_id == bindparam("b_run")).limit(1)
+_PIN_OF = select(*_PIN_COLUMNS).where(
+    _PINS.c.run_id == bindparam("b_run"), _PINS.c.kind == bindparam("b_kind"), _PINS.c.name == bindparam("b_name")
+)
+PIN_READS = {"pinned_once": _PINNED_ONCE, "pin_of": _PIN_OF}
+"""The two pin reads every MCP call makes, for the hot path on SQLite (``Store`` adds them to its statements)."""
 
 
 class McpRecords:
     """Catalog history and session pins over ``engine``."""
 
     engine: Engine
+    _hot: HotPath | None
 
     def record_catalog(self, changes: Sequence[CatalogRow | CatalogHistoryTable]) -> None:
         """Append catalog-history entries in one transaction."""
@@ -57,14 +65,19 @@ class McpRecords:
 
     def pinned_once(self, run_id: str) -> bool:
         """Whether the session of ``run_id`` has a pin (it started), without reading the pin."""
+        if self._hot is not None:
+            return self._hot.one("pinned_once", {"b_run": run_id}) is not None
         with self.engine.connect() as connection:
-            return connection.execute(select(_PINS.c.seq).where(_PINS.c.run_id == run_id).limit(1)).first() is not None
+            return connection.execute(_PINNED_ONCE, {"b_run": run_id}).first() is not None
 
     def pin_of(self, run_id: str, kind: str, name: str) -> PinRow | None:
         """The one pin row of ``kind`` named ``name`` in the session of ``run_id`` (the unique index finds it)."""
-        stmt = select(*_PIN_COLUMNS).where(_PINS.c.run_id == run_id, _PINS.c.kind == kind, _PINS.c.name == name)
+        values = {"b_run": run_id, "b_kind": kind, "b_name": name}
+        if self._hot is not None:
+            found = self._hot.one("pin_of", values)
+            return None if found is None else PinRow(**found)
         with self.engine.connect() as connection:
-            row = connection.execute(stmt).first()
+            row = connection.execute(_PIN_OF, values).first()
         return None if row is None else PinRow(*row)
 
     def pin(self, rows: Sequence[PinRow | SessionPinTable]) -> bool:

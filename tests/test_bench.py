@@ -17,6 +17,7 @@ from toolproof.bench import (
     TARGETS,
     Figure,
     definitions,
+    mcp_floor,
     measure_calls,
     measure_catalog,
     ratios,
@@ -43,6 +44,7 @@ TINY = replace(
     excerpt_in_subprocess=False,
     suite_repetitions=0,
     sigkill_acknowledged=0,
+    decisions=("D18",),
 )
 FIGURE_KEYS = {"unit", "median", "min", "max", "repetitions", "samples"}
 
@@ -192,6 +194,9 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
         "catalog listed, normalized and registered by the MCP adapter",
         "catalog registered ÷ SDK listing (same repetition)",
         "MCP read latency, 40 ÷ 10 tools",
+        "the SDK alone: Client.call_tool, 10-tool server",
+        "MCP read through the pipeline ÷ its floor, 10-tool server",
+        "MCP read ÷ its floor (SDK call alone + floor read)",
         "MCP call latency, 10,000 ÷ 10 tools",
         "MCP calls: one IDEMPOTENT READ_ONLY MCP tool",
         "peak RSS",
@@ -200,6 +205,21 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
         "the reference McpAdapter over an in-process low-level MCP server",
     ):
         assert expected in text
+
+
+def test_each_decisions_run_is_timed_on_its_own_with_the_cpu_of_what_it_started(
+    tiny: tuple[dict[str, Any], Path],
+) -> None:
+    decisions = tiny[0]["figures"]["decisions"]
+    (run,) = decisions["runs"]
+    assert run["decision"] == "D18"
+    assert run["exit_code"] == 0
+    assert run["cells"] == 4  # D18's cells, read from the run's own results.
+    assert run["cpu_s"] > 0  # The child process's CPU time, counted once it was reaped.
+    assert run["waiting_s"] == max(run["wall_s"] - run["cpu_s"], 0.0)
+    console = Console(record=True, width=220)
+    render(tiny[0], console)
+    assert "each decision's conformance run on its own" in console.export_text()
 
 
 def test_the_adapter_registers_every_tool_and_records_the_list_changed_without_moving_the_pin(
@@ -219,6 +239,18 @@ def test_the_per_call_workload_pairs_each_repetition_of_both_servers(tmp_path: P
         assert sample.small_ms > 0
         assert sample.large_ms > 0
         assert sample.ratio == sample.large_ms / sample.small_ms
+        assert sample.sdk_ms > 0  # The SDK alone, in the same turns.
+
+
+def test_the_mcp_floor_adds_the_floor_read_to_the_sdk_call_per_repetition() -> None:
+    calls = {
+        "small_ms": Figure.of("ms", [3.0, 4.0]).to_json(),
+        "sdk_ms": Figure.of("ms", [1.0, 1.5]).to_json(),
+    }
+    floor = mcp_floor(calls, floor_read_ms=0.5)
+    assert floor["floor_ms"]["samples"] == [1.5, 2.0]
+    assert floor["floor_ratio"]["samples"] == [2.0, 2.0]
+    assert floor["floor_read_ms"] == 0.5
 
 
 def test_the_per_call_workload_refuses_a_server_without_the_called_tool(tmp_path: Path) -> None:

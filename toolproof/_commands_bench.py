@@ -13,15 +13,24 @@ def bench(
         "toolproof-bench"
     ),
     quick: Annotated[bool, typer.Option("--quick", help="Fewer repetitions: under a minute.")] = False,
+    decisions: Annotated[
+        bool,
+        typer.Option(
+            "--decisions",
+            help="Also time each decision's conformance run on the reference in a process of its own: cells, wall,"
+            " CPU of the process and what it started, and waiting (wall minus CPU). Adds a whole run's time and more.",
+        ),
+    ] = False,
 ) -> None:
     """Measure what the reference costs: commit limit, throughput, DBOS, batches, catalog, excerpts, the suite.
 
     Prints a table and writes bench.json. Exit status 0 once written: a missed target is a figure, not an error.
 
     \b
-    Example:
+    Examples:
       toolproof bench --quick --out toolproof-bench
+      toolproof bench --quick --decisions       where a conformance run's time goes, per decision
     """
     from toolproof.bench import bench_command
 
-    raise typer.Exit(bench_command(out_dir, quick=quick))
+    raise typer.Exit(bench_command(out_dir, quick=quick, decisions=decisions))

@@ -20,6 +20,7 @@ from ._preflight import check_out_dir, check_out_is_ours, probe_database
 if TYPE_CHECKING:
     from toolproof.scenarios import Shard
 
+    from ._jobs import ShardedRun
     from ._outcome import RunOutcome
 
 
@@ -121,6 +122,19 @@ def run(
             help="Stop after N failed cells. The report then holds the rules the cells that ran judge.",
         ),
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            min=1,
+            help="Run the selection as N shards side by side, each in a process of its own, and merge them into"
+            " --out: one run, the same verdicts, in less time on a machine with cores to spare (progress lines"
+            " name their shard). Not with --shard, --write-expectations, -x or --maxfail; --cell and --lf run in"
+            " one process.",
+        ),
+    ] = 1,
     last_failed: Annotated[
         bool,
         typer.Option(
@@ -141,6 +155,7 @@ def run(
       toolproof run --impl reference --rules D1,D13      a first verdict, in seconds
       toolproof run --impl mypackage.pipeline:make       the whole suite, about 5 minutes
       toolproof run --impl http://127.0.0.1:8787 --lf    what failed last time, again
+      toolproof run --impl reference --jobs 2            the whole suite as two shards side by side
 
     \b
     Exit status:
@@ -154,6 +169,7 @@ def run(
     try:
         selection = load_catalog().select(rule_selectors)
         split = _shard(shard)
+        _check_jobs(jobs, shard, write_expectations, exitfirst or maxfail is not None)
         check_out_dir(out_dir)
         if not force:
             check_out_is_ours(out_dir)
@@ -178,20 +194,30 @@ def run(
         refs or ["reference"], not refs, rule_selectors, [rule.id for rule in selection], chosen, out_dir, last
     )
     same = last is not None and not chosen and last.ran(refs or ["reference"], [rule.id for rule in selection])
+    if jobs > 1 and chosen:
+        err.print(f"toolproof: --jobs {jobs}: the cells --cell or --lf chose run in one process", markup=False)
+        jobs = 1
     try:
-        outcome = _run_with_progress(
-            refs,
-            rule_selectors,
-            out_dir,
-            quiet,
-            database_url,
-            expectations,
-            chosen,
-            write_expectations,
-            (split, shard_durations),
-            (announce, Eta(last, same, time.monotonic())),
-            1 if exitfirst else maxfail,
-        )
+        if jobs > 1:
+            from ._jobs import ShardedRun
+
+            durations = out_dir if last is not None else None  # Balanced by the last run's cells, as --shard-durations.
+            sharded = ShardedRun(refs, rule_selectors, database_url, expectations or [], durations, quiet)
+            outcome = _run_in_shards(sharded, jobs, out_dir, None if quiet else announce)
+        else:
+            outcome = _run_with_progress(
+                refs,
+                rule_selectors,
+                out_dir,
+                quiet,
+                database_url,
+                expectations,
+                chosen,
+                write_expectations,
+                (split, shard_durations),
+                (announce, Eta(last, same, time.monotonic())),
+                1 if exitfirst else maxfail,
+            )
     except BaseException:
         # After Ctrl-C, whatever surfaces (pytest's own stop, a plugin failing as it unwinds) is the interruption.
         if was_interrupted():
@@ -207,6 +233,42 @@ def _shard(text: str | None) -> Shard | None:
     from toolproof.scenarios import Shard
 
     return Shard.parse(text)
+
+
+def _check_jobs(jobs: int, shard: str | None, draft: Path | None, stops: bool) -> None:
+    """--jobs runs every shard of the whole selection itself, and merges them.
+
+    Raises:
+        ConfigurationError: --jobs above 1 with an option that asks for one process's run.
+    """
+    if jobs == 1:
+        return
+    if shard is not None:
+        raise ConfigurationError(f"--jobs {jobs} runs every shard itself: give --shard K/N or --jobs N, not both")
+    if draft is not None:
+        raise ConfigurationError(f"--write-expectations drafts from one process's run: run it without --jobs {jobs}")
+    if stops:
+        raise ConfigurationError(f"-x and --maxfail stop one process's run: run them without --jobs {jobs}")
+
+
+def _run_in_shards(sharded: ShardedRun, jobs: int, out_dir: Path, announce: str | None) -> RunOutcome:
+    from ._jobs import run_in_shards
+    from ._run import merge_runs
+
+    if announce is not None:
+        err.print(announce, markup=False)
+    try:
+        return run_in_shards(
+            sharded,
+            jobs,
+            out_dir,
+            lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+            merge_runs,
+        )
+    except ConfigurationError as exc:
+        raise die(str(exc)) from None
+    except HarnessError as exc:
+        raise die(f"harness failure: {exc}", EXIT_HARNESS) from None
 
 
 def _last_failed(last: LastRun | None, out_dir: Path, cells: list[str], refs: list[str]) -> tuple[list[str], list[str]]:

@@ -294,8 +294,9 @@ def _run_and_write(
     )
 
 
-def merge_runs(folders: Sequence[Path], out_dir: Path) -> RunOutcome:
-    """Combine the folders of a run's shards into one run in ``out_dir``, with every report rendered again.
+def merge_runs(folders: Sequence[Path], out_dir: Path, wall_s: float | None = None) -> RunOutcome:
+    """Combine the folders of a run's shards into one run in ``out_dir``, with every report rendered again;
+    ``wall_s`` is the whole run's wall time when the shards ran together (``run --jobs``), else none is recorded.
 
     Raises:
         ConfigurationError: the folders are not every shard of one run (``load_shards``), ``out_dir`` is one of
@@ -317,7 +318,9 @@ def merge_runs(folders: Sequence[Path], out_dir: Path) -> RunOutcome:
     verdicts = verdict_table(info, rows, selected_rules(info))
     code = run_exit_code(verdicts, stale)
     with hold_out_dir(out_dir):
-        write_run(out_dir, info.model_copy(update={"exit_code": code}), rows, crash_cells, stale, fault_cells=faults)
+        recorded = info.model_copy(update={"exit_code": code, "wall_s": wall_s})
+        write_run(out_dir, recorded, rows, crash_cells, stale, fault_cells=faults)
+    mark_written(out_dir / "summary.json")
     return RunOutcome(
         run_id=run_id,
         out_dir=out_dir,

@@ -10,7 +10,7 @@ from ._catalog import CallSample, definitions, measure_calls, measure_catalog
 from ._dbos import unavailable_reason
 from ._pipeline import ReferenceRig, Sample, Workload
 from ._render import TARGETS, render
-from ._run import FULL, QUICK, BenchSizes, bench_command, main, run_bench
+from ._run import FULL, QUICK, BenchSizes, bench_command, main, mcp_floor, run_bench
 from ._sqlite import sigkill_survival
 from ._stats import Figure, ratios
 
@@ -27,6 +27,7 @@ __all__ = [
     "bench_command",
     "definitions",
     "main",
+    "mcp_floor",
     "measure_calls",
     "measure_catalog",
     "ratios",

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -216,7 +217,9 @@ CALL_METHOD = (
     "on an in-process server (memory transport) of 10 tools and of 10,000, in alternating turns of 10 calls in one "
     "event loop; "
     "each instance's session is pinned in untimed warm-up calls; the instance clock does not move, so every read "
-    "reuses the server's listing (D9.4), as reads within listing_max_age_s do"
+    "reuses the server's listing (D9.4), as reads within listing_max_age_s do; "
+    "the MCP floor: the SDK's own Client.call_tool on a third 10-tool server over the memory transport, in the same "
+    "turns, plus the floor pipeline's median builtin read of sections 1-4 (what the fourteen steps cost at least)"
 )
 """How the per-call figure is labelled."""
 
@@ -231,6 +234,8 @@ class CallSample:
     """Per-call time on the 10-tool server."""
     large_ms: float
     """Per-call time on the large server."""
+    sdk_ms: float
+    """Per-call time of the SDK alone: ``Client.call_tool`` on another 10-tool server over the memory transport."""
 
     @property
     def ratio(self) -> float:
@@ -273,6 +278,26 @@ class _CallRig:
         return seconds
 
 
+class _SdkRig:
+    """The MCP floor's first part: the SDK's own ``Client.call_tool`` on a server like the small rig's, no pipeline."""
+
+    def __init__(self, size: int) -> None:
+        self.catalog = CatalogServer(size)
+        self.step = 0
+
+    async def calls(self, client: Client, count: int) -> float:
+        """Seconds for ``count`` calls, one after another; every call must answer without an error."""
+        started = time.perf_counter()
+        results = []
+        for _ in range(count):
+            self.step += 1
+            results.append(await client.call_tool(CALL_TOOL, {"id": f"record-{self.step}"}))
+        seconds = time.perf_counter() - started
+        if any(result.is_error for result in results):
+            raise HarnessError("bench MCP calls (the SDK alone): a call answered an error; the figure would lie")
+        return seconds
+
+
 CALL_CHUNK = 10
 """Calls per turn: a repetition alternates turns of the two servers, so a burst of load falls on both alike."""
 
@@ -281,20 +306,26 @@ async def _measure_calls(
     directory: Path, sizes: tuple[int, int], calls: int, warmup: int, repetitions: int
 ) -> list[CallSample]:
     small, large = (_CallRig(directory / f"calls-{size}", size) for size in sizes)
+    sdk = _SdkRig(sizes[0])
     samples: list[CallSample] = []
     async with (
         ReferenceImplementation().open(small.config, [], FakeClock()) as small_instance,
         ReferenceImplementation().open(large.config, [], FakeClock()) as large_instance,
+        Client(sdk.catalog.server) as client,
     ):
         rigs = ((small, small_instance), (large, large_instance))
         for rig, instance in rigs:
             await rig.calls(instance, warmup)  # The first step pins the session.
+        await sdk.calls(client, warmup)
         for _ in range(repetitions):
-            seconds = [0.0, 0.0]
+            seconds = [0.0, 0.0, 0.0]
             for done in range(0, calls, CALL_CHUNK):
+                chunk = min(CALL_CHUNK, calls - done)
                 for index, (rig, instance) in enumerate(rigs):
-                    seconds[index] += await rig.calls(instance, min(CALL_CHUNK, calls - done))
-            samples.append(CallSample(small_ms=1000 * seconds[0] / calls, large_ms=1000 * seconds[1] / calls))
+                    seconds[index] += await rig.calls(instance, chunk)
+                seconds[2] += await sdk.calls(client, chunk)
+            per_call = [1000 * s / calls for s in seconds]
+            samples.append(CallSample(small_ms=per_call[0], large_ms=per_call[1], sdk_ms=per_call[2]))
     return samples
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from rich.console import Console
 
 from toolproof import __version__
+from toolproof.spec import load_catalog
 
 from ._catalog import CALL_METHOD, METHOD, measure_calls, measure_catalog
 from ._dbos import PEER_NOTE, DbosRig, unavailable_reason
@@ -81,6 +83,9 @@ class BenchSizes:
     """Commits a SIGKILLed writer acknowledges before the kill; 0 skips the check."""
     peer: bool = True
     """Run DBOS when it is installed."""
+    decisions: tuple[str, ...] = ()
+    """Decisions whose conformance runs section 8 times one by one (wall, CPU of the whole process tree); empty skips
+    it (``toolproof bench --decisions`` gives every decision)."""
 
 
 QUICK = BenchSizes(repetitions=3, calls=100, warmup=20, probe_commits=300, batch_repetitions=3, catalog_repetitions=2)
@@ -242,6 +247,21 @@ def _mcp_calls(directory: Path, sizes: BenchSizes, progress: Progress) -> dict[s
         "small_ms": Figure.of("ms", [s.small_ms for s in samples]).to_json(),
         "large_ms": Figure.of("ms", [s.large_ms for s in samples]).to_json(),
         "ratio": Figure.of("ratio", [s.ratio for s in samples]).to_json(),
+        "sdk_ms": Figure.of("ms", [s.sdk_ms for s in samples]).to_json(),
+    }
+
+
+def mcp_floor(mcp_calls: dict[str, Any], floor_read_ms: float) -> dict[str, Any]:
+    """The MCP floor (the SDK's ``call_tool`` alone, plus the floor pipeline's per-call cost of a builtin read) and
+    the pipeline's MCP read on the 10-tool server as a ratio to it, per repetition."""
+    sdk = mcp_calls["sdk_ms"]["samples"]
+    small = mcp_calls["small_ms"]["samples"]
+    return {
+        "floor_ms": Figure.of("ms", [ms + floor_read_ms for ms in sdk]).to_json(),
+        "floor_ratio": Figure.of(
+            "ratio", [s / (ms + floor_read_ms) for s, ms in zip(small, sdk, strict=True)]
+        ).to_json(),
+        "floor_read_ms": floor_read_ms,
     }
 
 
@@ -289,6 +309,50 @@ def _suite(sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
     }
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cells(out: Path) -> int | None:
+    """Scenario cells the run in ``out`` judged; None when it wrote no results."""
+    from toolproof.reports import load_run
+    from toolproof.spec import ConfigurationError
+
+    try:
+        _, rows = load_run(out)
+    except ConfigurationError:
+        return None
+    return len({row.scenario for row in rows if row.scenario})
+
+
+def _decisions(sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
+    """Section 8: each decision's conformance run on the reference in a process of its own: its cells, wall time, and
+    the CPU time of the process and everything it started (fake servers, workers), so wall minus CPU is what it
+    spent waiting (on processes, clocks and the disk) when the CPU time is the smaller."""
+    rows: list[dict[str, Any]] = []
+    load = load_average()
+    for decision in sizes.decisions:
+        progress(f"conformance run of {decision} (load {load_average()[0]})")
+        command = [sys.executable, "-m", "toolproof", "run", "--impl", "reference", "--rules", decision, "-q"]
+        with tempfile.TemporaryDirectory(prefix="toolproof-bench-decision-") as out:
+            cpu_before, started = _children_cpu_s(), time.perf_counter()
+            completed = subprocess.run([*command, "--out", out], capture_output=True, text=True, check=False)
+            wall, cpu = time.perf_counter() - started, _children_cpu_s() - cpu_before
+            cells = _cells(Path(out))
+        rows.append(
+            {
+                "decision": decision,
+                "exit_code": completed.returncode,
+                "cells": cells,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "waiting_s": max(wall - cpu, 0.0),
+            }
+        )
+    return {"load": load, "command": "toolproof run --impl reference --rules DECISION -q", "runs": rows}
+
+
 def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress | None = None) -> dict[str, Any]:
     """Run every section, write ``out_dir/bench.json`` and return what it holds.
 
@@ -307,7 +371,7 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
         "mode": mode,
         "started_at": started.isoformat(timespec="seconds"),
         "machine": machine_info() | {"load_before": load_before},
-        "sizes": asdict(sizes),
+        "sizes": asdict(sizes) | {"decisions": list(sizes.decisions)},  # As bench.json holds it.
         "database_dir": str(out_dir.resolve()),
     }
     with tempfile.TemporaryDirectory(prefix="toolproof-bench-", dir=out_dir) as scratch:
@@ -326,9 +390,13 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
         "read_back": pipelines.pop("settings_read_back"),
         "sigkill_check": sigkill,
     }
+    # The floor's read is measured in sections 1-4 of the same run: its median is the pipeline's share of the floor.
+    mcp_calls |= mcp_floor(mcp_calls, pipelines["floor"]["read"]["ms_per_call"]["median"])
     report["figures"] = pipelines | {"catalog": catalog, "mcp_calls": mcp_calls, "excerpt": _excerpt(sizes, note)}
     if sizes.suite_repetitions:
         report["figures"]["suite"] = _suite(sizes, note)
+    if sizes.decisions:
+        report["figures"]["decisions"] = _decisions(sizes, note)
     report["machine"]["load_after"] = load_average()
     report["seconds"] = (datetime.now(UTC) - started).total_seconds()
     report["targets"] = evaluate_targets(report)
@@ -336,12 +404,16 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
     return report
 
 
-def bench_command(out_dir: Path, *, quick: bool, console: Console | None = None) -> int:
-    """What ``toolproof bench`` does: run, print the table, write bench.json; 0 once written."""
+def bench_command(out_dir: Path, *, quick: bool, console: Console | None = None, decisions: bool = False) -> int:
+    """What ``toolproof bench`` does: run, print the table, write bench.json; 0 once written. ``decisions`` adds
+    section 8, every decision's conformance run timed on its own."""
     # Piped output gets a width that fits the table rather than rich's 80-column default.
     screen = console or Console(highlight=False, width=None if sys.stdout.isatty() else 150)
     errors = Console(stderr=True, highlight=False)
     sizes, mode = (QUICK, "quick") if quick else (FULL, "full")
+    if decisions:
+        every = tuple(dict.fromkeys(rule.id.split(".")[0] for rule in load_catalog().rules))
+        sizes = replace(sizes, decisions=every)
     report = run_bench(out_dir, sizes, mode=mode, progress=lambda line: errors.print(f"bench: {line}", markup=False))
     render(report, screen)
     screen.print(f"bench.json: {out_dir / 'bench.json'}", markup=False)
@@ -356,5 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("toolproof-bench"), help="folder for bench.json")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions: under a minute")
+    parser.add_argument(
+        "--decisions", action="store_true", help="also time each decision's conformance run (wall and CPU)"
+    )
     args = parser.parse_args(argv)
-    return bench_command(args.out, quick=args.quick)
+    return bench_command(args.out, quick=args.quick, decisions=args.decisions)

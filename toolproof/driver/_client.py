@@ -63,6 +63,7 @@ from toolproof.spec import (
 )
 
 from ._problems import raise_problem
+from ._tls import tls_context
 from ._tool_host import ToolHost, serving
 
 CONNECT_PATIENCE_S = 60.0
@@ -315,7 +316,7 @@ class HttpImplementation:
         Raises:
             ImplementationError: the driver refused or failed the operation it offers.
         """
-        async with httpx2.AsyncClient(base_url=self.url, timeout=60) as client:
+        async with httpx2.AsyncClient(base_url=self.url, timeout=60, verify=tls_context()) as client:
             try:
                 response = await client.post(
                     "/v1/scripts",
@@ -351,7 +352,7 @@ class HttpImplementation:
     async def _opened(self, config: InstanceConfig, tools: Sequence[Tool], clock: Clock) -> AsyncIterator[HttpInstance]:
         # A client per instance: instances may live in other threads' event loops (lease races), and a
         # forked worker must not reuse its parent's connections.
-        client = httpx2.AsyncClient(base_url=self.url, timeout=None)
+        client = httpx2.AsyncClient(base_url=self.url, timeout=None, verify=tls_context())
         host = ToolHost(tools)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(client.aclose)

@@ -35,6 +35,8 @@ from toolproof.spec import (
     crash_now,
 )
 
+from ._tls import tls_context
+
 MAX_DESCRIBED_MEMBERS = 500
 """Members described per object at most: a description stays small whatever the implementation hands over."""
 MAX_DESCRIBED_IN_ALL = 20_000
@@ -163,7 +165,10 @@ class HostedTool:
         )
         request = ExecuteTool(tool=self._spec.name, arguments=arguments, context=wire)
         try:
-            async with httpx2.AsyncClient(timeout=None) as client, anyio.create_task_group() as group:
+            async with (
+                httpx2.AsyncClient(timeout=None, verify=tls_context()) as client,
+                anyio.create_task_group() as group,
+            ):
                 group.start_soon(self._forward_signal, client, context_id, context)
                 try:
                     answer: httpx2.Response | None = await client.post(
@@ -181,7 +186,7 @@ class HostedTool:
             # The implementation stopped waiting: the tool host learns whether its signal was set by then.
             news = ToolCancellation(signal_set=_signal_set(context), stopped=True)
             with anyio.CancelScope(shield=True), anyio.move_on_after(5), contextlib.suppress(httpx2.TransportError):
-                async with httpx2.AsyncClient(timeout=5) as client:
+                async with httpx2.AsyncClient(timeout=5, verify=tls_context()) as client:
                     await client.post(f"{self._host}/v1/contexts/{context_id}/cancel", json=news.model_dump())
             raise
         finally:

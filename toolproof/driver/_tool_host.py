@@ -43,6 +43,7 @@ from toolproof.spec import (
 )
 
 from ._problems import problem, raise_problem
+from ._tls import tls_context
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -57,12 +58,54 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+class _PromptServer(uvicorn.Server):
+    """A uvicorn server that starts stopping as soon as it is told to, not at its next tick a tenth of a second later
+    (a run over a driver serves a tool host per instance: hundreds of stops)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.told = anyio.Event()
+
+    def stop(self) -> None:
+        """Stop: the main loop wakes now and returns; uvicorn's own shutdown follows."""
+        self.should_exit = True
+        self.told.set()
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop (its once-a-second housekeeping in ``on_tick``), woken early by ``stop``."""
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with anyio.move_on_after(0.1):
+                await self.told.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's shutdown without its fixed pause of a tenth of a second: stop listening, ask every connection to
+        close, wait (a few milliseconds a turn, ``SERVER_STOP_S`` at most) until they and their requests are done,
+        then the application's lifespan shutdown."""
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        with anyio.move_on_after(SERVER_STOP_S):
+            while self.server_state.connections or self.server_state.tasks:  # noqa: ASYNC110 - uvicorn sets no event
+                await anyio.sleep(0.005)
+        for task in self.server_state.tasks:
+            task.cancel()
+        for server in self.servers:
+            await server.wait_closed()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+
 @asynccontextmanager
 async def serving(app: Any) -> AsyncIterator[str]:
     """Serve an ASGI app on a free loopback port in this event loop; yields its base URL."""
     sock = _free_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = _PromptServer(uvicorn.Config(app, log_level="warning", lifespan="on"))
     stopped = anyio.Event()
 
     async def serve() -> None:
@@ -82,9 +125,9 @@ async def serving(app: Any) -> AsyncIterator[str]:
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
-            server.should_exit = True
+            server.stop()
             # Let it stop by itself, even when the body raised: cancelled, uvicorn logs a CancelledError traceback
-            # from its lifespan. Bounded: it looks at should_exit every 0.1 s.
+            # from its lifespan. Bounded: its shutdown closes idle connections and waits for open requests.
             with anyio.CancelScope(shield=True), anyio.move_on_after(SERVER_STOP_S):
                 await stopped.wait()
     sock.close()
@@ -253,7 +296,7 @@ class ToolHost:
         self.instance: object = None
         """The harness's handle on the instance: what a context member that is the instance stands for."""
         self.running: dict[str, tuple[_HostContext, anyio.CancelScope]] = {}
-        self.client = httpx2.AsyncClient(timeout=None)
+        self.client = httpx2.AsyncClient(timeout=None, verify=tls_context())
         self.fault: UnreadableContext | None = None
         """The first context description the host could not read: the harness reports it as the driver's error."""
 
