@@ -21,7 +21,7 @@ How one mutant is judged, without a ``toolproof run`` (and its start-up) per mut
    ``pytest.main`` on the cells that executed the mutated lines in the baseline, cheapest first, stopping at
    the first failure. A SIGKILL cell's reference runs in the zygote, out of coverage's sight, so it is chosen
    when any cell of its scenario function executed the lines. Lines run only at import select every cell that
-   executed the module.
+   executed the module, or every cell when none ran any of its lines after the import (``_steps``).
 4. Outcomes: ``killed`` (a cell failed, errored or was skipped), ``timeout`` (past ``--timeout-factor`` times
    the baseline duration of its cells, plus start-up), ``crashed`` (the child died), all three counting as
    killed; ``survived`` (every chosen cell passed), ``uncovered`` (no scenario executes the lines; counted as
@@ -321,6 +321,11 @@ class Baseline:
         if found == {""}:
             found = {cell for cells in executed.values() for cell in cells}
             how = "import"
+            if found == {""}:
+                # A module no cell runs a line of after its import (the step table, checked as it is built): the
+                # import is every cell's, since the reference is imported once per process, before any cell.
+                found = set(self.durations)
+                how = "import only"
         found.discard("")
         functions = {cell.partition("[")[0] for cell in found}
         found |= {c for c in self.durations if "sigkill" in c and c.partition("[")[0] in functions}
