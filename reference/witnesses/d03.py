@@ -471,4 +471,17 @@ class _EventsShareOneSeq(Pipeline):
             # The defect: the emission order the seq states is dropped; the list itself keeps it.
             return [event.model_copy(update={"seq": 0}) for event in read(run_id)]
 
-        setattr(self.store, "events", seqless)  # setattr: mypy refuses an assignment to a method
+        setattr(self.store, "events", seqless)  # noqa: B010 (mypy refuses an assignment to a method)
+
+
+async def _completes_refusals_marked(p: PipelineHost, s: CallState) -> None:
+    if not s.recorded:
+        s.marked = True  # The defect: a call refused before step 6 gets its row inserted with the watermark set.
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
+@witness(
+    "refused_rows_watermarked", ("D3.3",), "inserts the row of a call refused before step 6 with effect_sent_at set"
+)
+class _RefusedRowsWatermarked(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _completes_refusals_marked}
