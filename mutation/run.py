@@ -244,6 +244,17 @@ class Recorder:
         if self.rank:
             items.sort(key=lambda item: self.rank.get(item.nodeid, len(self.rank)))
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # Outermost: the plugin has stashed what it saw by then.
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        # A check the harness makes on everything a scenario observes (a rule's `everywhere`) fails a rule's verdict
+        # without failing the cell; here it fails the cell, so it kills the mutant as any failed check does.
+        report = yield
+        seen = item.stash.get(importlib.import_module(PLUGIN).EVERYWHERE, {}) if report.when == "call" else {}
+        if seen and report.passed:
+            report.outcome = "failed"
+            report.longrepr = "; ".join(f"{rule} (everywhere): {text}" for rule, text in sorted(seen.items()))
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         if report.failed or report.skipped:
