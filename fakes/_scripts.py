@@ -28,6 +28,12 @@ def drifting(bridge: Any) -> None:
     bridge.call("orders.place", {"item": f"item-{time.time_ns()}"}, {"item": ["user-1"]})
 
 
+def drifting_down(bridge: Any) -> None:
+    """As ``drifting``, with an item name that sorts before the recorded one on replay (a countdown of the clock):
+    a divergence is a difference, in either direction."""
+    bridge.call("orders.place", {"item": f"item-{10**20 - time.time_ns():020d}"}, {"item": ["user-1"]})
+
+
 def follows_its_plan(bridge: Any) -> None:
     """Asks ``plan.where`` (ordinal 1) where its plan is, then calls each tool the plan file names, in that order,
     without arguments: the plan is part of the world, so a replay after the file changed calls other tools at the

@@ -21,7 +21,7 @@ How one mutant is judged, without a ``toolproof run`` (and its start-up) per mut
    ``pytest.main`` on the cells that executed the mutated lines in the baseline, cheapest first, stopping at
    the first failure. A SIGKILL cell's reference runs in the zygote, out of coverage's sight, so it is chosen
    when any cell of its scenario function executed the lines. Lines run only at import select every cell that
-   executed the module.
+   executed the module, or every cell when none ran any of its lines after the import (``_steps``).
 4. Outcomes: ``killed`` (a cell failed, errored or was skipped), ``timeout`` (past ``--timeout-factor`` times
    the baseline duration of its cells, plus start-up), ``crashed`` (the child died), all three counting as
    killed; ``survived`` (every chosen cell passed), ``uncovered`` (no scenario executes the lines; counted as
@@ -244,6 +244,17 @@ class Recorder:
         if self.rank:
             items.sort(key=lambda item: self.rank.get(item.nodeid, len(self.rank)))
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # Outermost: the plugin has stashed what it saw by then.
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        # A check the harness makes on everything a scenario observes (a rule's `everywhere`) fails a rule's verdict
+        # without failing the cell; here it fails the cell, so it kills the mutant as any failed check does.
+        report = yield
+        seen = item.stash.get(importlib.import_module(PLUGIN).EVERYWHERE, {}) if report.when == "call" else {}
+        if seen and report.passed:
+            report.outcome = "failed"
+            report.longrepr = "; ".join(f"{rule} (everywhere): {text}" for rule, text in sorted(seen.items()))
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         if report.failed or report.skipped:
@@ -321,6 +332,11 @@ class Baseline:
         if found == {""}:
             found = {cell for cells in executed.values() for cell in cells}
             how = "import"
+            if found == {""}:
+                # A module no cell runs a line of after its import (the step table, checked as it is built): the
+                # import is every cell's, since the reference is imported once per process, before any cell.
+                found = set(self.durations)
+                how = "import only"
         found.discard("")
         functions = {cell.partition("[")[0] for cell in found}
         found |= {c for c in self.durations if "sigkill" in c and c.partition("[")[0] in functions}

@@ -182,7 +182,18 @@ class Harness:
                 )
 
     def observed_events(self, events: Sequence[Event]) -> None:
-        """Check each invocation's events, as read: requested first, at most one completed, nothing after it (D3.7)."""
+        """Check each invocation's events, as read: requested first, at most one completed, nothing after it (D3.7).
+        The order is the events' seq, the order of emission within the run (``spec.Event``): two events of one run
+        with one seq leave that order unstated, so they fail D3.7 too."""
+        taken: dict[tuple[str, int], int] = {}
+        for event in events:
+            taken[(event.run_id, event.seq)] = taken.get((event.run_id, event.seq), 0) + 1
+        shared = sorted(f"{run_id} seq {seq} ({n} events)" for (run_id, seq), n in taken.items() if n > 1)
+        if shared:
+            self._violated(
+                "D3.7",
+                f"events of one run share a seq, so the order they were emitted in is not stated: {', '.join(shared[:3])}",
+            )
         seen: dict[str, list[str]] = {}
         for event in sorted(events, key=lambda e: e.seq):
             kinds = seen.setdefault(event.invocation_id, [])

@@ -112,6 +112,12 @@ async def test_refused_call_never_executes_its_tool(harness: Harness) -> None:
             row is not None and row.status.is_terminal,
             f"refused call {outcome.reason_code.value} left row {row.status.value if row else 'none'}; expected terminal",
         )
+        harness.expect(
+            "D3.3",
+            row is None or row.effect_sent_at is None,
+            f"refused call {outcome.reason_code.value} left its row with effect_sent_at set, a watermark saying its "
+            "effect may have been sent, though nothing before step 8 touches the world",
+        )
 
 
 _HOLDER = ContextItem(id="user-1", trust=TrustLabel.USER, text="Please file the ticket.")

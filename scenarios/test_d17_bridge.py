@@ -39,6 +39,7 @@ from ._harness import Harness, describe
 THREE = "toolproof.fakes._scripts:three_orders"
 HELD = "toolproof.fakes._scripts:order_mail_order"
 DRIFTING = "toolproof.fakes._scripts:drifting"
+DRIFTING_DOWN = "toolproof.fakes._scripts:drifting_down"
 AFTER_HOLD = "toolproof.fakes._scripts:orders_after_its_hold"
 
 
@@ -177,11 +178,12 @@ async def test_an_approved_hold_reruns_the_script_and_acts_once(harness: Harness
 
 
 @pytest.mark.rules("D17.5")
-async def test_a_diverging_replay_is_stopped_and_overwrites_nothing(harness: Harness) -> None:
+@pytest.mark.parametrize("script", [DRIFTING, DRIFTING_DOWN], ids=["arguments-sort-after", "arguments-sort-before"])
+async def test_a_diverging_replay_is_stopped_and_overwrites_nothing(harness: Harness, script: str) -> None:
     async with harness.open(_orders(harness)) as session:
-        first = await session.run_script(DRIFTING)
+        first = await session.run_script(script)
         rows_before = await session.rows()
-        replay = await session.run_script(DRIFTING)
+        replay = await session.run_script(script)
         rows_after = await session.rows()
     harness.expect("D17.5", first.status == "completed", f"the first run ended {first.status}")
     harness.expect(

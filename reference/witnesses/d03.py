@@ -17,6 +17,7 @@ from toolproof.reference.hooks import (
     STEP_TABLE,
     CallState,
     Decision,
+    EventTable,
     InvocationTable,
     Pipeline,
     PipelineHost,
@@ -458,3 +459,29 @@ async def _reruns_invalid_idempotent_results(p: PipelineHost, s: CallState) -> N
 )
 class _InvalidResultOfIdempotentToolRetried(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _reruns_invalid_idempotent_results}
+
+
+@witness("events_share_one_seq", ("D3.7",), "reads a run's events back in order but with seq 0 for every one")
+class _EventsShareOneSeq(Pipeline):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        read = self.store.events
+
+        def seqless(run_id: str) -> list[EventTable]:
+            # The defect: the emission order the seq states is dropped; the list itself keeps it.
+            return [event.model_copy(update={"seq": 0}) for event in read(run_id)]
+
+        setattr(self.store, "events", seqless)  # noqa: B010 (mypy refuses an assignment to a method)
+
+
+async def _completes_refusals_marked(p: PipelineHost, s: CallState) -> None:
+    if not s.recorded:
+        s.marked = True  # The defect: a call refused before step 6 gets its row inserted with the watermark set.
+    await STEP_TABLE[Step.COMPLETE](p, s)
+
+
+@witness(
+    "refused_rows_watermarked", ("D3.3",), "inserts the row of a call refused before step 6 with effect_sent_at set"
+)
+class _RefusedRowsWatermarked(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _completes_refusals_marked}

@@ -102,6 +102,25 @@ class _OverwritesOnDivergence(Pipeline):
     bridge_class = _Overwrites
 
 
+class _OrderedArguments(Bridge):
+    def divergence(self, request: ScriptRequest, call: ProposedCall, ordinal: int) -> str:
+        recorded = self.pipeline.store.by_call(request.run_id, request.step_number, call.call_id)
+        same_tool = recorded is not None and recorded.tool_name == call.tool_name
+        # The defect: arguments that sort at or before the recorded ones pass for the recorded ones.
+        if same_tool and recorded is not None and recorded.arguments_json >= dump_json(call.arguments):
+            return ""
+        return super().divergence(request, call, ordinal)
+
+
+@witness(
+    "divergence_only_upwards",
+    ("D17.5",),
+    "lets a replay through when its arguments' JSON sorts at or before the recorded ones (>= for ==)",
+)
+class _DivergenceOnlyUpwards(Pipeline):
+    bridge_class = _OrderedArguments
+
+
 class _NameHashBridge(Bridge):
     def call_id(self, request: ScriptRequest, digest: str, ordinal: int) -> str:
         # The defect: the "script hash" is of the module:function reference only, not of its source.
