@@ -299,8 +299,8 @@ class Judge:
                     expected = self.model.submit(action)
                 except FaultExpected as fault:
                     return await self._faulted(inst, action, got, raised, fault.rules)
-                if isinstance(raised, StoreFault):
-                    raise raised
+                if isinstance(raised, StoreFault) or (raised is not None and self.model.store.fired):
+                    raise raised  # After a store fault, any exception is D3.11's (``run``).
                 if raised is not None:
                     # A step of calls the model answers raised instead: no disposition for any of them (D15.2).
                     shown = _first_line(raised)
