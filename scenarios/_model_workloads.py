@@ -73,10 +73,6 @@ number. Some pairs run together alike, joined as they are (t+1r, t1+r) or with a
 so only a key that keeps its inputs apart tells their calls apart (D10.1)."""
 
 
-TENANTS = ("t1", "t2", "t")
-"""Tenants a step is submitted again under (a run shared by two tenants)."""
-
-
 def look_alikes(name: str) -> list[str]:
     """Names that fold into ``name`` but are not it: upper case, surrounding blanks, fullwidth letters and digits
     (NFKC maps them back). A proposed name resolves by exact equality only (D5.3)."""
@@ -240,7 +236,7 @@ def _variant(draw: st.DrawFn, step: Submit) -> Submit:
 
 @st.composite
 def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
-    """Context items of every label, ids possibly shared by several items, some with no text; sometimes none at all."""
+    """Context items of every label, ids possibly shared by several items; sometimes none at all."""
     trusted = [label for label in LABELS if label is not TrustLabel.EXTERNAL_UNTRUSTED]
     label = st.sampled_from(trusted * 3 + [TrustLabel.EXTERNAL_UNTRUSTED])
     items = draw(
@@ -248,18 +244,12 @@ def contexts(draw: st.DrawFn) -> tuple[ContextItem, ...]:
             st.tuples(st.sampled_from(ITEM_IDS[:5]), label), min_size=draw(st.sampled_from([0] + [1] * 7)), max_size=4
         )
     )
-    # Now and then an item with no text: it still counts towards origin_trust (D11.1).
-    texts = draw(st.lists(st.sampled_from(["item"] * 5 + [""]), min_size=len(items), max_size=len(items)))
-    return tuple(
-        ContextItem(id=i, trust=label, text=f"{text} {i}" if text else "")
-        for (i, label), text in zip(items, texts, strict=True)
-    )
+    return tuple(ContextItem(id=i, trust=label, text=f"item {i}") for i, label in items)
 
 
 @st.composite
 def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem, ...]) -> dict[str, list[str]]:
-    """Per argument: mostly ids of the request's items; sometimes missing, empty, an id not in it (x), or one of its ids
-    in another case or with a blank."""
+    """Per argument: mostly ids of the request's items; sometimes missing, empty, or an id not in it (x)."""
     known = sorted({item.id for item in context}) or ["x"]
     out: dict[str, list[str]] = {}
     for name in args:
@@ -270,9 +260,6 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
             out[name] = []
         elif choice == 2:
             out[name] = draw(st.lists(st.sampled_from(ITEM_IDS), min_size=1, max_size=3))
-        elif choice == 3:
-            # An id of the request in another case or with blanks: not the item's id (ids match exactly, D11.3).
-            out[name] = [draw(st.sampled_from([known[0].upper(), f" {known[0]}"]))]
         else:
             out[name] = draw(st.lists(st.sampled_from(known), min_size=1, max_size=2))
     return out
@@ -310,7 +297,7 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False, crash
             st.sampled_from(
                 ["submit"] * 3
                 + ["repeat"] * 3
-                + ["replay", "variant", "twin", "hammer", "hammer", "advance", "sweep"]
+                + ["replay", "variant", "hammer", "hammer", "advance", "sweep"]
                 # A held or suspended call left alone never runs: answers and resumes are drawn often.
                 + ["answer"] * 4
                 + ["resume"] * 2
@@ -339,12 +326,6 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False, crash
             model.submit(action)
         elif kind == "variant" and submitted:
             action = draw(_variant(draw(st.sampled_from(submitted))))
-            model.submit(action)
-        elif kind == "twin" and submitted:
-            # An earlier step under another tenant, the same run, step and call_ids: other calls (D10.1).
-            step = draw(st.sampled_from(submitted))
-            other = draw(st.sampled_from([t for t in TENANTS if t != step.tenant]))
-            action = replace(step, tenant=other)
             model.submit(action)
         elif kind == "hammer" and submitted:
             # One earlier call again, alone or several times over, in its own run: mostly the call hammered last,
