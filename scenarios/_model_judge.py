@@ -23,6 +23,7 @@ from toolproof.spec import (
     Implementation,
     InstanceConfig,
     InvocationRow,
+    InvocationStatus,
     Metric,
     ReasonCode,
     SimulatedCrash,
@@ -44,6 +45,7 @@ from toolproof.spec.model import (
     d02,
 )
 from toolproof.spec.model.d04_faults import FaultExpected
+from toolproof.spec.model.d11 import argument_rules
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
 
 from ._context_walk import public, reachable_hazards
@@ -297,8 +299,14 @@ class Judge:
                     expected = self.model.submit(action)
                 except FaultExpected as fault:
                     return await self._faulted(inst, action, got, raised, fault.rules)
+                if isinstance(raised, StoreFault) or (raised is not None and self.model.store.fired):
+                    raise raised  # After a store fault, any exception is D3.11's (``run``).
                 if raised is not None:
-                    raise raised
+                    # A step of calls the model answers raised instead: no disposition for any of them (D15.2).
+                    shown = _first_line(raised)
+                    return [
+                        ("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation raised {shown}")
+                    ]
                 problems = self._dispositions(expected, got, where)
             else:
                 # Call by call, each settled before the next is modelled: a later member's breaker reads the verdict
@@ -428,9 +436,10 @@ class Judge:
                 got = _compress(kinds.get(invocation_id, []))
                 if got not in allowed:
                     shown_events = " or ".join(map(str, allowed))
-                    found.append(
-                        ("D3.7", f"{record.ref[2]}: model allowed events {shown_events}, implementation gave {got}")
-                    )
+                    shown = f"{record.ref[2]}: model allowed events {shown_events}, implementation gave {got}"
+                    found.append(("D3.7", shown))
+                    if record.spec is not None and record.spec.kind.value == "CONTROL":
+                        found.append(("D16.1", shown))  # A control call's events are those of any call.
                 if record.crash_rules:
                     # What a crash left, and its recovery, are decided by the crash's rules too.
                     found += [(rule, message) for _, message in found for rule in record.crash_rules]
@@ -453,12 +462,12 @@ class Judge:
 
     def _row(self, record: Record, row: InvocationRow | None, invocation_id: str) -> Problems:
         name = record.ref[2]
+        control = record.spec is not None and record.spec.kind.value == "CONTROL"
         if row is None:
+            # D16.1: a control call has its row like any call.
+            rules = ("D3.3" if record.pre_record else "D3.1", *(("D16.1",) if control else ()))
             return [
-                (
-                    "D3.3" if record.pre_record else "D3.1",
-                    f"{name}: model allowed a row {invocation_id[:8]}, implementation has none",
-                )
+                (rule, f"{name}: model allowed a row {invocation_id[:8]}, implementation has none") for rule in rules
             ]
         problems: Problems = []
         if (row.status, row.reason_code) != (record.status, record.reason):
@@ -467,6 +476,9 @@ class Judge:
             if record.crash_rules:
                 # No disposition was given for a crashed call: its row is the verdict, judged by the verdict's rules.
                 problems += [(rule, shown_row) for rule in dict.fromkeys(r for v in record.verdicts for r in v.rules)]
+            if record.status is InvocationStatus.AWAITING_APPROVAL:
+                # A hold no answer and no sweep resolved was resolved all the same: it resolves only as its answer says.
+                problems.append(("D11.6", shown_row))
         executions, effects = world_counts(self.world, invocation_id)
         fresh = invocation_id == self.ids[record.key][0]
         want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)
@@ -501,13 +513,9 @@ class Judge:
                 )
             )
         if record.origin is not None and (row.origin_trust, row.argument_trust) != (record.origin, record.argument):
-            rule = "D11.1" if row.origin_trust != record.origin else "D11.3"
-            problems.append(
-                (
-                    rule,
-                    f"{name}: model allowed origin {record.origin.value} argument {record.argument.value if record.argument else None}, the row says {row.origin_trust.value} {row.argument_trust.value}",
-                )
-            )
+            rules = ("D11.1",) if row.origin_trust != record.origin else argument_rules(record.call)
+            shown = f"{name}: model allowed origin {record.origin.value} argument {record.argument.value if record.argument else None}, the row says {row.origin_trust.value} {row.argument_trust.value}"
+            problems += [(rule, shown) for rule in rules]
         if (row.tenant, row.run_id, row.step_number) == (record.tenant, *record.ref[:2]) and row.call_id != name:
             # The disposition in this call's place is another call's of the same step: answered out of order.
             problems.append(

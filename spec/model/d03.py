@@ -72,7 +72,9 @@ def propose(
     if applies:
         record.pre_record = True
         record.events.append(EventKind.REQUESTED)
-        record.finish(tuple(outcome(reason, rule, "D3.3") for reason, rule in applies.items()))
+        # D16.1: a control call meets the breaker like any call.
+        control = ("D16.1",) if tool.spec.kind.value == "CONTROL" else ()
+        record.finish(tuple(outcome(reason, rule, "D3.3", *control) for reason, rule in applies.items()))
         return record
     decision, rules = decide(tool.spec, record.origin, record.argument, workload.denied_tools, workload.credentials)
     if decision is Decision.DENY:

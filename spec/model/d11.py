@@ -31,6 +31,13 @@ def argument_label(context: tuple[ContextItem, ...], call: ProposedCall, name: s
     return lowest_trust(*(contributor(context, i) for i in ids))
 
 
+def argument_rules(call: ProposedCall) -> tuple[str, ...]:
+    """The rules that label ``call``'s arguments: D11.3, and D11.2 when an argument's provenance is unknown (no
+    contributor list, or an empty one)."""
+    unknown = any(not call.provenance.get(name) for name in call.arguments)
+    return ("D11.2", "D11.3") if unknown else ("D11.3",)
+
+
 def argument_trust(context: tuple[ContextItem, ...], call: ProposedCall) -> TrustLabel:
     """D11.3: the minimum over the call's arguments; a call without arguments takes origin_trust."""
     if not call.arguments:

@@ -29,8 +29,8 @@ def _walk(
     pieces: list[Piece], parts: list[tuple[str, TrustLabel]], where: str, label_rules: tuple[str, ...]
 ) -> Problems:
     """Each piece is a run of one part from where the last ended, under that part's label (D12.1, D12.4; the part's
-    label is D1.3's, so a piece under another label breaks ``label_rules`` too). A piece that is not output text at
-    all is a summary (D12.3)."""
+    label is D1.3's, so a piece under another label breaks ``label_rules`` too). A piece that runs on into the next
+    part joins two envelopes (D12.4); a piece that is not output text at all is a summary (D12.3)."""
     at, offset = 0, 0
     output = "".join(t for t, _ in parts)
     for label, _, text in pieces:
@@ -39,6 +39,9 @@ def _walk(
         while at < len(parts) and offset == len(parts[at][0]):
             at, offset = at + 1, 0
         if at == len(parts) or not parts[at][0].startswith(text, offset):
+            if output.startswith(text, sum(len(t) for t, _ in parts[:at]) + offset):
+                # The output's next characters, run on past the end of their part: two envelopes made one.
+                return [("D12.4", f"the {where} piece {text[:30]!r} runs across a part's end in one envelope")]
             shown = f"the {where} piece {text[:30]!r} is not the output's next bytes"
             return [("D12.1", shown)] + ([] if text in output else [("D12.3", shown)])
         if label != parts[at][1].value:
