@@ -104,7 +104,6 @@ CRASHES_CAUGHT = (
     "sweep_takes_live_leases",
     "sweep_takes_waiting_approvals",
     "timestamp_inference",
-    "twice_crashed_call_given_up",
     "recorded_rows_skip_hold",
     "answer_forgotten_by_recovery",
     "recovery_logged_after_decision",
