@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from toolproof.spec import Implementation
 from toolproof.spec.model import Submit, Workload
 
+from ._model_crash import crashed
 from ._model_judge import Divergence, Judge
 from ._model_workloads import tour
 
@@ -86,7 +87,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "store_faults": (("D3.10", "D3.11", "D4.21", "D4.22"), {"max_actions": 3, "faults": True}),
     "crashes": (
         ("D4.3", "D4.4", "D4.5", "D4.6", "D4.8", "D4.12", "D4.14", "D4.15", "D4.16", "D4.18", "D4.19"),
-        {"max_actions": 3, "crashes": True},
+        {"max_actions": 3, "then": crashed},
     ),
     "watermark": (
         ("D4.1", "D4.2", "D4.7", "D4.10", "D4.11", "D4.20", "D10.2", "D2.1", "D2.2", "D2.3", "D2.5", "D2.6"),

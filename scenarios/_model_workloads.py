@@ -14,6 +14,7 @@ an answer always targets a call the model holds.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -266,9 +267,15 @@ def provenance(draw: st.DrawFn, args: dict[str, Any], context: tuple[ContextItem
 
 
 @st.composite
-def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False, crashes: bool = False) -> Workload:
+def workloads(
+    draw: st.DrawFn,
+    max_actions: int = 8,
+    faults: bool = False,
+    then: Callable[[Workload], st.SearchStrategy[Workload]] | None = None,
+) -> Workload:
     """A whole workload, drawn against the model so every answer targets a held call; with ``faults``, ending in a
-    store fault (``_faulted``); with ``crashes``, in a crash and its recovery (``_model_crash.crashed``)."""
+    store fault (``_faulted``); with ``then``, in what ``then`` draws from the workload (the crashes cell: a crash
+    and its recovery, ``_model_crash.crashed``)."""
     limit = draw(st.sampled_from(LIMITS))
     catalog = tuple(draw(tools(i, limit)) for i in range(draw(st.integers(1, 4))))
     timeout = draw(st.sampled_from(TIMEOUTS))
@@ -348,10 +355,8 @@ def workloads(draw: st.DrawFn, max_actions: int = 8, faults: bool = False, crash
         actions.append(action)
     if faults:
         return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, sum(steps.values())))
-    if crashes:
-        from ._model_crash import crashed  # Imported here: it draws on this module.
-
-        return draw(crashed(Workload(**{**base.__dict__, "actions": tuple(actions)})))
+    if then is not None:  # A family that goes on from the drawn workload (the crashes cell: ``_model_crash.crashed``).
+        return draw(then(Workload(**{**base.__dict__, "actions": tuple(actions)})))
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
 
 

@@ -14,6 +14,7 @@ from toolproof.spec import ConfigurationError, HarnessError, ResultRow, Verdict,
 
 from ._console import EXIT_HARNESS, EXIT_NOTHING_JUDGED, die, err, out
 from ._interrupt import interrupted_status, say_interrupted, was_interrupted
+from ._jobs import check_jobs
 from ._last_run import Eta, LastRun, header
 from ._preflight import check_out_dir, check_out_is_ours, probe_database
 
@@ -169,7 +170,7 @@ def run(
     try:
         selection = load_catalog().select(rule_selectors)
         split = _shard(shard)
-        _check_jobs(jobs, shard, write_expectations, exitfirst or maxfail is not None)
+        check_jobs(jobs, shard, write_expectations, exitfirst or maxfail is not None)
         check_out_dir(out_dir)
         if not force:
             check_out_is_ours(out_dir)
@@ -233,22 +234,6 @@ def _shard(text: str | None) -> Shard | None:
     from toolproof.scenarios import Shard
 
     return Shard.parse(text)
-
-
-def _check_jobs(jobs: int, shard: str | None, draft: Path | None, stops: bool) -> None:
-    """--jobs runs every shard of the whole selection itself, and merges them.
-
-    Raises:
-        ConfigurationError: --jobs above 1 with an option that asks for one process's run.
-    """
-    if jobs == 1:
-        return
-    if shard is not None:
-        raise ConfigurationError(f"--jobs {jobs} runs every shard itself: give --shard K/N or --jobs N, not both")
-    if draft is not None:
-        raise ConfigurationError(f"--write-expectations drafts from one process's run: run it without --jobs {jobs}")
-    if stops:
-        raise ConfigurationError(f"-x and --maxfail stop one process's run: run them without --jobs {jobs}")
 
 
 def _run_in_shards(sharded: ShardedRun, jobs: int, out_dir: Path, announce: str | None) -> RunOutcome:

@@ -49,6 +49,22 @@ class _Shard:
     """Its stderr lines other than progress: said when the shard fails on its own (bad input, a harness failure)."""
 
 
+def check_jobs(jobs: int, shard: str | None, draft: Path | None, stops: bool) -> None:
+    """--jobs runs every shard of the whole selection itself, and merges them.
+
+    Raises:
+        ConfigurationError: --jobs above 1 with an option that asks for one process's run.
+    """
+    if jobs == 1:
+        return
+    if shard is not None:
+        raise ConfigurationError(f"--jobs {jobs} runs every shard itself: give --shard K/N or --jobs N, not both")
+    if draft is not None:
+        raise ConfigurationError(f"--write-expectations drafts from one process's run: run it without --jobs {jobs}")
+    if stops:
+        raise ConfigurationError(f"-x and --maxfail stop one process's run: run them without --jobs {jobs}")
+
+
 def _command(run: ShardedRun, index: int, count: int, out: Path) -> list[str]:
     command = [sys.executable, "-m", "toolproof", "run", "--shard", f"{index}/{count}", "--out", str(out)]
     for ref in run.impls:

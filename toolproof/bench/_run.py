@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,6 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 
 from rich.console import Console
 
@@ -32,6 +30,7 @@ from toolproof.spec import load_catalog
 
 from ._catalog import CALL_METHOD, METHOD, measure_calls, measure_catalog
 from ._dbos import PEER_NOTE, DbosRig, unavailable_reason
+from ._decisions import decision_runs
 from ._excerpt import excerpt_memory, excerpt_memory_in_subprocess
 from ._floor import FLOOR_NOTE, FloorRig
 from ._pipeline import ReferenceRig, Sample, Workload
@@ -310,47 +309,6 @@ def _suite(sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
     }
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _cells(out: Path) -> int | None:
-    """Scenario cells the run in ``out`` judged (its junit.xml's tests); None when it wrote no report."""
-    try:
-        root = ElementTree.parse(out / "junit.xml").getroot()
-    except (OSError, ElementTree.ParseError):
-        return None
-    return int(root.get("tests", "0"))
-
-
-def _decisions(sizes: BenchSizes, progress: Progress) -> dict[str, Any]:
-    """Section 8: each decision's conformance run on the reference in a process of its own: its cells, wall time, and
-    the CPU time of the process and everything it started (fake servers, workers), so wall minus CPU is what it
-    spent waiting (on processes, clocks and the disk) when the CPU time is the smaller."""
-    rows: list[dict[str, Any]] = []
-    load = load_average()
-    for decision in sizes.decisions:
-        progress(f"conformance run of {decision} (load {load_average()[0]})")
-        command = [sys.executable, "-m", "toolproof", "run", "--impl", "reference", "--rules", decision, "-q"]
-        with tempfile.TemporaryDirectory(prefix="toolproof-bench-decision-") as out:
-            cpu_before, started = _children_cpu_s(), time.perf_counter()
-            completed = subprocess.run([*command, "--out", out], capture_output=True, text=True, check=False)
-            wall, cpu = time.perf_counter() - started, _children_cpu_s() - cpu_before
-            cells = _cells(Path(out))
-        rows.append(
-            {
-                "decision": decision,
-                "exit_code": completed.returncode,
-                "cells": cells,
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "waiting_s": max(wall - cpu, 0.0),
-            }
-        )
-    return {"load": load, "command": "toolproof run --impl reference --rules DECISION -q", "runs": rows}
-
-
 def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress | None = None) -> dict[str, Any]:
     """Run every section, write ``out_dir/bench.json`` and return what it holds.
 
@@ -394,7 +352,7 @@ def run_bench(out_dir: Path, sizes: BenchSizes, *, mode: str, progress: Progress
     if sizes.suite_repetitions:
         report["figures"]["suite"] = _suite(sizes, note)
     if sizes.decisions:
-        report["figures"]["decisions"] = _decisions(sizes, note)
+        report["figures"]["decisions"] = decision_runs(sizes.decisions, note)
     report["machine"]["load_after"] = load_average()
     report["seconds"] = (datetime.now(UTC) - started).total_seconds()
     report["targets"] = evaluate_targets(report)

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar, cast
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -62,8 +62,8 @@ from toolproof.spec import (
     sole_exception,
 )
 
+from ._http import path_segment, tls_context
 from ._problems import raise_problem
-from ._tls import tls_context
 from ._tool_host import ToolHost, serving
 
 CONNECT_PATIENCE_S = 60.0
@@ -247,12 +247,14 @@ class HttpInstance:
 
     async def invocations(self, run_id: str) -> list[InvocationRow]:
         """``GET .../runs/{run_id}/invocations``."""
-        path = f"/runs/{_segment(run_id)}/invocations"
+        path = f"/runs/{path_segment(run_id)}/invocations"
         return (await self._answer("GET", path, lambda raw: _model(Invocations, raw))).invocations
 
     async def events(self, run_id: str) -> list[Event]:
         """``GET .../runs/{run_id}/events``."""
-        return (await self._answer("GET", f"/runs/{_segment(run_id)}/events", lambda raw: _model(Events, raw))).events
+        return (
+            await self._answer("GET", f"/runs/{path_segment(run_id)}/events", lambda raw: _model(Events, raw))
+        ).events
 
     async def metrics(self) -> dict[str, int]:
         """``GET .../metrics``."""
@@ -264,7 +266,7 @@ class HttpInstance:
 
     async def advertise(self, run_id: str) -> Advertisement:
         """``POST .../runs/{run_id}/advertisement``."""
-        path = f"/runs/{_segment(run_id)}/advertisement"
+        path = f"/runs/{path_segment(run_id)}/advertisement"
         return await self._answer("POST", path, lambda raw: _model(Advertisement, raw))
 
     async def catalog_history(self) -> list[CatalogChange]:
@@ -392,10 +394,3 @@ class HttpImplementation:
             return server
         base = await stack.enter_async_context(serving(server.server.streamable_http_app(host="127.0.0.1")))
         return server.model_copy(update={"transport": McpTransport.HTTP, "url": f"{base}/mcp", "server": None})
-
-
-def _segment(value: str) -> str:
-    """``value`` as one path segment: every reserved character escaped, ``/`` included, and a dot segment too (a
-    URL library would otherwise remove it)."""
-    segment = quote(value, safe="")
-    return segment.replace(".", "%2E") if segment in (".", "..") else segment

@@ -35,7 +35,7 @@ from toolproof.spec import (
     crash_now,
 )
 
-from ._tls import tls_context
+from ._http import tls_context
 
 MAX_DESCRIBED_MEMBERS = 500
 """Members described per object at most: a description stays small whatever the implementation hands over."""

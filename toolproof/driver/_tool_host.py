@@ -42,8 +42,8 @@ from toolproof.spec import (
     ToolOutcome,
 )
 
+from ._http import tls_context
 from ._problems import problem, raise_problem
-from ._tls import tls_context
 
 _M = TypeVar("_M", bound=BaseModel)
 
