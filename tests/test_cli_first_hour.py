@@ -418,3 +418,20 @@ def test_what_python_writes_to_stderr_after_ctrl_c_is_left_out_of_the_one_line()
     result = subprocess.run([sys.executable, "-c", _DEBRIS_AFTER_CTRL_C], capture_output=True, text=True, check=False)
     assert result.returncode == 130
     assert result.stderr == "toolproof: interrupted; results.duckdb keeps only complete runs\n"
+
+
+def test_ctrl_c_a_cell_swallowed_stops_the_run_at_the_next_cell_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The handler records the interrupt before it raises; a cell that swallows the KeyboardInterrupt must not let the
+    # run go on to the end and write its files.
+    from toolproof import _interrupt
+    from toolproof._run_plugins import QuietAfterInterrupt
+
+    plugin = QuietAfterInterrupt()
+    monkeypatch.setattr(_interrupt._State, "interrupted", False)
+    plugin.pytest_runtest_logstart()
+    plugin.pytest_runtest_logfinish()
+    monkeypatch.setattr(_interrupt._State, "interrupted", True)
+    with pytest.raises(KeyboardInterrupt):
+        plugin.pytest_runtest_logstart()
+    with pytest.raises(KeyboardInterrupt):
+        plugin.pytest_runtest_logfinish()

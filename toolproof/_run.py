@@ -46,7 +46,7 @@ from toolproof.spec import (
 )
 
 from . import __version__
-from ._interrupt import mark_written
+from ._interrupt import mark_written, was_interrupted
 from ._out_lock import hold_out_dir
 from ._outcome import FAILING, causes, cell_counts
 from ._outcome import RunOutcome as RunOutcome  # Where the tests and the bench import it from.
@@ -227,8 +227,9 @@ def _run_and_write(
         raise HarnessError(f"{fault.fault} (no verdict is given, and nothing was written)")
     if collector.collection_errors:  # Before INTERRUPTED: pytest reports a collection error as interrupted too.
         raise HarnessError("scenarios could not be collected: " + "; ".join(collector.collection_errors))
-    if code == pytest.ExitCode.INTERRUPTED:
-        raise KeyboardInterrupt  # pytest caught Ctrl-C and stopped: nothing of this run is written.
+    if code == pytest.ExitCode.INTERRUPTED or was_interrupted():
+        # pytest caught Ctrl-C and stopped, or a cell swallowed it: nothing of this run is written.
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise HarnessError(f"pytest stopped with exit code {int(code)} before the scenarios finished")
     if collector.selection_problems:

@@ -15,12 +15,24 @@ from ._interrupt import quiet_debris, was_interrupted
 
 class QuietAfterInterrupt:
     """After Ctrl-C, pytest's unconfigure collects garbage and warns of what failed to be collected (an object the
-    interrupt left half-built): debris, quieted before pytest's own unconfigure runs."""
+    interrupt left half-built): debris, quieted before pytest's own unconfigure runs.
+
+    Ctrl-C also stops the run at the next cell boundary even when the cell it landed in swallowed its
+    KeyboardInterrupt (code that catches BaseException, a task group turning it into a cancellation): the handler
+    has recorded it, and the run ends as interrupted, writing nothing, rather than running on to the end."""
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self) -> None:
         if was_interrupted():
             quiet_debris()
+
+    def pytest_runtest_logstart(self) -> None:
+        if was_interrupted():
+            raise KeyboardInterrupt
+
+    def pytest_runtest_logfinish(self) -> None:
+        if was_interrupted():
+            raise KeyboardInterrupt
 
 
 class ShortTracebacks:
