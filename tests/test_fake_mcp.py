@@ -19,6 +19,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 from pydantic import ValidationError
 
 from toolproof.fakes import mcp as fakes
+from toolproof.fakes.mcp import _forkserver
 
 pytestmark = pytest.mark.anyio
 
@@ -544,7 +545,8 @@ async def _exercise(client: Client, name: str) -> None:
             assert _texts(await client.call_tool("summarize", {})).startswith("sampling refused:")
 
 
-def test_stdio_command_runs_the_package_entry_point() -> None:
+def test_stdio_command_runs_the_package_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLPROOF_FAKE_FORKSERVER", "0")  # Otherwise the fork server's launcher runs it.
     command = fakes.stdio_command("PlainServer")
     assert command == [sys.executable, "-m", "toolproof.fakes.mcp", "PlainServer", "--transport", "stdio"]
 
@@ -577,16 +579,18 @@ async def test_http_subprocess_serves_the_fake(name: str, mode: str) -> None:
 
 
 def _fake_pids(port: int) -> list[int]:
-    """Live processes serving a fake on ``port``, by their command line."""
+    """Live processes serving a fake on ``port`` by their command line (the plain command, or the fork server's
+    launcher), and the servers the fork server forked for this process."""
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"toolproof.fakes.mcp" in args and str(port).encode() in args:
+        launched = b"toolproof.fakes.mcp" in args or _forkserver.LAUNCHER.encode() in args
+        if launched and str(port).encode() in args:
             pids.append(int(cmdline.parent.name))
-    return pids
+    return pids + _forkserver.served_pids()
 
 
 @pytest.mark.slow
@@ -594,7 +598,7 @@ async def test_http_server_answers_a_real_client_and_is_gone_after_exit() -> Non
     with anyio.fail_after(30):
         async with fakes.http_server("PlainServer") as url:
             port = int(url.removeprefix(f"http://{fakes.LOOPBACK}:").removesuffix("/mcp"))
-            assert len(_fake_pids(port)) == 1
+            assert _fake_pids(port)  # The server (and, through the fork server, its launcher) runs.
             async with Client(url) as client:
                 assert _names(await client.list_tools()) == ["echo"]
     assert _fake_pids(port) == []

@@ -14,6 +14,7 @@ from typing import IO
 import anyio
 from anyio.abc import Process
 
+from ._forkserver import fake_command
 from ._serve import LOOPBACK, _lookup
 
 READY_TIMEOUT_S = 20.0
@@ -24,7 +25,7 @@ GRACE_S = 5.0
 
 
 def _module_command(name: str, *options: str) -> list[str]:
-    return [sys.executable, "-m", "toolproof.fakes.mcp", name, *options]
+    return fake_command(name, *options)
 
 
 _KEPT_DOWN_GATE = """
@@ -34,9 +35,9 @@ if os.path.exists(sys.argv[1]):
     sys.exit(3)
 os.execv(sys.executable, [sys.executable, *sys.argv[3:]])
 """
-"""What a start kept down runs first (``python -c GATE PATH NAME -m …``): it exits 3 while PATH exists before importing
-anything of toolproof or the MCP SDK (which costs a second or more of the start, several on a loaded machine), and
-otherwise becomes the fake (``exec``: the same process, so the pipeline holds the server's own pid)."""
+"""What a start kept down runs first (``python -c GATE PATH NAME …``, then the fake's own command line): it exits 3
+while PATH exists before importing anything, and otherwise becomes the fake's command (``exec``: the same process,
+so the pipeline holds the process that serves, or the fork server's launcher of it; see ``_forkserver``)."""
 
 
 def stdio_command(
