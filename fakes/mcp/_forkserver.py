@@ -222,15 +222,15 @@ def serve_forever(path: str) -> None:
                         connection.sendall(f"status {status}\n".encode())
                     connection.close()
                 else:  # "launcher": it wrote nothing more by design, so this is its end (it was killed).
-                    connection = key.fileobj
-                    assert isinstance(connection, socket.socket)  # Invariant: registered as such above.
-                    if connection not in by_socket:
+                    launcher = key.fileobj
+                    assert isinstance(launcher, socket.socket)  # Invariant: registered as such above.
+                    if launcher not in by_socket:
                         continue
                     with contextlib.suppress(OSError):
-                        if connection.recv(1):
+                        if launcher.recv(1):
                             continue
-                    pidfd = by_socket.pop(connection)
-                    selector.unregister(connection)
+                    pidfd = by_socket.pop(launcher)
+                    selector.unregister(launcher)
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(launches[pidfd][1], signal.SIGKILL)
     finally:
