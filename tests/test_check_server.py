@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import subprocess
 import sys
@@ -535,7 +536,7 @@ def test_a_url_is_checked_over_streamable_http(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_output_that_is_not_json_rpc_is_counted_not_logged() -> None:
-    fake = " ".join(stdio_command("PlainServer"))
+    fake = shlex.join(stdio_command("PlainServer"))
     result = _toolproof(
         "check-server", "-q", "--json", "--era", "legacy", "--", "sh", "-c", f"echo not-json; exec {fake}"
     )
