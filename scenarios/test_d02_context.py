@@ -24,6 +24,7 @@ from toolproof.driver import HttpImplementation
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    ArtifactRef,
     ContentPart,
     IdempotencyClass,
     Identity,
@@ -343,6 +344,54 @@ async def test_artifacts_whose_names_reduce_alike_keep_their_bytes(harness: Harn
         not wrong,
         "every artifact reference must keep describing the bytes at its URI after later writes whose names reduce to "
         f"the same file name: {wrong}",
+    )
+
+
+class _WritesTogether(FakeTool):
+    """Starts one artifact write per ``(name, bytes)`` at once (in one task group) and returns their references in
+    that order: a writer that reserves a file name only once its file is on disk gives two of them one file."""
+
+    def __init__(self, world: World, name: str, writes: tuple[tuple[str, bytes], ...]) -> None:
+        super().__init__(world, name=name)
+        self.writes = writes
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs: list[ArtifactRef | None] = [None] * len(self.writes)
+
+        async def one(index: int, name: str, data: bytes) -> None:
+            refs[index] = await context.artifact_writer.write(name, data)
+
+        async with anyio.create_task_group() as group:
+            for index, (name, data) in enumerate(self.writes):
+                group.start_soon(one, index, name, data)
+        return ToolResult(ok=True, content=[ContentPart(text="written")], artifacts=[r for r in refs if r])
+
+
+_TOGETHER = ("same.txt",) * 4 + ("a b.txt", "a?b.txt", "a_b.txt")
+"""Names written at once by one execution: one name four times, and three that reduce alike."""
+
+
+@pytest.mark.rules("D2.8")
+async def test_artifacts_written_at_once_keep_their_bytes(harness: Harness) -> None:
+    writes = tuple((name, f"{j}:{name!r} ".encode() * (j + 1)) for j, name in enumerate(_TOGETHER))
+    tool = _WritesTogether(harness.world, "files.together", writes)
+    async with harness.open(tool) as session:
+        d = harness.success("D2.8", await session.call(tool.spec.name), f"writes {len(writes)} artifacts at once")
+    harness.expect(
+        "D2.8",
+        len(d.artifacts) == len(writes),
+        f"{len(writes)} artifacts were written at once, {len(d.artifacts)} references came back: {d.artifacts}",
+    )
+    # Read back only after every write ended: no write may change what another's reference names.
+    wrong = [
+        problem
+        for ref, (_, data) in zip(d.artifacts, writes, strict=True)
+        if (problem := await harness.holds("D2.8", ref, data))
+    ]
+    harness.expect(
+        "D2.8",
+        not wrong,
+        f"every artifact reference must describe the bytes at its URI when writes of one name run at once: {wrong}",
     )
 
 
