@@ -256,7 +256,7 @@ async def test_replayed_call_returns_recorded_disposition_without_executing(harn
     )
 
 
-_REFUSED_BEFORE_THE_ROW = (
+_REFUSED_BEFORE_THE_ROW: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("unknown tool", "replay.nobody", {"text": "t"}),
     ("ungrammatical name", "Replay Nobody", {"text": "t"}),
     ("invalid arguments", "files.echo", {"text": 7}),
