@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from toolproof.driver import HttpImplementation
@@ -134,6 +135,25 @@ async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -
     )
     flag = harness.world.observations.get(f"{tool.spec.name}.cancellation_set")
     harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
+
+
+@pytest.mark.rules("D2.4")
+async def test_a_tool_within_its_deadline_reads_its_cancellation_signal_unset(harness: Harness) -> None:
+    async def signal(context: ToolExecutionContext) -> list[bool]:
+        first = context.cancellation.is_set()
+        await anyio.lowlevel.checkpoint()  # Nothing was cancelled, and the deadline is far off.
+        return [first, context.cancellation.is_set()]
+
+    tool = ProbeTool(harness.world, name="probe.signal", probe=signal, deadline_s=30.0)
+    async with harness.open(tool) as session:
+        harness.success("D2.4", await session.call(tool.spec.name), "a tool reading its cancellation signal")
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect(
+        "D2.4",
+        seen == [False, False],
+        f"a tool 30 s from its deadline, nothing cancelled, read its cancellation signal as {seen!r}; expected it "
+        "unset (a tool that honours a set signal stops at once)",
+    )
 
 
 _CUT_PATHS: dict[str, dict[str, Any]] = {

@@ -371,3 +371,25 @@ class _ControlToolsRunWithoutDeadline(Pipeline):
             return parts
         # The defect: a control tool "waits on a person", so its execution is given all the time in the world.
         return replace(parts, deadline=float("inf"))
+
+
+class _SetOnceFollowing(CancellationSignal):
+    following = False
+
+    def follow(self, scope: anyio.CancelScope) -> None:
+        super().follow(scope)
+        self.following = True
+
+    def is_set(self) -> bool:
+        # The defect: "it follows a deadline" is read as "it was cancelled"; the clock is never compared.
+        return super().is_set() or self.following
+
+
+@witness(
+    "cancellation_set_while_following",
+    ("D2.4",),
+    "the cancellation signal reads set from the moment it follows the call's deadline, long before that deadline",
+)
+class _CancellationSetWhileFollowing(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        return replace(super().context_parts(s, r), cancellation=_SetOnceFollowing())
