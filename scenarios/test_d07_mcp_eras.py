@@ -63,8 +63,11 @@ def _names_server_and_era(harness: Harness, rule: str, error: ConfigurationError
     )
 
 
-async def _refused(harness: Harness, rule: str, server: McpServerConfig, said: tuple[str, ...], what: str) -> None:
-    """Open must refuse ``server`` with one ConfigurationError naming it, the era, and one of ``said`` (any case)."""
+async def _refused(
+    harness: Harness, rule: str, server: McpServerConfig, said: tuple[str, ...], what: str
+) -> ConfigurationError:
+    """Open must refuse ``server`` with one ConfigurationError naming it, the era, and one of ``said`` (any case);
+    returns the error."""
     error = await _opened(harness, rule, server)
     if error is None:
         harness.fail(rule, f"open accepted a server that {what} ({server.transport.value}, {server.protocol})")
@@ -75,6 +78,7 @@ async def _refused(harness: Harness, rule: str, server: McpServerConfig, said: t
         any(s.lower() in text for s in said),
         f"the open error does not say what the server did ({what}; expected one of {said}): {error}",
     )
+    return error
 
 
 @pytest.mark.rules("D7.7")
@@ -90,7 +94,16 @@ async def test_a_handshake_never_answered_is_one_typed_refusal(harness: Harness,
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harness: Harness, protocol: str) -> None:
     async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", protocol=protocol) as server:
-        await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
+        error = await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
+    # It exited: it answered nothing, so the error names no era as the one it speaks (D7.8's refusal of a server of
+    # another era, which would send the operator to reconfigure a server that only needs its key).
+    other = next(era for era in ERAS if era != protocol)
+    harness.expect(
+        "D7.7",
+        other not in str(error),
+        f"the open error for a {protocol} server that exited at start names the other era, {other}, as if the server "
+        f"had answered in it: {error}",
+    )
 
 
 @pytest.mark.rules("D7.7")

@@ -9,8 +9,10 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
+from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from toolproof.reference.hooks import (
@@ -234,6 +236,30 @@ witness(
     "accepts a server configured for 2026-07-28 without a server/discover probe: a handshake-only, silent or "
     "non-JSON server opens, and fails later",
 )(adapter_pipeline(_UnverifiedEra))
+
+
+class _ClosedReadAsHandshake(McpAdapter):
+    async def verify(self, server: McpServerConfig, client: Client, opening: Opening) -> None:
+        try:
+            await super().verify(server, client, opening)
+        except MCPError as exc:
+            if exc.error.code != types.CONNECTION_CLOSED:
+                raise
+            # The defect: -32000 is what a handshake-era streamable-HTTP server answers server/discover with, so
+            # every -32000 is read as that answer, the SDK's own "Connection closed" for a server that exited too.
+            opening.answer = (
+                f"answered server/discover with {exc.error.code} {exc.error.message}: it speaks only the initialize "
+                'handshake; configure protocol = "legacy"'
+            )
+            raise
+
+
+witness(
+    "exit_read_as_handshake_era",
+    ("D7.7",),
+    "takes the SDK's 'Connection closed' for a 2026-07-28 server that exited at start for a handshake-era answer, "
+    "and tells the operator to configure the legacy era",
+)(adapter_pipeline(_ClosedReadAsHandshake))
 
 
 class _MalformedCrashes(McpAdapter):
