@@ -104,6 +104,13 @@ async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harne
         f"the open error for a {protocol} server that exited at start names the other era, {other}, as if the server "
         f"had answered in it: {error}",
     )
+    # Nor as one that hung: it exited at once, long before its call timeout.
+    claims = [word for word in ("timed out", "timeout", "no answer within") if word in str(error).lower()]
+    harness.expect(
+        "D7.7",
+        not claims,
+        f"the open error for a {protocol} server that exited at start says it timed out ({claims}): {error}",
+    )
 
 
 @pytest.mark.rules("D7.7")

@@ -262,6 +262,22 @@ witness(
 )(adapter_pipeline(_ClosedReadAsHandshake))
 
 
+class _ExitReadAsTimeout(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        # The defect: every opening that got no answer is reported as one that waited out its call timeout, a server
+        # whose process exited at once too.
+        waited = f"gave no answer within {opening.server.call_timeout_s:g} s"
+        return ConfigurationError(str(error).replace("exited before answering", waited))
+
+
+witness(
+    "exit_read_as_timeout",
+    ("D7.7",),
+    "reports a stdio server that exited at start as one that gave no answer within its call timeout",
+)(adapter_pipeline(_ExitReadAsTimeout))
+
+
 class _MalformedCrashes(McpAdapter):
     def malformed(self, link: Link, exc: ValidationError) -> ToolResult:
         # The defect: an answer that is no result of its era escapes the tool as the SDK's validation error, which
