@@ -278,6 +278,25 @@ witness(
 )(adapter_pipeline(_ExitReadAsTimeout))
 
 
+class _WholeLogQuoted(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        if opening.log is None or not opening.log.exists():
+            return error
+        # The defect: the stderr log is appended across starts, and its last lines are quoted whichever start wrote
+        # them, so a start that said little is diagnosed with what an earlier start said.
+        lines = [line for line in opening.log.read_text(encoding="utf-8").splitlines() if line.strip()][-5:]
+        return ConfigurationError(f"{error} (the log ends: {' | '.join(lines)!r})")
+
+
+witness(
+    "stderr_quoted_across_starts",
+    ("D7.7",),
+    "quotes the last lines of a stdio server's stderr log whichever start wrote them, so an exit at start is "
+    "diagnosed with an earlier start's words",
+)(adapter_pipeline(_WholeLogQuoted))
+
+
 class _MalformedCrashes(McpAdapter):
     def malformed(self, link: Link, exc: ValidationError) -> ToolResult:
         # The defect: an answer that is no result of its era escapes the tool as the SDK's validation error, which
