@@ -88,3 +88,21 @@ def orders_after_its_hold(bridge: Any) -> None:
     with open(path, encoding="utf-8") as ledger:
         effects = sum(1 for line in ledger if '"kind": "effect"' in line)
     bridge.call("orders.place", {"item": f"after-{effects}"}, {"item": ["user-1"]})
+
+
+def raises_before_any_call(bridge: Any) -> None:
+    """Raises before its first call: it reached ordinal 1."""
+    raise RuntimeError("the catalogue is out of stock")
+
+
+def raises_after_one_order(bridge: Any) -> None:
+    """Places order 1, then raises: it reached ordinal 2."""
+    bridge.call("orders.place", {"item": 1}, {"item": ["user-1"]})
+    raise RuntimeError("the catalogue is out of stock")
+
+
+def raises_after_three_orders(bridge: Any) -> None:
+    """Places orders 1, 2 and 3, then raises: it reached ordinal 4."""
+    for item in (1, 2, 3):
+        bridge.call("orders.place", {"item": item}, {"item": ["user-1"]})
+    raise RuntimeError("the catalogue is out of stock")

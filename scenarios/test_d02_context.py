@@ -18,12 +18,14 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from toolproof.driver import HttpImplementation
 from toolproof.fakes import ArtifactTool, FakeTool, HangsTool, ProbeTool, SlowTool, World
 from toolproof.spec import (
     CONTEXT_MEMBERS,
+    ArtifactRef,
     ContentPart,
     IdempotencyClass,
     Identity,
@@ -133,6 +135,25 @@ async def test_tool_past_its_deadline_is_cancelled_and_fails(harness: Harness) -
     )
     flag = harness.world.observations.get(f"{tool.spec.name}.cancellation_set")
     harness.expect("D2.4", flag is True, f"the tool's cancellation signal at cancellation was {flag!r}, expected True")
+
+
+@pytest.mark.rules("D2.4")
+async def test_a_tool_within_its_deadline_reads_its_cancellation_signal_unset(harness: Harness) -> None:
+    async def signal(context: ToolExecutionContext) -> list[bool]:
+        first = context.cancellation.is_set()
+        await anyio.lowlevel.checkpoint()  # Nothing was cancelled, and the deadline is far off.
+        return [first, context.cancellation.is_set()]
+
+    tool = ProbeTool(harness.world, name="probe.signal", probe=signal, deadline_s=30.0)
+    async with harness.open(tool) as session:
+        harness.success("D2.4", await session.call(tool.spec.name), "a tool reading its cancellation signal")
+    seen = harness.world.observations.get(tool.spec.name)
+    harness.expect(
+        "D2.4",
+        seen == [False, False],
+        f"a tool 30 s from its deadline, nothing cancelled, read its cancellation signal as {seen!r}; expected it "
+        "unset (a tool that honours a set signal stops at once)",
+    )
 
 
 _CUT_PATHS: dict[str, dict[str, Any]] = {
@@ -343,6 +364,54 @@ async def test_artifacts_whose_names_reduce_alike_keep_their_bytes(harness: Harn
         not wrong,
         "every artifact reference must keep describing the bytes at its URI after later writes whose names reduce to "
         f"the same file name: {wrong}",
+    )
+
+
+class _WritesTogether(FakeTool):
+    """Starts one artifact write per ``(name, bytes)`` at once (in one task group) and returns their references in
+    that order: a writer that reserves a file name only once its file is on disk gives two of them one file."""
+
+    def __init__(self, world: World, name: str, writes: tuple[tuple[str, bytes], ...]) -> None:
+        super().__init__(world, name=name)
+        self.writes = writes
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
+        refs: list[ArtifactRef | None] = [None] * len(self.writes)
+
+        async def one(index: int, name: str, data: bytes) -> None:
+            refs[index] = await context.artifact_writer.write(name, data)
+
+        async with anyio.create_task_group() as group:
+            for index, (name, data) in enumerate(self.writes):
+                group.start_soon(one, index, name, data)
+        return ToolResult(ok=True, content=[ContentPart(text="written")], artifacts=[r for r in refs if r])
+
+
+_TOGETHER = ("same.txt",) * 4 + ("a b.txt", "a?b.txt", "a_b.txt")
+"""Names written at once by one execution: one name four times, and three that reduce alike."""
+
+
+@pytest.mark.rules("D2.8")
+async def test_artifacts_written_at_once_keep_their_bytes(harness: Harness) -> None:
+    writes = tuple((name, f"{j}:{name!r} ".encode() * (j + 1)) for j, name in enumerate(_TOGETHER))
+    tool = _WritesTogether(harness.world, "files.together", writes)
+    async with harness.open(tool) as session:
+        d = harness.success("D2.8", await session.call(tool.spec.name), f"writes {len(writes)} artifacts at once")
+    harness.expect(
+        "D2.8",
+        len(d.artifacts) == len(writes),
+        f"{len(writes)} artifacts were written at once, {len(d.artifacts)} references came back: {d.artifacts}",
+    )
+    # Read back only after every write ended: no write may change what another's reference names.
+    wrong = [
+        problem
+        for ref, (_, data) in zip(d.artifacts, writes, strict=True)
+        if (problem := await harness.holds("D2.8", ref, data))
+    ]
+    harness.expect(
+        "D2.8",
+        not wrong,
+        f"every artifact reference must describe the bytes at its URI when writes of one name run at once: {wrong}",
     )
 
 

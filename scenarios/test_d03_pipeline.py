@@ -25,6 +25,7 @@ from toolproof.spec import (
     LOOP_THRESHOLD,
     REPEATED_DENIAL_THRESHOLD,
     TERMINAL_STATUSES,
+    ConformanceFailure,
     ContextItem,
     Disposition,
     EventKind,
@@ -35,6 +36,7 @@ from toolproof.spec import (
     InvocationRow,
     InvocationStatus,
     Outcome,
+    PortViolation,
     ProposedCall,
     ReasonCode,
     StoreFault,
@@ -252,6 +254,33 @@ async def test_replayed_call_returns_recorded_disposition_without_executing(harn
         statuses >= set(TERMINAL_STATUSES),
         f"the sweep reached {sorted(s.value for s in statuses)}; expected every terminal status",
     )
+
+
+_REFUSED_BEFORE_THE_ROW: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("unknown tool", "replay.nobody", {"text": "t"}),
+    ("ungrammatical name", "Replay Nobody", {"text": "t"}),
+    ("invalid arguments", "files.echo", {"text": 7}),
+    ("extra argument", "files.echo", {"text": "t", "more": 1}),
+)
+"""Calls refused at step 1 or 2, before any row exists: step 13 records them, so a replay meets a terminal row."""
+
+
+@pytest.mark.rules("D3.4")
+async def test_a_replayed_call_refused_before_its_row_returns_the_recorded_refusal(harness: Harness) -> None:
+    tool = EchoTool(harness.world)
+    async with harness.open(tool) as session:
+        for ordinal, (what, name, arguments) in enumerate(_REFUSED_BEFORE_THE_ROW, start=1):
+            call = session.proposed(name, arguments, call_id=f"call-refused-{ordinal}")
+            [first] = await session.step([call], step_number=ordinal)
+            if not isinstance(first, Outcome):
+                harness.fail("D3.4", f"the call with an {what} was answered {describe(first)}, not refused")
+            try:
+                [again] = await session.step([call], step_number=ordinal)
+            except (ConformanceFailure, PortViolation):
+                raise
+            except Exception as exc:  # The finding: the replay met the recorded row and gave up.
+                harness.fail("D3.4", f"the replay of {name} ({what}) raised {type(exc).__name__}: {exc}")
+            _expect_replayed(harness, f"{name} ({what})", first, again, 0, tool.spec.name)
 
 
 def _expect_replayed(harness: Harness, what: str, first: Disposition, again: Disposition, ran: int, tool: str) -> None:

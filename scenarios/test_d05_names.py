@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from toolproof.fakes import EchoTool, WriteTool
-from toolproof.spec import MAX_NAME_LENGTH, InvocationStatus, PortViolation, ReasonCode
+from toolproof.fakes import EchoTool, WriteTool, device_tool
+from toolproof.spec import MAX_NAME_LENGTH, InvocationStatus, PortViolation, ReasonCode, ToolSource
 
 from ._harness import Harness
 
@@ -103,9 +103,30 @@ async def test_builtin_inside_the_grammar_registers_and_runs(harness: Harness) -
             harness.success("D5.1", await session.call(name, {"text": "t"}), f"a call to the registered {name!r}")
 
 
+RESERVED_NAMES = ("mcp.files.read", "device.camera.snap")
+"""One name in each reserved domain."""
+
+CONFIGURED_SOURCES = (ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX)
+"""Every source a tool the configuration registers can declare: only the MCP adapter's discoveries are ToolSource.MCP
+(D5.2's interpretation)."""
+
+
 @pytest.mark.rules("D5.2")
 async def test_builtin_in_a_reserved_domain_is_a_startup_error(harness: Harness) -> None:
-    await _refuses_naming(harness, "D5.2", ["mcp.files.read", "device.camera.snap"])
+    await _refuses_naming(harness, "D5.2", RESERVED_NAMES)
+
+
+@pytest.mark.rules("D5.2")
+@pytest.mark.parametrize("source", CONFIGURED_SOURCES, ids=lambda s: s.value)
+async def test_a_configured_tool_of_any_source_in_a_reserved_domain_is_a_startup_error(
+    harness: Harness, source: ToolSource
+) -> None:
+    for name in RESERVED_NAMES:
+        error = await harness.refused(device_tool(harness.world, name=name, source=source))
+        harness.expect(
+            "D5.2", error is not None, f"a configured {source.value}-source tool registered as {name!r} was accepted"
+        )
+        harness.expect("D5.2", _names_it(name, error), f"the startup error for {name!r} does not name it: {error}")
 
 
 @pytest.mark.rules("D5.3")

@@ -8,7 +8,8 @@ measure how long open took. The message's form is spec.McpOpenError's: 'MCP serv
 ERA; the server ANSWER; cause: TYPE: TEXT', where ANSWER is its error, 'gave no answer within N s', 'exited before
 answering' (with the last lines of its stderr log) or 'wrote non-JSON to stdout (LINE)'. The reference also keeps a
 stdio server's stderr in STORE_DIR/mcp-SERVER_ID.stderr.log (appended across restarts, one marker line per start) and
-records the same text as a failed reconnect attempt's (D7.6); no scenario judges either.
+records the same text as a failed reconnect attempt's (D7.6); D7.7 judges only that the words an exit at start is
+quoted with are that start's, never an earlier start's.
 
 D7.8 needs a probe because the SDK adopts a 2026-07-28 connection without sending anything: unprobed, a
 handshake-only server is accepted and every later request fails. The refusal names the era the server answered with
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from toolproof.fakes import EchoTool
-from toolproof.fakes.mcp import CRASH_MESSAGE
+from toolproof.fakes.mcp import CRASH_MESSAGE, CRASH_MESSAGE_ENV
 from toolproof.spec import ConfigurationError, InvocationStatus, McpServerConfig, ReasonCode
 
 from ._bounds import launch_bound
@@ -63,8 +64,11 @@ def _names_server_and_era(harness: Harness, rule: str, error: ConfigurationError
     )
 
 
-async def _refused(harness: Harness, rule: str, server: McpServerConfig, said: tuple[str, ...], what: str) -> None:
-    """Open must refuse ``server`` with one ConfigurationError naming it, the era, and one of ``said`` (any case)."""
+async def _refused(
+    harness: Harness, rule: str, server: McpServerConfig, said: tuple[str, ...], what: str
+) -> ConfigurationError:
+    """Open must refuse ``server`` with one ConfigurationError naming it, the era, and one of ``said`` (any case);
+    returns the error."""
     error = await _opened(harness, rule, server)
     if error is None:
         harness.fail(rule, f"open accepted a server that {what} ({server.transport.value}, {server.protocol})")
@@ -75,6 +79,7 @@ async def _refused(harness: Harness, rule: str, server: McpServerConfig, said: t
         any(s.lower() in text for s in said),
         f"the open error does not say what the server did ({what}; expected one of {said}): {error}",
     )
+    return error
 
 
 @pytest.mark.rules("D7.7")
@@ -90,7 +95,44 @@ async def test_a_handshake_never_answered_is_one_typed_refusal(harness: Harness,
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harness: Harness, protocol: str) -> None:
     async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", protocol=protocol) as server:
-        await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
+        error = await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
+    # It exited: it answered nothing, so the error names no era as the one it speaks (D7.8's refusal of a server of
+    # another era, which would send the operator to reconfigure a server that only needs its key).
+    other = next(era for era in ERAS if era != protocol)
+    harness.expect(
+        "D7.7",
+        other not in str(error),
+        f"the open error for a {protocol} server that exited at start names the other era, {other}, as if the server "
+        f"had answered in it: {error}",
+    )
+    # Nor as one that hung: it exited at once, long before its call timeout.
+    claims = [word for word in ("timed out", "timeout", "no answer within") if word in str(error).lower()]
+    harness.expect(
+        "D7.7",
+        not claims,
+        f"the open error for a {protocol} server that exited at start says it timed out ({claims}): {error}",
+    )
+
+
+EARLIER_WORDS = "fatal: LEDGER_PATH is not set"
+"""What the server says on stderr at its first start; at its second it says ``CRASH_MESSAGE``."""
+
+
+@pytest.mark.rules("D7.7")
+@pytest.mark.slow
+async def test_an_exit_at_start_is_quoted_from_that_start_alone(harness: Harness) -> None:
+    # Two opens of one instance's store: the server exits at both starts, saying something else each time.
+    fields: dict[str, Any] = {"env": {CRASH_MESSAGE_ENV: EARLIER_WORDS}}
+    async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", **fields) as server:
+        await _refused(harness, "D7.7", server, (EARLIER_WORDS,), "exited at start, saying why on stderr")
+    async with reached(harness, "crashing", "CrashesAtStartServer", "stdio") as server:
+        error = await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start again, saying another thing")
+    harness.expect(
+        "D7.7",
+        EARLIER_WORDS not in str(error),
+        f"the open error quotes what the server said at an earlier start ({EARLIER_WORDS!r}) as what it answered at "
+        f"this one: {error}",
+    )
 
 
 @pytest.mark.rules("D7.7")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import uuid
 
@@ -41,6 +42,12 @@ HELD = "toolproof.fakes._scripts:order_mail_order"
 DRIFTING = "toolproof.fakes._scripts:drifting"
 DRIFTING_DOWN = "toolproof.fakes._scripts:drifting_down"
 AFTER_HOLD = "toolproof.fakes._scripts:orders_after_its_hold"
+RAISING = {
+    "toolproof.fakes._scripts:raises_before_any_call": 0,
+    "toolproof.fakes._scripts:raises_after_one_order": 1,
+    "toolproof.fakes._scripts:raises_after_three_orders": 3,
+}
+"""Scripts that raise, each with the calls it made first: it had reached the ordinal after them."""
 
 
 @pytest.mark.rules("D17.3")
@@ -466,4 +473,27 @@ async def test_a_script_call_is_labelled_by_the_requests_context_and_its_provena
         "D17.1",
         len(harness.world.effects) == (1 if ending == "completed" else 0),
         f"the script's call acted {len(harness.world.effects)} time(s)",
+    )
+
+
+@pytest.mark.rules("D17.8")
+@pytest.mark.parametrize("script", list(RAISING), ids=lambda s: s.rsplit(":", 1)[1])
+async def test_a_raising_script_fails_naming_the_ordinal_it_reached(harness: Harness, script: str) -> None:
+    made = RAISING[script]
+    async with harness.open(_orders(harness)) as session:
+        run = await session.run_script(script)
+    named = [n.rstrip(".") for n in re.findall(r"ordinal ([0-9.]+)", run.message)]
+    harness.expect(
+        "D17.8",
+        run.status == "failed" and named == [str(made + 1)],
+        f"a script that made {made} call(s) and then raised ended {run.status}: {run.message!r}; expected failed, "
+        f"naming ordinal {made + 1} (and no other)",
+    )
+    harness.expect(
+        "D17.8",
+        len(run.dispositions) == made and all(isinstance(d, Success) for d in run.dispositions),
+        f"the {made} call(s) it made before raising came back as {[describe(d) for d in run.dispositions]}",
+    )
+    harness.expect(
+        "D17.8", len(harness.world.effects) == made, f"{len(harness.world.effects)} orders placed, {made} made"
     )

@@ -41,6 +41,7 @@ from ._drift import (
 from ._eras import (
     BROKEN,
     CRASH_MESSAGE,
+    CRASH_MESSAGE_ENV,
     CRASH_STATUS,
     LEGACY_ONLY_MESSAGE,
     NON_JSON_LINE,
@@ -140,6 +141,7 @@ __all__ = [
     "BROKEN",
     "COLLIDING_NAMES",
     "CRASH_MESSAGE",
+    "CRASH_MESSAGE_ENV",
     "CRASH_STATUS",
     "DRIFTING",
     "EDGES",

@@ -6,6 +6,7 @@ A client opens a handshake-era connection with ``initialize`` and verifies a 202
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -154,14 +155,18 @@ NonJsonServer = ServerFake(
 )
 
 CRASH_MESSAGE = "fatal: WEATHER_API_KEY is not set"
-"""What CrashesAtStartServer writes to stderr before it exits."""
+"""What CrashesAtStartServer writes to stderr before it exits (unless ``CRASH_MESSAGE_ENV`` names another line)."""
+
+CRASH_MESSAGE_ENV = "TOOLPROOF_FAKE_CRASH_MESSAGE"
+"""The environment variable (given through the server's configured env) whose value CrashesAtStartServer writes
+instead of ``CRASH_MESSAGE``: one server saying different things at different starts."""
 
 CRASH_STATUS = 3
 """CrashesAtStartServer's exit status."""
 
 
 def _crashes_at_start_stdio() -> None:
-    sys.stderr.write("loading configuration\n" + CRASH_MESSAGE + "\n")
+    sys.stderr.write("loading configuration\n" + os.environ.get(CRASH_MESSAGE_ENV, CRASH_MESSAGE) + "\n")
     sys.stderr.flush()
     raise SystemExit(CRASH_STATUS)
 

@@ -284,6 +284,35 @@ class _ArtifactWriterRemembersReducedNames(Pipeline):
         return _ReducedNameBookkeeping(directory)
 
 
+class _DiskNumberedWriter(FileArtifactWriter):
+    async def write(self, name: str, data: bytes) -> ArtifactRef:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "artifact"
+        stem, dot, suffix = safe.partition(".")
+        candidate, n = safe, 1
+        # The defect: a file name counts as taken only once its file is on disk, and the file is made after an await
+        # (the directory is made first), so writes started together all choose the same free name.
+        while (self._directory / candidate).exists():
+            n += 1
+            candidate = f"{stem}-{n}{dot}{suffix}"
+        await anyio.Path(self._directory).mkdir(parents=True, exist_ok=True)
+        path = self._directory / candidate
+        await anyio.Path(path).write_bytes(data)
+        ref = ArtifactRef(name=name, uri=path.as_uri(), size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        self._record(ref)
+        return ref
+
+
+@witness(
+    "artifact_names_taken_by_disk_only",
+    ("D2.8",),
+    "the artifact writer numbers a name only when its file is already on disk, so writes of one name started at "
+    "once share a file and all but the last reference describe bytes that are no longer there",
+)
+class _ArtifactNamesTakenByDiskOnly(Pipeline):
+    def artifact_writer(self, directory: Path) -> FileArtifactWriter:
+        return _DiskNumberedWriter(directory)
+
+
 class _ContextWithAHandle(ExecutionContext):
     """The nine members, and in a private slot the pipeline's own entry for running a call."""
 
@@ -342,3 +371,25 @@ class _ControlToolsRunWithoutDeadline(Pipeline):
             return parts
         # The defect: a control tool "waits on a person", so its execution is given all the time in the world.
         return replace(parts, deadline=float("inf"))
+
+
+class _SetOnceFollowing(CancellationSignal):
+    following = False
+
+    def follow(self, scope: anyio.CancelScope) -> None:
+        super().follow(scope)
+        self.following = True
+
+    def is_set(self) -> bool:
+        # The defect: "it follows a deadline" is read as "it was cancelled"; the clock is never compared.
+        return super().is_set() or self.following
+
+
+@witness(
+    "cancellation_set_while_following",
+    ("D2.4",),
+    "the cancellation signal reads set from the moment it follows the call's deadline, long before that deadline",
+)
+class _CancellationSetWhileFollowing(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        return replace(super().context_parts(s, r), cancellation=_SetOnceFollowing())

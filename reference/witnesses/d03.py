@@ -485,3 +485,28 @@ async def _completes_refusals_marked(p: PipelineHost, s: CallState) -> None:
 )
 class _RefusedRowsWatermarked(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _completes_refusals_marked}
+
+
+async def _completes_refusals_by_insert_only(p: PipelineHost, s: CallState) -> None:
+    if s.leave_row or s.recorded:
+        await STEP_TABLE[Step.COMPLETE](p, s)
+        return
+    assert s.disposition is not None
+    status = InvocationStatus(s.disposition.status)
+    row = invocation_row(p, s, status)
+    row.reason_code = s.disposition.reason_code.value if isinstance(s.disposition, Outcome) else None
+    row.finished_at = p.clock.now()
+    row.disposition_json = DISPOSITION.dump_json(s.disposition).decode()
+    # The defect: a call refused before step 6 is recorded by a plain insert; its replay, whose key already has that
+    # terminal row, meets the duplicate key and the submission raises instead of answering with the row's outcome.
+    p.store.insert(row, [EventKind.REQUESTED, EventKind.COMPLETED], p.metrics_for(s, status))
+
+
+@witness(
+    "refusal_replay_raises",
+    ("D3.4",),
+    "records a call refused before step 6 by a plain insert, so its replay raises on the duplicate key instead of "
+    "returning the recorded refusal",
+)
+class _RefusalReplayRaises(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _completes_refusals_by_insert_only}

@@ -69,6 +69,24 @@ class _ReservedDomainsOpen(Pipeline):
     registry_class = _ReservedOpen
 
 
+class _BuiltinSourceReserved(Registry):
+    @staticmethod
+    def admit(spec: ToolSpec) -> ToolSpec:
+        # The defect: the reservation is read as "source BUILTIN", so a device or sandbox tool takes an mcp.* name.
+        if spec.source in (ToolSource.DEVICE, ToolSource.SANDBOX) and domain_of(spec.name) in RESERVED_DOMAINS:
+            return spec.model_copy(update={"output_trust": TrustLabel.EXTERNAL_UNTRUSTED})
+        return Registry.admit(spec)
+
+
+@witness(
+    "reserves_domains_for_builtin_source_only",
+    ("D5.2",),
+    "lets a tool configured with source DEVICE or SANDBOX into the mcp and device domains",
+)
+class _ReservesDomainsForBuiltinSourceOnly(Pipeline):
+    registry_class = _BuiltinSourceReserved
+
+
 class _CaseFolding(Registry):
     def resolve(self, name: str) -> tuple[ToolSpec, Tool] | None:
         return super().resolve(name.strip().lower())

@@ -9,8 +9,10 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
+from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from toolproof.reference.hooks import (
@@ -234,6 +236,65 @@ witness(
     "accepts a server configured for 2026-07-28 without a server/discover probe: a handshake-only, silent or "
     "non-JSON server opens, and fails later",
 )(adapter_pipeline(_UnverifiedEra))
+
+
+class _ClosedReadAsHandshake(McpAdapter):
+    async def verify(self, server: McpServerConfig, client: Client, opening: Opening) -> None:
+        try:
+            await super().verify(server, client, opening)
+        except MCPError as exc:
+            if exc.error.code != types.CONNECTION_CLOSED:
+                raise
+            # The defect: -32000 is what a handshake-era streamable-HTTP server answers server/discover with, so
+            # every -32000 is read as that answer, the SDK's own "Connection closed" for a server that exited too.
+            opening.answer = (
+                f"answered server/discover with {exc.error.code} {exc.error.message}: it speaks only the initialize "
+                'handshake; configure protocol = "legacy"'
+            )
+            raise
+
+
+witness(
+    "exit_read_as_handshake_era",
+    ("D7.7",),
+    "takes the SDK's 'Connection closed' for a 2026-07-28 server that exited at start for a handshake-era answer, "
+    "and tells the operator to configure the legacy era",
+)(adapter_pipeline(_ClosedReadAsHandshake))
+
+
+class _ExitReadAsTimeout(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        # The defect: every opening that got no answer is reported as one that waited out its call timeout, a server
+        # whose process exited at once too.
+        waited = f"gave no answer within {opening.server.call_timeout_s:g} s"
+        return ConfigurationError(str(error).replace("exited before answering", waited))
+
+
+witness(
+    "exit_read_as_timeout",
+    ("D7.7",),
+    "reports a stdio server that exited at start as one that gave no answer within its call timeout",
+)(adapter_pipeline(_ExitReadAsTimeout))
+
+
+class _WholeLogQuoted(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        if opening.log is None or not opening.log.exists():
+            return error
+        # The defect: the stderr log is appended across starts, and its last lines are quoted whichever start wrote
+        # them, so a start that said little is diagnosed with what an earlier start said.
+        lines = [line for line in opening.log.read_text(encoding="utf-8").splitlines() if line.strip()][-5:]
+        return ConfigurationError(f"{error} (the log ends: {' | '.join(lines)!r})")
+
+
+witness(
+    "stderr_quoted_across_starts",
+    ("D7.7",),
+    "quotes the last lines of a stdio server's stderr log whichever start wrote them, so an exit at start is "
+    "diagnosed with an earlier start's words",
+)(adapter_pipeline(_WholeLogQuoted))
 
 
 class _MalformedCrashes(McpAdapter):

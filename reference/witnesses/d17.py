@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -69,6 +70,25 @@ class _RandomIds(Bridge):
 @witness("random_call_ids", ("D17.2", "D17.3"), "the bridge draws call ids from a random source")
 class _RandomCallIds(Pipeline):
     bridge_class = _RandomIds
+
+
+class _LastCallOrdinal(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        result = await super().run(request)
+        if result.status != "failed":
+            return result
+        # The defect: a raising script is reported at the ordinal of the last call it made, not the one it reached.
+        message = re.sub(r"ordinal \d+", f"ordinal {len(result.call_ids)}", result.message, count=1)
+        return result.model_copy(update={"message": message})
+
+
+@witness(
+    "raise_named_at_the_last_call",
+    ("D17.8",),
+    "reports a script that raised at the ordinal of the last call it made (0 before any), not the one it had reached",
+)
+class _RaiseNamedAtTheLastCall(Pipeline):
+    bridge_class = _LastCallOrdinal
 
 
 class _FreshIdsOnRerun(Bridge):
