@@ -432,6 +432,25 @@ class _RefusalReportedWithoutItsRow(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _complete_refusals_regardless}
 
 
+async def _excerpt_after_recording_refusals(p: PipelineHost, s: CallState) -> None:
+    if isinstance(s.disposition, Outcome) and not s.recorded and s.prepared is None and not p.store.find_by_key(s.key):
+        # The defect: every proposal goes on record before its answer, so a refusal decided before step 6 is inserted
+        # RECORDED here and step 13 only updates it; a failed completion leaves a row recovery takes for runnable.
+        p.store.insert(invocation_row(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
+        s.recorded = True
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "refusals_recorded_before_completion",
+    ("D3.3",),
+    "inserts a call refused before step 6 as RECORDED and only then completes it, so a failed completion leaves a row "
+    "the sweep runs",
+)
+class _RefusalsRecordedBeforeCompletion(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_after_recording_refusals}
+
+
 async def _reruns_invalid_idempotent_results(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     spec = s.resolved.spec if s.resolved else None
