@@ -315,6 +315,52 @@ async def test_a_refusal_meeting_a_store_fault_never_runs_its_tool_later(
     )
 
 
+@pytest.mark.rules("D3.4", "D3.7", "D13.5")
+@pytest.mark.parametrize("where", ["same-instance", "restarted"])
+@pytest.mark.parametrize("how", _REFUSALS)
+async def test_a_replayed_refusal_is_answered_from_its_row(harness: Harness, how: str, where: str) -> None:
+    # Every refusal, replayed (the same steps submitted again, to the same instance or after a restart): the answer is
+    # the recorded one, its invocation_id names the refusal's row, and the row keeps its one tool_call.completed.
+    tools = [
+        EchoTool(harness.world),
+        WriteTool(harness.world, name="mail.send", input_schema={"type": "object"}),
+        WriteTool(harness.world, name="mail.blocked", input_schema={"type": "object"}),
+    ]
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(harness.open(*tools, denied_tools=["mail.blocked"]))
+        first = await _refuse(session, how)
+        ran = len(harness.world.executions)
+        if where == "restarted":
+            again_session = await stack.enter_async_context(harness.open(*tools, denied_tools=["mail.blocked"]))
+        else:
+            again_session = Session(harness, session.instance, session.run_id)
+        harness.log.append(f"submit the same steps again ({where})")
+        again = await _refuse_again(again_session, how)
+        rows = {r.invocation_id: r for r in await again_session.rows()}
+        events = await again_session.events()
+    row = rows.get(again.invocation_id) if isinstance(again, Outcome) else None
+    harness.expect(
+        "D13.5",
+        row is not None and row.status is InvocationStatus(again.status) and row.reason_code is again.reason_code,
+        f"the replay of a call refused ({how}) was answered {describe(again)} with invocation_id "
+        f"{getattr(again, 'invocation_id', None)!r}, which names "
+        f"{f'a row {row.status.value} {row.reason_code}' if row else 'no row'}; the outcome names its row",
+    )
+    completed = [e for e in events if e.invocation_id == getattr(first, "invocation_id", None)]
+    completed = [e for e in completed if e.kind == EventKind.COMPLETED]
+    harness.expect(
+        "D3.7",
+        len(completed) == 1,
+        f"a call refused ({how}) and replayed has {len(completed)} tool_call.completed event(s); expected exactly one",
+    )
+    harness.expect(
+        "D3.4",
+        again == first and len(harness.world.executions) == ran,
+        f"the replay of a call refused ({how}) was answered {again!r} ({len(harness.world.executions) - ran} more "
+        f"execution(s)), the original {first!r}; expected the recorded disposition",
+    )
+
+
 @pytest.mark.rules("D3.4")
 async def test_replayed_call_returns_recorded_disposition_without_executing(harness: Harness) -> None:
     cases = _terminal_cases(harness.world)
