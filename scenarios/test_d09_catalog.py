@@ -5,6 +5,9 @@ RFC 8785 canonical JSON of the wire definition's ``DEFINITION_FIELDS``, a field 
 definitions whose RFC 8785 form differs from sorted-keys JSON (float bounds, non-BMP property names, control
 characters) in-memory, over stdio and over streamable HTTP. A definition without that form (an integer bound no
 double holds, say) has no hash and is not advertised; the reference records it as a dropped entry.
+D9.1's session starts at advertise or at the run's first step, whichever comes first: started each way (advertised;
+a first step calling an MCP, a builtin or an unknown tool; advertised, then a builtin step), a session keeps what it
+pinned when another run changes the catalogs afterwards.
 
 D9.2: notices are counted, not timed. A burst is sent while the instance clock stands still, as a coarse clock
 would, and each notice is still one entry; both eras in-memory, 2026-07-28 over stdio and streamable HTTP.

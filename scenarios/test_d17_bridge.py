@@ -2,6 +2,9 @@
 
 D17.1's unsourced arguments are judged with no provenance, provenance for some arguments only, and an empty
 contributor list, over a USER and a SYSTEM+USER context: a consequential call is held, a read-only one completes.
+D17.1 (rows) and D2.3 (identities) are judged under script requests of two tenants (the harness's default and
+another), two runs and steps 0, 1 and 9. D17.3's replays include scripts that write argument members out of sorted
+order and float numbers whose JSON text is not their canonical form.
 """
 
 from __future__ import annotations
