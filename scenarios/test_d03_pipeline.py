@@ -341,7 +341,10 @@ async def test_a_replayed_refusal_is_answered_from_its_row(harness: Harness, how
     row = rows.get(again.invocation_id) if isinstance(again, Outcome) else None
     harness.expect(
         "D13.5",
-        row is not None and row.status is InvocationStatus(again.status) and row.reason_code is again.reason_code,
+        isinstance(again, Outcome)
+        and row is not None
+        and row.status is InvocationStatus(again.status)
+        and row.reason_code is again.reason_code,
         f"the replay of a call refused ({how}) was answered {describe(again)} with invocation_id "
         f"{getattr(again, 'invocation_id', None)!r}, which names "
         f"{f'a row {row.status.value} {row.reason_code}' if row else 'no row'}; the outcome names its row",
