@@ -106,3 +106,29 @@ def raises_after_three_orders(bridge: Any) -> None:
     for item in (1, 2, 3):
         bridge.call("orders.place", {"item": item}, {"item": ["user-1"]})
     raise RuntimeError("the catalogue is out of stock")
+
+
+def orders_with_unsorted_keys(bridge: Any) -> None:
+    """Places two orders whose argument members, nested ones too, are written out of sorted order: a replay writes
+    them in the same order, and the same arguments are no divergence whatever order a script writes them in."""
+    bridge.call(
+        "orders.place",
+        {"item": 1, "gift": True, "amount": 2, "colour": "red"},
+        {"item": ["user-1"], "gift": ["user-1"], "amount": ["user-1"], "colour": ["user-1"]},
+    )
+    bridge.call(
+        "orders.place",
+        {"item": 2, "ship": {"zip": "1000", "city": "Brussels", "attention": None}},
+        {"item": ["user-1"], "ship": ["user-1"]},
+    )
+
+
+def orders_in_floats(bridge: Any) -> None:
+    """Places orders whose numbers are floats with integral values and values whose JSON text differs from their
+    RFC 8785 form (``1.0``, ``-0.0``, ``1e21``): the same numbers on a replay are no divergence."""
+    bridge.call("orders.place", {"item": 1.0, "qty": 2.0}, {"item": ["user-1"], "qty": ["user-1"]})
+    bridge.call(
+        "orders.place",
+        {"item": 3, "credit": -0.0, "cap": 1e21},
+        {"item": ["user-1"], "credit": ["user-1"], "cap": ["user-1"]},
+    )

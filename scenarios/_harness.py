@@ -343,11 +343,18 @@ class Session:
         return decided
 
     async def run_script(
-        self, script: str, *, step_number: int = 1, context: Sequence[ContextItem] | None = None
+        self,
+        script: str,
+        *,
+        step_number: int = 1,
+        context: Sequence[ContextItem] | None = None,
+        run_id: str | None = None,
+        tenant: str = "tenant-1",
     ) -> ScriptRun:
         """Run a bridge script (decision 17)."""
         request = ScriptRequest(
-            run_id=self.run_id,
+            tenant=tenant,
+            run_id=run_id or self.run_id,
             step_number=step_number,
             script=script,
             context=list(context) if context is not None else [USER_ITEM],
@@ -355,7 +362,10 @@ class Session:
         result = await self.instance.run_script(request)
         self.harness.observed(result.dispositions, "run_script")
         shown = [describe(d) for d in result.dispositions]
-        self.harness.log.append(f"run_script {script} step={step_number} -> {result.status} {shown} {result.message}")
+        self.harness.log.append(
+            f"run_script {script} tenant={tenant} run={request.run_id} step={step_number} -> {result.status} {shown} "
+            f"{result.message}"
+        )
         return result
 
     def advance(self, seconds: float) -> None:

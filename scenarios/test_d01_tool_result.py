@@ -309,6 +309,33 @@ async def test_accepted_result_is_delivered_unchanged(harness: Harness) -> None:
     )
 
 
+_WITH_EMPTY_PARTS: dict[str, list[str]] = {
+    "first": ["", "a", "b"],
+    "middle": ["a", "", "b"],
+    "last": ["a", "b", ""],
+    "several": ["", "a", "", "", "b", ""],
+    "only": [""],
+    "all": ["", "", ""],
+}
+"""Contents with empty parts at every place, under the output limit."""
+
+
+@pytest.mark.rules("D1.5")
+@pytest.mark.parametrize("texts", list(_WITH_EMPTY_PARTS.values()), ids=list(_WITH_EMPTY_PARTS))
+async def test_every_content_part_is_delivered_empty_ones_too(harness: Harness, texts: list[str]) -> None:
+    # Content is delivered unchanged: one envelope per part, in order, an empty part's too.
+    result = ToolResult(ok=True, content=[ContentPart(text=text) for text in texts])
+    tool = ReturnsTool(harness.world, result, name="notes.parts")
+    async with harness.open(tool) as session:
+        d = await session.call(tool.spec.name)
+    delivered = [(e.text, e.source) for e in d.content] if isinstance(d, Success) else describe(d)
+    harness.expect(
+        "D1.5",
+        delivered == [(text, "notes.parts") for text in texts],
+        f"a result of parts {texts} was delivered as {delivered}; every part, empty or not, keeps its envelope",
+    )
+
+
 class _ArtifactsTool(FakeTool):
     """Writes ``count`` artifacts of its own through the context's writer and returns them with ``parts``."""
 

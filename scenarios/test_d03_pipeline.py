@@ -229,6 +229,143 @@ async def test_a_refusal_is_reported_only_once_its_row_is_written(harness: Harne
     harness.expect("D3.8", not harness.world.effects, f"a refused call acted: {harness.world.effects}")
 
 
+_REFUSED_ENDINGS: dict[str, set[ReasonCode]] = {
+    "unknown-tool": {ReasonCode.UNKNOWN_TOOL},
+    "invalid-arguments": {ReasonCode.INVALID_ARGUMENTS},
+    "policy-denied": {ReasonCode.POLICY_DENIED},
+    "repeated-denial": {ReasonCode.POLICY_DENIED, ReasonCode.REPEATED_DENIAL},
+    "loop-detected": {ReasonCode.LOOP_DETECTED},
+    "approval-denied": {ReasonCode.APPROVAL_DENIED, ReasonCode.APPROVAL_EXPIRED},
+    "approval-expired-answered": {ReasonCode.APPROVAL_EXPIRED},
+    "approval-expired-swept": {ReasonCode.APPROVAL_EXPIRED},
+}
+"""The reason codes each refusal of ``_REFUSALS`` may end with after a store fault and a restart past the hold's bound:
+a repeated denial is also a policy denial, and a denial whose write failed leaves the hold to expire."""
+
+
+async def _refuse_again(session: Session, how: str) -> Disposition:
+    """Submit ``_refuse``'s steps again in a new session (replays of whatever rows they left), answering a hold met
+    again as ``how`` says; a call the store already holds terminal is answered from its row."""
+    if not how.startswith("approval-"):
+        return await _refuse(session, how)
+    again = await session.call("mail.send", {"to": "x"}, call_id=_REFUSED, provenance={"to": []})
+    if not isinstance(again, Suspended):
+        return again
+    if how == "approval-denied":
+        return await session.resolve_approval(again.invocation_id, approved=False)
+    session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 1)
+    if how == "approval-expired-answered":
+        return await session.resolve_approval(again.invocation_id, approved=True)
+    decided = await session.sweep()
+    return decided[0] if decided else again
+
+
+@pytest.mark.rules("D3.3")
+@pytest.mark.parametrize("store_returns", [True, False], ids=["store-returns", "store-stays-down"])
+@pytest.mark.parametrize("point", list(FaultPoint))
+@pytest.mark.parametrize("how", _REFUSALS)
+async def test_a_refusal_meeting_a_store_fault_never_runs_its_tool_later(
+    harness: Harness, how: str, point: FaultPoint, store_returns: bool
+) -> None:
+    # Each write of the refused call may fail (the points it never reaches fail nothing). A restart past every lease
+    # and hold's bound, a sweep, and the same steps submitted again (replays) must never run the refused tool, and
+    # its row ends terminal with the refusal's status and reason.
+    tools = [
+        EchoTool(harness.world),
+        WriteTool(harness.world, name="mail.send", input_schema={"type": "object"}),
+        WriteTool(harness.world, name="mail.blocked", input_schema={"type": "object"}),
+    ]
+    refused_tool = {"unknown-tool": "files.nowhere", "invalid-arguments": "files.echo", "loop-detected": "files.echo"}
+    name = refused_tool.get(how, "mail.blocked" if how in ("policy-denied", "repeated-denial") else "mail.send")
+    ran_before = 0
+    plan = FaultPlan(point=point, call_id=_REFUSED, store_returns=store_returns)
+    async with harness.open(*tools, fault=plan, denied_tools=["mail.blocked"]) as session:
+        try:
+            await _refuse(session, how)
+        except StoreFault:
+            harness.log.append(f"  the submitter got StoreFault at {point.value}")
+        ran_before = len(harness.world.executions_of(name))
+    session.advance(DEFAULT_APPROVAL_TIMEOUT_S + 3600)
+    async with harness.open(*tools, denied_tools=["mail.blocked"]) as session:
+        await session.sweep()
+        swept = len(harness.world.executions_of(name))
+        final = await _refuse_again(session, how)
+        row = await session.row(final.invocation_id)
+    ran = len(harness.world.executions_of(name))
+    harness.expect(
+        "D3.3",
+        ran == ran_before and swept == ran_before,
+        f"a call refused ({how}) whose {point.value} write failed ran its tool {name}: {ran_before} execution(s) "
+        f"before the restart, {swept} after the sweep, {ran} after the replay; a refused call never executes",
+    )
+    harness.expect("D3.3", not harness.world.effects, f"a refused call acted: {harness.world.effects}")
+    harness.expect(
+        "D3.3",
+        isinstance(final, Outcome) and final.reason_code in _REFUSED_ENDINGS[how],
+        f"a call refused ({how}) whose {point.value} write failed was answered {describe(final)} after a restart, a "
+        f"sweep and a replay; expected the refusal ({', '.join(sorted(r.value for r in _REFUSED_ENDINGS[how]))})",
+    )
+    harness.expect(
+        "D3.3",
+        row is not None
+        and row.status.is_terminal
+        and row.status is InvocationStatus(final.status)
+        and row.reason_code is getattr(final, "reason_code", None),
+        f"a call refused ({how}) whose {point.value} write failed left its row "
+        f"{f'{row.status.value} {row.reason_code}' if row else 'missing'} after a restart, a sweep and a replay "
+        f"answered {describe(final)}; expected its row terminal with the refusal",
+    )
+
+
+@pytest.mark.rules("D3.4", "D3.7", "D13.5")
+@pytest.mark.parametrize("where", ["same-instance", "restarted"])
+@pytest.mark.parametrize("how", _REFUSALS)
+async def test_a_replayed_refusal_is_answered_from_its_row(harness: Harness, how: str, where: str) -> None:
+    # Every refusal, replayed (the same steps submitted again, to the same instance or after a restart): the answer is
+    # the recorded one, its invocation_id names the refusal's row, and the row keeps its one tool_call.completed.
+    tools = [
+        EchoTool(harness.world),
+        WriteTool(harness.world, name="mail.send", input_schema={"type": "object"}),
+        WriteTool(harness.world, name="mail.blocked", input_schema={"type": "object"}),
+    ]
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(harness.open(*tools, denied_tools=["mail.blocked"]))
+        first = await _refuse(session, how)
+        ran = len(harness.world.executions)
+        if where == "restarted":
+            again_session = await stack.enter_async_context(harness.open(*tools, denied_tools=["mail.blocked"]))
+        else:
+            again_session = Session(harness, session.instance, session.run_id)
+        harness.log.append(f"submit the same steps again ({where})")
+        again = await _refuse_again(again_session, how)
+        rows = {r.invocation_id: r for r in await again_session.rows()}
+        events = await again_session.events()
+    row = rows.get(again.invocation_id) if isinstance(again, Outcome) else None
+    harness.expect(
+        "D13.5",
+        isinstance(again, Outcome)
+        and row is not None
+        and row.status is InvocationStatus(again.status)
+        and row.reason_code is again.reason_code,
+        f"the replay of a call refused ({how}) was answered {describe(again)} with invocation_id "
+        f"{getattr(again, 'invocation_id', None)!r}, which names "
+        f"{f'a row {row.status.value} {row.reason_code}' if row else 'no row'}; the outcome names its row",
+    )
+    completed = [e for e in events if e.invocation_id == getattr(first, "invocation_id", None)]
+    completed = [e for e in completed if e.kind == EventKind.COMPLETED]
+    harness.expect(
+        "D3.7",
+        len(completed) == 1,
+        f"a call refused ({how}) and replayed has {len(completed)} tool_call.completed event(s); expected exactly one",
+    )
+    harness.expect(
+        "D3.4",
+        again == first and len(harness.world.executions) == ran,
+        f"the replay of a call refused ({how}) was answered {again!r} ({len(harness.world.executions) - ran} more "
+        f"execution(s)), the original {first!r}; expected the recorded disposition",
+    )
+
+
 @pytest.mark.rules("D3.4")
 async def test_replayed_call_returns_recorded_disposition_without_executing(harness: Harness) -> None:
     cases = _terminal_cases(harness.world)

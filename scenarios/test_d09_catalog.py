@@ -5,6 +5,9 @@ RFC 8785 canonical JSON of the wire definition's ``DEFINITION_FIELDS``, a field 
 definitions whose RFC 8785 form differs from sorted-keys JSON (float bounds, non-BMP property names, control
 characters) in-memory, over stdio and over streamable HTTP. A definition without that form (an integer bound no
 double holds, say) has no hash and is not advertised; the reference records it as a dropped entry.
+D9.1's session starts at advertise or at the run's first step, whichever comes first: started each way (advertised;
+a first step calling an MCP, a builtin or an unknown tool; advertised, then a builtin step), a session keeps what it
+pinned when another run changes the catalogs afterwards.
 
 D9.2: notices are counted, not timed. A burst is sent while the instance clock stands still, as a coarse clock
 would, and each notice is still one entry; both eras in-memory, 2026-07-28 over stdio and streamable HTTP.
@@ -26,6 +29,7 @@ import contextlib
 
 import pytest
 
+from toolproof.fakes import EchoTool
 from toolproof.fakes.mcp import FLOOD_COUNT, PAGE_SIZE, SERVERS, http_server, stdio_command
 from toolproof.spec import (
     Advertisement,
@@ -47,7 +51,7 @@ from toolproof.spec import (
     replay_history,
 )
 
-from ._harness import Harness, describe
+from ._harness import Harness, Session, describe
 from ._mcp import ERAS, READ, eventually, memory, notified, of_kind, reached, wire_hashes
 
 
@@ -76,6 +80,49 @@ async def test_session_pins_names_and_full_definition_hashes(harness: Harness) -
         "D9.1",
         pinned == expected,
         f"pinned {pinned}; the servers' full definitions hash to {expected}",
+    )
+
+
+_SESSION_STARTS = ("advertise", "mcp-step", "builtin-step", "refused-step", "advertise-then-builtin-step")
+"""How a run's session starts: advertised, or a first step calling an MCP tool, a builtin tool or an unknown one (a
+refused call), or advertised and then a builtin step."""
+
+
+async def _start(session: Session, how: str) -> None:
+    if how.startswith("advertise"):
+        await session.advertise()
+    if how == "mcp-step":
+        await session.call("mcp.grow.echo", {"text": "first"})
+    elif how.endswith("builtin-step"):
+        await session.call("files.echo", {"text": "first"})
+    elif how == "refused-step":
+        await session.call("files.nowhere", {"text": "first"})
+
+
+@pytest.mark.rules("D9.1")
+@pytest.mark.parametrize("start", _SESSION_STARTS)
+async def test_a_session_pins_when_it_starts_however_it_starts(harness: Harness, start: str) -> None:
+    # run-1's session starts (advertised, or at its first step of any kind); then another run withdraws
+    # mcp.rug.transfer and adds mcp.grow.extra_1. run-1 keeps what it pinned when it started.
+    servers = [memory(harness, sid, fake) for sid, fake in (("rug", "RugPullServer"), ("grow", "GrowingCatalogServer"))]
+    async with harness.open(EchoTool(harness.world), mcp_servers=[c for c, _ in servers]) as session:
+        await _start(session, start)
+        for name in ("mcp.rug.transfer", "mcp.grow.grow"):
+            harness.success("D9.1", await session.call(name, {"text": "x"}, run_id="run-2"), f"run-2's {name}")
+        for server_id in ("rug", "grow"):
+            harness.expect("D9.1", await notified(session, server_id), f"{server_id}'s tools/list_changed unrecorded")
+        names = (await session.advertise()).names()
+        extra = await session.call("mcp.grow.extra_1", {"text": "x"})
+    harness.expect(
+        "D9.1",
+        "mcp.rug.transfer" in names and "mcp.grow.extra_1" not in names,
+        f"a session started by {start}, before another run changed the catalogs, advertises {sorted(names)}; it "
+        "pinned mcp.rug.transfer and not mcp.grow.extra_1 when it started",
+    )
+    harness.expect(
+        "D9.1",
+        not isinstance(extra, Success),
+        f"a session started by {start} before mcp.grow.extra_1 appeared called it: {describe(extra)}",
     )
 
 

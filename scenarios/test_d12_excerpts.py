@@ -156,6 +156,27 @@ async def test_excerpt_never_splits_a_trust_envelope(harness: Harness) -> None:
         )
 
 
+@pytest.mark.rules("D12.4")
+@pytest.mark.parametrize("count", [2, 3, 6])
+@pytest.mark.parametrize("label", [None, TrustLabel.EXTERNAL_UNTRUSTED], ids=["unlabelled", "external"])
+async def test_excerpt_keeps_one_envelope_per_part_of_one_label(
+    harness: Harness, label: TrustLabel | None, count: int
+) -> None:
+    # Parts of one label and one source, short ones where the head and the tail take several whole parts and one
+    # long one in the middle that is cut: each delivered piece is of one part, never pieces of neighbours joined.
+    short = [(f"{chr(ord('a') + n)}" * 40, label) for n in range(count)]
+    parts = [*short[: count // 2 + 1], ("m" * 3 * LIMIT, label), *short[count // 2 + 1 :]]
+    d = await _excerpted(harness, parts)
+    pieces = [e.text for e in d.content if e.source != EXCERPT_MARKER_SOURCE]
+    joined = [p for p in pieces if sum(1 for text, _ in parts if p in text) == 0]
+    harness.expect(
+        "D12.4",
+        not joined and len(pieces) >= count,
+        f"an excerpt of {len(parts)} parts of one label delivered pieces {[p[:12] + '…' for p in pieces]}; "
+        f"{[p[:24] for p in joined]} belong to no one part: every kept part keeps its own envelope",
+    )
+
+
 @pytest.mark.rules("D12.5")
 async def test_output_at_the_limit_is_delivered_whole(harness: Harness) -> None:
     exact = [("a" * 600, None), ("b" * 398 + "é", TrustLabel.EXTERNAL_UNTRUSTED)]

@@ -2,7 +2,8 @@
 
 D14.2, D14.3 and D14.4 are judged with the identical calls spread over consecutive steps in every way and also all
 in one batch: a sequential batch, whose members are earlier calls of one another (D14.1). Which identical member of a
-parallel batch (every member READ_ONLY and IDEMPOTENT) the breaker refuses is not judged. The reference counts
+parallel batch (every member READ_ONLY and IDEMPOTENT) the breaker refuses is not judged; how many is, after every
+number of earlier identical calls. The reference counts
 identical calls by spec ``call_hash``: sha256 of the RFC 8785 canonical JSON of [tool name, arguments].
 """
 
@@ -21,6 +22,7 @@ from toolproof.spec import (
     Disposition,
     Outcome,
     ReasonCode,
+    SideEffect,
     Suspended,
     TrustLabel,
 )
@@ -307,6 +309,39 @@ async def test_fifth_identical_call_trips_loop_detection(harness: Harness) -> No
         "D14.3",
         len(harness.world.executions) == LOOP_THRESHOLD - 1,
         f"the tool ran {len(harness.world.executions)} times",
+    )
+
+
+@pytest.mark.rules("D14.3")
+@pytest.mark.parametrize("members", range(2, LOOP_THRESHOLD + 2))
+@pytest.mark.parametrize("earlier", range(LOOP_THRESHOLD))
+@pytest.mark.parametrize("batch", ["parallel", "sequential"])
+async def test_identical_members_of_one_batch_count_towards_the_loop(
+    harness: Harness, batch: str, earlier: int, members: int
+) -> None:
+    # ``earlier`` identical calls in earlier steps, then one batch of ``members`` identical calls: of all of them, the
+    # first LOOP_THRESHOLD - 1 run and every later one is refused loop_detected, parallel batch or not (which member of
+    # a parallel batch is refused is open; how many is not).
+    tool = EchoTool(harness.world, **_FREE)
+    if batch == "sequential":
+        tool = EchoTool(harness.world, name="files.note", side_effect=SideEffect.WORKSPACE_WRITE, **_FREE)
+    name = tool.spec.name
+    async with harness.open(tool) as session:
+        before = await _repeat(session, name, {"text": "again"}, earlier)
+        step = [session.proposed(name, {"text": "again"}, call_id=f"member-{i}") for i in range(members)]
+        reasons = [_reason(d) for d in await session.step(step)]
+    runs = max(0, min(members, LOOP_THRESHOLD - 1 - earlier))
+    expected = sorted(["SUCCEEDED"] * runs + [ReasonCode.LOOP_DETECTED.value] * (members - runs))
+    harness.expect(
+        "D14.3",
+        before == ["SUCCEEDED"] * earlier and sorted(reasons) == expected,
+        f"after {earlier} identical call(s) ({before}), a {batch} batch of {members} identical calls was answered "
+        f"{reasons}; expected {runs} to run and {members - runs} refused loop_detected",
+    )
+    harness.expect(
+        "D14.3",
+        len(harness.world.executions) == earlier + runs,
+        f"the tool ran {len(harness.world.executions)} times; at most {LOOP_THRESHOLD - 1} identical calls run",
     )
 
 

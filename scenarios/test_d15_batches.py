@@ -210,3 +210,51 @@ async def test_mixed_batch_runs_sequentially_in_proposal_order(harness: Harness)
         _sequential(harness.world.order, ids),
         f"the mixed batch {ids} ran as {harness.world.order}; expected one after another in proposal order",
     )
+
+
+def _batch_tool(harness: Harness, batch: str) -> EchoTool:
+    """An echo tool whose batches run in parallel (READ_ONLY IDEMPOTENT) or one after another (WORKSPACE_WRITE)."""
+    if batch == "parallel":
+        return EchoTool(harness.world)
+    return EchoTool(harness.world, name="files.note", side_effect=SideEffect.WORKSPACE_WRITE)
+
+
+def _texts(dispositions: list[Any]) -> list[str]:
+    return [d.content[0].text if isinstance(d, Success) and d.content else repr(d) for d in dispositions]
+
+
+@pytest.mark.rules("D15.1")
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("batch", ["parallel", "sequential"])
+async def test_a_batch_member_is_keyed_by_its_call_id_wherever_it_stands(
+    harness: Harness, batch: str, size: int
+) -> None:
+    # A batch of distinct calls, then the same step again in other orders (replays, each answered by its own call_id),
+    # then calls with new call_ids at the same positions and with the same arguments (new calls, each executed).
+    tool = _batch_tool(harness, batch)
+    name = tool.spec.name
+    texts = [f"member-{i}" for i in range(size)]
+    async with harness.open(tool) as session:
+        calls = [session.proposed(name, {"text": t}, call_id=f"call-{i}") for i, t in enumerate(texts)]
+        first = await session.step(calls, step_number=1)
+        ran = len(harness.world.executions)
+        orders = [list(reversed(calls)), calls[1:] + calls[:1]]
+        replies = [await session.step(order, step_number=1) for order in orders]
+        replayed = len(harness.world.executions)
+        fresh = [session.proposed(name, {"text": t}, call_id=f"other-{i}") for i, t in enumerate(texts)]
+        again = await session.step(fresh, step_number=1)
+    harness.expect("D15.1", _texts(first) == texts, f"the batch {texts} was answered {_texts(first)}")
+    for order, reply in zip(orders, replies, strict=True):
+        want = [f"member-{c.call_id.rsplit('-', 1)[1]}" for c in order]
+        harness.expect(
+            "D15.1",
+            _texts(reply) == want and replayed == ran,
+            f"the same step resubmitted as {[c.call_id for c in order]} was answered {_texts(reply)} "
+            f"({replayed - ran} more execution(s)); each member is its own call_id's replay: {want}",
+        )
+    harness.expect(
+        "D15.1",
+        _texts(again) == texts and len(harness.world.executions) == ran + size,
+        f"calls with new call_ids at the same positions were answered {_texts(again)} with "
+        f"{len(harness.world.executions) - ran} execution(s); each is a new call, keyed by its call_id, and runs",
+    )

@@ -2,6 +2,9 @@
 
 D17.1's unsourced arguments are judged with no provenance, provenance for some arguments only, and an empty
 contributor list, over a USER and a SYSTEM+USER context: a consequential call is held, a read-only one completes.
+D17.1 (rows) and D2.3 (identities) are judged under script requests of two tenants (the harness's default and
+another), two runs and steps 0, 1 and 9. D17.3's replays include scripts that write argument members out of sorted
+order and float numbers whose JSON text is not their canonical form.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import uuid
 import pytest
 
 from toolproof.driver import HttpImplementation
-from toolproof.fakes import CrashingTool, EchoTool, ReturnsTool, WriteTool
+from toolproof.fakes import CrashingTool, EchoTool, ProbeTool, ReturnsTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     EDITED_SCRIPT_OVER_HTTP,
@@ -25,12 +28,16 @@ from toolproof.spec import (
     CrashPlan,
     CrashPoint,
     EventKind,
+    Identity,
+    InvocationRow,
     InvocationStatus,
     NotCovered,
     Outcome,
     ReasonCode,
+    ScriptRun,
     SimulatedCrash,
     Success,
+    ToolExecutionContext,
     ToolResult,
     TrustLabel,
 )
@@ -48,6 +55,8 @@ RAISING = {
     "toolproof.fakes._scripts:raises_after_three_orders": 3,
 }
 """Scripts that raise, each with the calls it made first: it had reached the ordinal after them."""
+UNSORTED = "toolproof.fakes._scripts:orders_with_unsorted_keys"
+FLOATS = "toolproof.fakes._scripts:orders_in_floats"
 
 
 @pytest.mark.rules("D17.3")
@@ -62,6 +71,29 @@ async def test_a_replayed_script_meets_its_recorded_outcomes(harness: Harness) -
     )
     counts = [_effects(harness, item) for item in (1, 2, 3)]
     harness.expect("D17.3", counts == [1, 1, 1], f"after a replay the orders have {counts} effects; expected 1 each")
+
+
+@pytest.mark.rules("D17.3")
+@pytest.mark.parametrize("script", [UNSORTED, FLOATS], ids=["members-out-of-order", "float-numbers"])
+async def test_a_replay_is_no_divergence_however_the_script_writes_its_arguments(harness: Harness, script: str) -> None:
+    # The script writes its argument members out of sorted order (nested ones too), or numbers whose JSON text is not
+    # their canonical form; it writes them the same way on the replay, which meets its recorded outcomes.
+    async with harness.open(_orders(harness)) as session:
+        first = await session.run_script(script)
+        executed = len(harness.world.executions)
+        replay = await session.run_script(script)
+    harness.expect("D17.3", first.status == "completed", f"the script ended {first.status}: {first.message}")
+    harness.expect(
+        "D17.3",
+        replay.status == "completed" and replay.dispositions == first.dispositions,
+        f"the replay of a script that writes the same arguments ended {replay.status} ({replay.message}) with "
+        f"{[describe(d) for d in replay.dispositions]}; expected its recorded outcomes, no divergence",
+    )
+    harness.expect(
+        "D17.3",
+        len(harness.world.executions) == executed,
+        f"the replay executed {len(harness.world.executions) - executed} call(s) again",
+    )
 
 
 @pytest.mark.rules("D17.6")
@@ -366,6 +398,64 @@ async def test_every_script_call_leaves_the_pipelines_trail(harness: Harness) ->
         harness.expect(
             "D17.1", kinds == want, f"script call {row.call_id} emitted {kinds}; a builtin call emits {want}"
         )
+
+
+_SCRIPT_REQUESTS = [
+    pytest.param(tenant, run_id, step_number, id=f"{tenant}-{run_id}-step{step_number}")
+    for tenant in ("tenant-1", "acme")
+    for run_id in ("run-1", "run-9")
+    for step_number in (0, 1, 9)
+]
+"""The script requests the bridge's fields are judged under: the harness's default tenant and another, two runs, and
+steps on either side of 1."""
+
+
+async def _script_as_requested(
+    harness: Harness, tenant: str, run_id: str, step_number: int
+) -> tuple[ScriptRun, list[InvocationRow], list[Identity]]:
+    """Run ``THREE`` as tenant, run and step say: its run, its rows, and the identities its three calls were handed."""
+    seen: list[Identity] = []
+
+    async def identity(context: ToolExecutionContext) -> None:
+        seen.append(context.identity)
+
+    tool = ProbeTool(harness.world, name="orders.place", probe=identity, input_schema={"type": "object"})
+    async with harness.open(tool) as session:
+        run = await session.run_script(THREE, tenant=tenant, run_id=run_id, step_number=step_number)
+        rows = await session.rows(run_id)
+    return run, rows, seen
+
+
+@pytest.mark.rules("D17.1")
+@pytest.mark.parametrize(("tenant", "run_id", "step_number"), _SCRIPT_REQUESTS)
+async def test_every_script_call_is_recorded_as_the_scripts_request(
+    harness: Harness, tenant: str, run_id: str, step_number: int
+) -> None:
+    # Every call of the script re-enters the pipeline as the script's request made it: its row names that request's
+    # tenant, run and step.
+    run, rows, _ = await _script_as_requested(harness, tenant, run_id, step_number)
+    harness.expect("D17.1", run.status == "completed", f"the script ended {run.status}: {run.message}")
+    harness.expect(
+        "D17.1",
+        len(rows) == 3 and all((r.tenant, r.run_id, r.step_number) == (tenant, run_id, step_number) for r in rows),
+        f"a script run as tenant={tenant} run={run_id} step={step_number} left rows "
+        f"{[(r.call_id, r.tenant, r.run_id, r.step_number) for r in rows]}; every call is the script request's",
+    )
+
+
+@pytest.mark.rules("D2.3")
+@pytest.mark.parametrize(("tenant", "run_id", "step_number"), _SCRIPT_REQUESTS)
+async def test_every_script_call_is_handed_the_scripts_identity(
+    harness: Harness, tenant: str, run_id: str, step_number: int
+) -> None:
+    # The identity each call of the script is handed names the script request's tenant, run and step.
+    run, _, seen = await _script_as_requested(harness, tenant, run_id, step_number)
+    harness.expect(
+        "D2.3",
+        len(seen) == 3 and all((i.tenant, i.run_id, i.step_number) == (tenant, run_id, step_number) for i in seen),
+        f"a script run as tenant={tenant} run={run_id} step={step_number} ({run.status}) handed its calls identities "
+        f"{[(i.tenant, i.run_id, i.step_number) for i in seen]}; each names the script request's",
+    )
 
 
 @pytest.mark.rules("D17.2")

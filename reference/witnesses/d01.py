@@ -281,3 +281,16 @@ async def _excerpt_without_structure(p: PipelineHost, s: CallState) -> None:
 @witness("excerpt_drops_structure", ("D1.5",), "delivers an excerpted output without its validated structure")
 class _ExcerptDropsStructure(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_without_structure}
+
+
+async def _excerpt_leaving_out_empty_parts(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.EXCERPT](p, s)
+    d = s.disposition
+    if isinstance(d, Success) and any(not e.text for e in d.content):
+        # The defect: a part with no text has nothing to show, so it is not delivered.
+        s.disposition = d.model_copy(update={"content": [e for e in d.content if e.text]})
+
+
+@witness("empty_parts_left_out", ("D1.5",), "leaves a result's empty content parts out of the delivered content")
+class _EmptyPartsLeftOut(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_leaving_out_empty_parts}

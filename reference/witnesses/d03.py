@@ -432,6 +432,42 @@ class _RefusalReportedWithoutItsRow(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _complete_refusals_regardless}
 
 
+async def _excerpt_after_recording_refusals(p: PipelineHost, s: CallState) -> None:
+    if isinstance(s.disposition, Outcome) and not s.recorded and s.prepared is None and not p.store.find_by_key(s.key):
+        # The defect: every proposal goes on record before its answer, so a refusal decided before step 6 is inserted
+        # RECORDED here and step 13 only updates it; a failed completion leaves a row recovery takes for runnable.
+        p.store.insert(invocation_row(p, s, InvocationStatus.RECORDED), [EventKind.REQUESTED])
+        s.recorded = True
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "refusals_recorded_before_completion",
+    ("D3.3",),
+    "inserts a call refused before step 6 as RECORDED and only then completes it, so a failed completion leaves a row "
+    "the sweep runs",
+)
+class _RefusalsRecordedBeforeCompletion(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_after_recording_refusals}
+
+
+async def _publish_announcing_replayed_refusals(p: PipelineHost, s: CallState) -> None:
+    d = s.disposition
+    if isinstance(d, Outcome) and not s.recorded and d.invocation_id != s.invocation_id:
+        # The defect: a refusal answered again from its row is announced again, as though it completed once more.
+        p.store.update(d.invocation_id, {"finished_at": p.clock.now()}, [EventKind.COMPLETED])
+    await STEP_TABLE[Step.PUBLISH](p, s)
+
+
+@witness(
+    "replayed_refusal_completed_again",
+    ("D3.7",),
+    "publishes another tool_call.completed on a refused call's row each time the refusal is replayed",
+)
+class _ReplayedRefusalCompletedAgain(Pipeline):
+    steps = STEP_TABLE | {Step.PUBLISH: _publish_announcing_replayed_refusals}
+
+
 async def _reruns_invalid_idempotent_results(p: PipelineHost, s: CallState) -> None:
     await STEP_TABLE[Step.NORMALIZE](p, s)
     spec = s.resolved.spec if s.resolved else None

@@ -27,11 +27,13 @@ from toolproof.spec import (
     Advertisement,
     CatalogChangeKind,
     Clock,
+    Disposition,
     IdempotencyClass,
     InstanceConfig,
     JsonObject,
     ReasonCode,
     SideEffect,
+    StepRequest,
     ToolExecutionContext,
     ToolResult,
     ToolSpec,
@@ -523,3 +525,40 @@ witness(
     "takes a tool whose output schema alone changed for unchanged (only its input is checked before a call), so "
     "it is called and the change is never recorded",
 )(adapter_pipeline(_OutputSchemaEditIgnored))
+
+
+class _PreviewingAdapter(McpAdapter):
+    async def advertise(self, run_id: str) -> Advertisement:
+        started = not self.links or self.store.pinned_once(run_id)
+        ad = await super().advertise(run_id)
+        if not started:
+            # The defect: advertising a run that has submitted nothing is a preview; its session starts, and pins
+            # from whatever the catalogs are by then, at its first step.
+            self.store.unpin(run_id)
+        return ad
+
+    async def start(self, run_id: str) -> None:
+        if self.links and not self.store.pinned_once(run_id):
+            await super().advertise(run_id)
+
+
+@witness(
+    "advertise_previews_without_pinning",
+    ("D9.1",),
+    "answers advertise for a run that has not submitted a step from the current catalogs without starting its session",
+)
+class _AdvertisePreviewsWithoutPinning(Pipeline):
+    mcp_class = _PreviewingAdapter
+
+
+@witness(
+    "session_starts_at_first_mcp_step",
+    ("D9.1",),
+    "starts a run's session only at a step that names an MCP tool, not at the run's first step",
+)
+class _SessionStartsAtFirstMcpStep(Pipeline):
+    async def run_step(self, step: StepRequest) -> list[Disposition]:
+        if self.mcp is None or any(c.tool_name.startswith("mcp.") for c in step.calls):
+            return await super().run_step(step)
+        # The defect: a step naming no MCP tool has no use for the session, so it does not start it.
+        return [await self.run_call(step, call) for call in step.calls]

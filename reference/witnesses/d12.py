@@ -339,3 +339,26 @@ async def _excerpt_first_runs_only(p: PipelineHost, s: CallState) -> None:
 )
 class _ContinuedCallsNotExcerpted(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_first_runs_only}
+
+
+async def _excerpt_joining_kindred_pieces(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.EXCERPT](p, s)
+    d = s.disposition
+    if not isinstance(d, Success) or all(e.source != EXCERPT_MARKER_SOURCE for e in d.content):
+        return
+    joined: list[Envelope] = []
+    for e in d.content:
+        # The defect: neighbouring pieces under one label lose nothing by sharing an envelope, so they are joined.
+        last = joined[-1] if joined else None
+        if last is not None and EXCERPT_MARKER_SOURCE not in (e.source, last.source) and last.trust is e.trust:
+            joined[-1] = last.model_copy(update={"text": last.text + e.text})
+            continue
+        joined.append(e)
+    s.disposition = d.model_copy(update={"content": joined})
+
+
+@witness(
+    "excerpt_joins_kindred_pieces", ("D12.4",), "joins an excerpt's neighbouring pieces of one label into one envelope"
+)
+class _ExcerptJoinsKindredPieces(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_joining_kindred_pieces}

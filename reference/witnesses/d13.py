@@ -203,3 +203,21 @@ async def _exception_text_in_completed(p: PipelineHost, s: CallState) -> None:
 @witness("exception_text_in_event", ("D13.6",), "puts a raising tool's exception text in its completed event's data")
 class _ExceptionTextInEvent(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _exception_text_in_completed}
+
+
+async def _complete_keeping_the_new_id(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.COMPLETE](p, s)
+    d = s.disposition
+    if isinstance(d, Outcome) and not s.recorded and d.invocation_id != s.invocation_id:
+        # The defect: a refusal decided again is this submission's answer, so it keeps this submission's id, though
+        # the row written is the first refusal's and this id names none.
+        s.disposition = d.model_copy(update={"invocation_id": s.invocation_id})
+
+
+@witness(
+    "replayed_refusal_keeps_its_new_id",
+    ("D13.5",),
+    "answers a replayed refusal with the recorded outcome under the replay's own invocation_id, which names no row",
+)
+class _ReplayedRefusalKeepsItsNewId(Pipeline):
+    steps = STEP_TABLE | {Step.COMPLETE: _complete_keeping_the_new_id}

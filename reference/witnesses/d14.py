@@ -268,3 +268,22 @@ async def _numbers_as_doubles_identity(p: PipelineHost, s: CallState) -> None:
 )
 class _IdentityReadsTrueAs1(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _numbers_as_doubles_identity}
+
+
+@witness(
+    "parallel_members_uncounted",
+    ("D14.3",),
+    "does not count the identical members of a parallel batch as earlier calls of one another",
+)
+class _ParallelMembersUncounted(Pipeline):
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        prior = super().prior_identical(s)
+        if len(s.request.calls) < 2 or not self.qualifies(s.request):
+            return prior
+        # The defect: a parallel batch has no order, so its members are not earlier calls of one another.
+        rows = self.store.identical(s.request.run_id, s.call_hash)
+        return [
+            (InvocationStatus(row.status), ReasonCode(row.reason_code) if row.reason_code else None)
+            for row in rows
+            if row.step_number != s.request.step_number
+        ]

@@ -8,7 +8,10 @@ import anyio
 
 from toolproof.reference.hooks import (
     STEP_TABLE,
+    CallState,
     Pipeline,
+    PipelineHost,
+    idempotency_key,
 )
 from toolproof.spec import (
     Disposition,
@@ -134,3 +137,27 @@ class _UnknownMembersSkipped(Pipeline):
             if (spec.side_effect, spec.idempotency, spec.kind) != qualifying:
                 return False
         return True
+
+
+async def _resolve_keying_batch_places(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RESOLVE](p, s)
+    # The defect: a member is keyed by its place among the batch's calls of its tool; call_ids are the model's.
+    place = [c.tool_name for c in s.request.calls[: s.request.calls.index(s.call)]].count(s.call.tool_name)
+    s.key = idempotency_key(
+        tenant=s.request.tenant,
+        run_id=s.request.run_id,
+        step_number=s.request.step_number,
+        call_id=f"{s.call.tool_name}#{place}",
+        tool_name=s.call.tool_name,
+        tool_version=s.resolved.spec.version if s.resolved else None,
+        arguments=s.call.arguments,
+    )
+
+
+@witness(
+    "key_by_batch_place",
+    ("D15.1",),
+    "keys a batch member by its place among the batch's calls of its tool instead of by its call_id",
+)
+class _KeyByBatchPlace(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_keying_batch_places}

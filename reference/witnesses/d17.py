@@ -399,3 +399,53 @@ class _ContextlessBridge(Bridge):
 )
 class _ScriptCallsLoseTheContext(Pipeline):
     bridge_class = _ContextlessBridge
+
+
+class _TenantlessBridge(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        # The defect: the sandbox's request is a script's run, step and context; the tenant stays with the model step.
+        return await super().run(request.model_copy(update={"tenant": "default"}))
+
+
+@witness(
+    "script_calls_lose_their_tenant",
+    ("D17.1", "D2.3"),
+    "runs, keys and records every script call under a tenant of its own, not the script request's",
+)
+class _ScriptCallsLoseTheirTenant(Pipeline):
+    bridge_class = _TenantlessBridge
+
+
+@witness(
+    "script_calls_numbered_as_steps",
+    ("D17.1", "D2.3"),
+    "runs the n-th call of a script at the script request's step plus n, as though each call were a step of its own",
+)
+class _ScriptCallsNumberedAsSteps(Pipeline):
+    async def run_call(self, request: StepRequest, call: ProposedCall) -> Disposition:
+        if call.call_id.startswith("script-"):
+            # The defect: a script's calls follow its step, one step each.
+            ordinal = int(call.call_id.rsplit("-", 1)[1])
+            request = request.model_copy(update={"step_number": request.step_number + ordinal})
+        return await super().run_call(request, call)
+
+
+class _OrderedDivergenceBridge(Bridge):
+    def divergence(self, request: ScriptRequest, call: ProposedCall, ordinal: int) -> str:
+        recorded = self.pipeline.store.by_call(request.run_id, request.step_number, call.call_id)
+        if recorded is None:
+            return ""
+        # The defect: the arguments are compared member by member in the order each side lists them.
+        same = list(json.loads(recorded.arguments_json).items()) == list(call.arguments.items())
+        if recorded.tool_name == call.tool_name and same:
+            return ""
+        return f"the script diverged on replay at ordinal {ordinal}"
+
+
+@witness(
+    "divergence_reads_member_order",
+    ("D17.3",),
+    "takes a replayed script call whose argument members are written out of sorted order for a divergence",
+)
+class _DivergenceReadsMemberOrder(Pipeline):
+    bridge_class = _OrderedDivergenceBridge
