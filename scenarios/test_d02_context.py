@@ -40,6 +40,7 @@ from toolproof.spec import (
     ToolFailure,
     ToolKind,
     ToolResult,
+    ToolSource,
     TrustLabel,
 )
 
@@ -165,12 +166,21 @@ _CUT_PATHS: dict[str, dict[str, Any]] = {
 action), a resumed suspension (a control tool)."""
 
 
+_SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have: a device's or a sandbox's tool is held to its deadline as a builtin is
+(an MCP call is held to call_timeout_s: D8.7)."""
+
+
 @pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("source", _SOURCES, ids=[s.value for s in _SOURCES])
 @pytest.mark.parametrize("path", list(_CUT_PATHS))
-async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harness, path: str) -> None:
+async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(
+    harness: Harness, path: str, source: ToolSource
+) -> None:
     # The tool would return long after its deadline; cut off at it, the call fails deadline_exceeded, whatever the
-    # path to step 10 or the kind of tool (a control tool waits on a person while suspended, never while it runs).
-    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, **_CUT_PATHS[path])
+    # path to step 10, the kind of tool (a control tool waits on a person while suspended, never while it runs) or the
+    # tool's source.
+    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, source=source, **_CUT_PATHS[path])
     async with harness.open(tool) as session:
         if path == "first-run":
             d = await session.call(tool.spec.name, {"n": 1})
@@ -182,12 +192,12 @@ async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harnes
                 d = await session.resolve_approval(held.invocation_id, approved=True)
             else:
                 d = await session.resume(held.invocation_id, "yes")
-    outcome = harness.outcome("D2.4", d, f"a tool running past its 0.2 s deadline ({path})")
+    outcome = harness.outcome("D2.4", d, f"a {source.value} tool running past its 0.2 s deadline ({path})")
     harness.expect(
         "D2.4",
         outcome.status is InvocationStatus.FAILED and outcome.reason_code is ReasonCode.DEADLINE_EXCEEDED,
-        f"a {path} call of a tool running 5 s past its 0.2 s deadline was answered {describe(d)}; expected FAILED "
-        "deadline_exceeded",
+        f"a {path} call of a {source.value} tool running 5 s past its 0.2 s deadline was answered {describe(d)}; "
+        "expected FAILED deadline_exceeded",
     )
 
 
@@ -730,11 +740,14 @@ _DEADLINE_SLACK_S = 0.5
 
 
 @pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("source", _SOURCES, ids=[s.value for s in _SOURCES])
 @pytest.mark.parametrize(("deadline_s", "attempts"), _SPANS, ids=[f"{s:g}s-attempts{a}" for s, a in _SPANS])
 async def test_context_deadline_is_the_absolute_wall_clock_instant(
-    harness: Harness, deadline_s: float, attempts: int
+    harness: Harness, deadline_s: float, attempts: int, source: ToolSource
 ) -> None:
-    tool = _TransientAttempts(harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s)
+    tool = _TransientAttempts(
+        harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s, source=source
+    )
     async with harness.open(tool, max_attempts=attempts) as session:
         submitted = time.time()
         harness.success("D2.4", await session.call(tool.spec.name))
@@ -753,6 +766,6 @@ async def test_context_deadline_is_the_absolute_wall_clock_instant(
     harness.expect(
         "D2.4",
         len(tool.seen) == attempts and not wrong,
-        f"context.deadline has to be the absolute time.time() instant deadline_s after the context is built; "
-        f"{len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
+        f"context.deadline of a {source.value} tool has to be the absolute time.time() instant deadline_s after the "
+        f"context is built; {len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
     )
