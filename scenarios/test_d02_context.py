@@ -85,12 +85,17 @@ async def test_context_offers_no_way_back_into_the_pipeline(harness: Harness) ->
     harness.expect("D2.2", found == [], f"the context leads back into the pipeline: {found}")
 
 
+_VERSIONED = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have; each tool is registered at a version of its own, not the default."""
+
+
 @pytest.mark.rules("D2.3")
-async def test_identity_names_the_invocation_being_executed(harness: Harness) -> None:
+@pytest.mark.parametrize("source", _VERSIONED, ids=[s.value for s in _VERSIONED])
+async def test_identity_names_the_invocation_being_executed(harness: Harness, source: ToolSource) -> None:
     async def identity(context: ToolExecutionContext) -> Identity:
         return context.identity
 
-    tool = ProbeTool(harness.world, probe=identity)
+    tool = ProbeTool(harness.world, probe=identity, source=source, version=f"7-{source.value.lower()}")
     wrong: dict[str, object] = {}
     async with harness.open(tool) as session:
         # Two tenants and two runs: what the identity and the row name is compared with the request the harness sent,
@@ -118,9 +123,14 @@ async def test_identity_names_the_invocation_being_executed(harness: Harness) ->
             actual = seen.model_dump()
             recorded = row.model_dump()
             wrong |= {f"{tenant} identity.{k}": (actual[k], v) for k, v in expected.items() if actual[k] != v}
-            wrong |= {f"{tenant} row.{k}": (recorded[k], v) for k, v in sent.items() if recorded[k] != v}
+            # The row is held to the request and to the spec the harness registered, never to the identity alone.
+            registered = {"tool_name": tool.spec.name, "tool_version": tool.spec.version}
+            wrong |= {f"{tenant} row.{k}": (recorded[k], v) for k, v in (sent | registered).items() if recorded[k] != v}
     harness.expect(
-        "D2.3", not wrong, f"identity or row disagrees with the request sent and the row (seen, expected): {wrong}"
+        "D2.3",
+        not wrong,
+        f"a {source.value} tool's identity or row disagrees with the request sent, the spec registered and the row "
+        f"(seen, expected): {wrong}",
     )
 
 
