@@ -24,6 +24,7 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     DEFINITION_FIELDS,
+    READ_RESOURCE,
     Advertisement,
     CatalogChangeKind,
     Clock,
@@ -523,3 +524,20 @@ witness(
     "takes a tool whose output schema alone changed for unchanged (only its input is checked before a call), so "
     "it is called and the change is never recorded",
 )(adapter_pipeline(_OutputSchemaEditIgnored))
+
+
+class _ResourceReadOnPinnedListing(McpAdapter):
+    def reusable(self, link: Link, spec: ToolSpec) -> bool:
+        if spec.name == link.prefix + READ_RESOURCE:
+            # The defect: "the synthetic read tool is the adapter's own and cannot change", so a read runs on the last
+            # listing whatever the server's classification and the listing's age.
+            return link.listed_at is not None and not link.lost
+        return super().reusable(link, spec)
+
+
+witness(
+    "resource_read_never_relisted",
+    ("D9.3",),
+    "runs every call of the synthetic read_resource tool on the last listing, so once the server withdraws its "
+    "resources mid-session the read is still sent instead of being answered tool_withdrawn",
+)(adapter_pipeline(_ResourceReadOnPinnedListing))
