@@ -337,6 +337,7 @@ async def _tool_of(
     arguments, and how many times the harness saw the tool run (the fake world's executions or the server's log)."""
     if source.startswith("MCP"):
         server, fake = memory(harness, "notes", "InjectingResourceServer")
+        arguments: dict[str, object]
         if source == "MCP":
             name, arguments, seen = "mcp.notes.echo", {"text": "again"}, "tools/call echo"
         else:
