@@ -40,6 +40,7 @@ from toolproof.spec import (
     ToolFailure,
     ToolKind,
     ToolResult,
+    ToolSource,
     TrustLabel,
 )
 
@@ -84,12 +85,17 @@ async def test_context_offers_no_way_back_into_the_pipeline(harness: Harness) ->
     harness.expect("D2.2", found == [], f"the context leads back into the pipeline: {found}")
 
 
+_VERSIONED = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have; each tool is registered at a version of its own, not the default."""
+
+
 @pytest.mark.rules("D2.3")
-async def test_identity_names_the_invocation_being_executed(harness: Harness) -> None:
+@pytest.mark.parametrize("source", _VERSIONED, ids=[s.value for s in _VERSIONED])
+async def test_identity_names_the_invocation_being_executed(harness: Harness, source: ToolSource) -> None:
     async def identity(context: ToolExecutionContext) -> Identity:
         return context.identity
 
-    tool = ProbeTool(harness.world, probe=identity)
+    tool = ProbeTool(harness.world, probe=identity, source=source, version=f"7-{source.value.lower()}")
     wrong: dict[str, object] = {}
     async with harness.open(tool) as session:
         # Two tenants and two runs: what the identity and the row name is compared with the request the harness sent,
@@ -117,9 +123,14 @@ async def test_identity_names_the_invocation_being_executed(harness: Harness) ->
             actual = seen.model_dump()
             recorded = row.model_dump()
             wrong |= {f"{tenant} identity.{k}": (actual[k], v) for k, v in expected.items() if actual[k] != v}
-            wrong |= {f"{tenant} row.{k}": (recorded[k], v) for k, v in sent.items() if recorded[k] != v}
+            # The row is held to the request and to the spec the harness registered, never to the identity alone.
+            registered = {"tool_name": tool.spec.name, "tool_version": tool.spec.version}
+            wrong |= {f"{tenant} row.{k}": (recorded[k], v) for k, v in (sent | registered).items() if recorded[k] != v}
     harness.expect(
-        "D2.3", not wrong, f"identity or row disagrees with the request sent and the row (seen, expected): {wrong}"
+        "D2.3",
+        not wrong,
+        f"a {source.value} tool's identity or row disagrees with the request sent, the spec registered and the row "
+        f"(seen, expected): {wrong}",
     )
 
 
@@ -165,12 +176,21 @@ _CUT_PATHS: dict[str, dict[str, Any]] = {
 action), a resumed suspension (a control tool)."""
 
 
+_SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have: a device's or a sandbox's tool is held to its deadline as a builtin is
+(an MCP call is held to call_timeout_s: D8.7)."""
+
+
 @pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("source", _SOURCES, ids=[s.value for s in _SOURCES])
 @pytest.mark.parametrize("path", list(_CUT_PATHS))
-async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harness, path: str) -> None:
+async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(
+    harness: Harness, path: str, source: ToolSource
+) -> None:
     # The tool would return long after its deadline; cut off at it, the call fails deadline_exceeded, whatever the
-    # path to step 10 or the kind of tool (a control tool waits on a person while suspended, never while it runs).
-    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, **_CUT_PATHS[path])
+    # path to step 10, the kind of tool (a control tool waits on a person while suspended, never while it runs) or the
+    # tool's source.
+    tool = SlowTool(harness.world, name="slow.tool", pause_s=5.0, deadline_s=0.2, source=source, **_CUT_PATHS[path])
     async with harness.open(tool) as session:
         if path == "first-run":
             d = await session.call(tool.spec.name, {"n": 1})
@@ -182,12 +202,12 @@ async def test_a_tool_past_its_deadline_is_cut_off_on_every_path(harness: Harnes
                 d = await session.resolve_approval(held.invocation_id, approved=True)
             else:
                 d = await session.resume(held.invocation_id, "yes")
-    outcome = harness.outcome("D2.4", d, f"a tool running past its 0.2 s deadline ({path})")
+    outcome = harness.outcome("D2.4", d, f"a {source.value} tool running past its 0.2 s deadline ({path})")
     harness.expect(
         "D2.4",
         outcome.status is InvocationStatus.FAILED and outcome.reason_code is ReasonCode.DEADLINE_EXCEEDED,
-        f"a {path} call of a tool running 5 s past its 0.2 s deadline was answered {describe(d)}; expected FAILED "
-        "deadline_exceeded",
+        f"a {path} call of a {source.value} tool running 5 s past its 0.2 s deadline was answered {describe(d)}; "
+        "expected FAILED deadline_exceeded",
     )
 
 
@@ -730,11 +750,14 @@ _DEADLINE_SLACK_S = 0.5
 
 
 @pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("source", _SOURCES, ids=[s.value for s in _SOURCES])
 @pytest.mark.parametrize(("deadline_s", "attempts"), _SPANS, ids=[f"{s:g}s-attempts{a}" for s, a in _SPANS])
 async def test_context_deadline_is_the_absolute_wall_clock_instant(
-    harness: Harness, deadline_s: float, attempts: int
+    harness: Harness, deadline_s: float, attempts: int, source: ToolSource
 ) -> None:
-    tool = _TransientAttempts(harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s)
+    tool = _TransientAttempts(
+        harness.world, "weather.deadline", succeed_at=attempts, deadline_s=deadline_s, source=source
+    )
     async with harness.open(tool, max_attempts=attempts) as session:
         submitted = time.time()
         harness.success("D2.4", await session.call(tool.spec.name))
@@ -753,6 +776,6 @@ async def test_context_deadline_is_the_absolute_wall_clock_instant(
     harness.expect(
         "D2.4",
         len(tool.seen) == attempts and not wrong,
-        f"context.deadline has to be the absolute time.time() instant deadline_s after the context is built; "
-        f"{len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
+        f"context.deadline of a {source.value} tool has to be the absolute time.time() instant deadline_s after the "
+        f"context is built; {len(tool.seen)} attempt(s) of {attempts} seen, wrong: {wrong}",
     )

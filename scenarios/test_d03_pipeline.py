@@ -18,7 +18,6 @@ from toolproof.fakes import (
     ReturnsTool,
     World,
     WriteTool,
-    device_tool,
 )
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
@@ -507,16 +506,25 @@ async def test_rejected_result_after_the_effect_keeps_the_watermark_and_is_not_r
 
 @pytest.mark.rules("D3.6")
 async def test_every_tool_source_leaves_the_same_trail(harness: Harness) -> None:
-    builtin = EchoTool(harness.world, name="files.echo")
-    device = device_tool(harness.world, name="sensors.read", source=ToolSource.DEVICE)
-    sandbox = device_tool(harness.world, name="sandbox_tools.run", source=ToolSource.SANDBOX)
+    builtin = EchoTool(harness.world, name="files.echo", version="3")
+    # The device and sandbox tools declare an over-trusting output label, as device_tool's do.
+    over: dict[str, Any] = {"output_trust": TrustLabel.OPERATOR}
+    device = EchoTool(harness.world, name="sensors.read", source=ToolSource.DEVICE, version="4", **over)
+    sandbox = EchoTool(harness.world, name="sandbox_tools.run", source=ToolSource.SANDBOX, version="5", **over)
+    tools = (builtin, device, sandbox)
     trails: dict[str, tuple[InvocationStatus | None, list[str]]] = {}
-    async with harness.open(builtin, device, sandbox) as session:
-        for name in ("files.echo", "sensors.read", "sandbox_tools.run"):
+    shapes: dict[str, dict[str, bool]] = {}
+    versions: dict[str, tuple[str | None, str]] = {}
+    async with harness.open(*tools) as session:
+        for tool in tools:
+            name = tool.spec.name
             d = harness.success("D3.6", await session.call(name, {"text": "t"}), f"a call to {name}")
             row = await session.row(d.invocation_id)
             kinds = [e.kind for e in await session.events() if e.invocation_id == d.invocation_id]
             trails[name] = (row.status if row else None, kinds)
+            # Which columns the row fills, and its version beside the one the harness registered the tool at.
+            shapes[name] = {k: v is None for k, v in row.model_dump().items()} if row else {}
+            versions[name] = (row.tool_version if row else None, tool.spec.version)
     reference = trails["files.echo"]
     for name in ("sensors.read", "sandbox_tools.run"):
         harness.expect(
@@ -524,6 +532,16 @@ async def test_every_tool_source_leaves_the_same_trail(harness: Harness) -> None
             trails[name] == reference,
             f"{name} left row status and events {trails[name]}; the builtin left {reference}",
         )
+        unlike = sorted(k for k in shapes["files.echo"] if shapes[name].get(k) != shapes["files.echo"][k])
+        harness.expect(
+            "D3.6",
+            not unlike,
+            f"{name}'s row fills other columns than the builtin's: {unlike} (None in one, set in the other)",
+        )
+    off = {name: pair for name, pair in versions.items() if pair[0] != pair[1]}
+    harness.expect(
+        "D3.6", not off, f"rows whose tool_version is not the version the tool was registered at (row, spec): {off}"
+    )
     harness.expect("D3.6", len(harness.world.executions) == 3, "not every source's tool was executed once")
 
 

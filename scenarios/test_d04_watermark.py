@@ -31,6 +31,7 @@ from toolproof.spec import (
     SimulatedCrash,
     Suspended,
     ToolExecutionContext,
+    ToolSource,
 )
 
 from ._bounds import bound
@@ -58,10 +59,19 @@ async def test_watermark_is_committed_when_mark_returns(harness: Harness) -> Non
     )
 
 
+SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have (an MCP tool is the adapter's: see the MCP scenarios below and D7's)."""
+
+
 def _failing_tool(
-    harness: Harness, how: str, marked: bool, side_effect: SideEffect, idempotency: IdempotencyClass
+    harness: Harness,
+    how: str,
+    marked: bool,
+    side_effect: SideEffect,
+    idempotency: IdempotencyClass,
+    source: ToolSource = ToolSource.BUILTIN,
 ) -> FakeTool:
-    spec = {"side_effect": side_effect.value, "idempotency": idempotency.value}
+    spec = {"side_effect": side_effect.value, "idempotency": idempotency.value, "source": source.value}
     if how == "raise":
         return RaisesTool(harness.world, after_watermark=marked, **spec)
     # Marked: time for the mark to be committed first, behind a driver on a loaded machine too; the mark's own
@@ -70,17 +80,21 @@ def _failing_tool(
 
 
 @pytest.mark.rules("D4.2")
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
 @pytest.mark.parametrize("side_effect", list(SideEffect))
 @pytest.mark.parametrize("how", ["raise", "overrun"])
-async def test_failing_after_the_watermark_is_uncertain(harness: Harness, how: str, side_effect: SideEffect) -> None:
-    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT)
+async def test_failing_after_the_watermark_is_uncertain(
+    harness: Harness, how: str, side_effect: SideEffect, source: ToolSource
+) -> None:
+    # Every source alike: a device or sandbox tool's failure after its mark is no more known to be harmless.
+    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT, source)
     async with harness.open(tool) as session:
         d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), f"a {how} after the watermark")
     harness.expect(
         "D4.2",
         (d.status, d.reason_code) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
-        f"a NON_IDEMPOTENT {side_effect.value} tool that marked, acted and then failed ({how}) was answered "
-        f"{d.status.value} {d.reason_code.value}; expected UNCERTAIN effect_unknown",
+        f"a NON_IDEMPOTENT {side_effect.value} {source.value} tool that marked, acted and then failed ({how}) was "
+        f"answered {d.status.value} {d.reason_code.value}; expected UNCERTAIN effect_unknown",
     )
 
 
@@ -108,19 +122,20 @@ async def test_an_uncertain_resolution_of_every_ending_is_counted(
 
 
 @pytest.mark.rules("D4.20")
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
 @pytest.mark.parametrize("idempotency", list(IdempotencyClass))
 @pytest.mark.parametrize("how", ["raise", "overrun"])
 async def test_failing_before_the_watermark_is_a_retryable_failure(
-    harness: Harness, how: str, idempotency: IdempotencyClass
+    harness: Harness, how: str, idempotency: IdempotencyClass, source: ToolSource
 ) -> None:
-    tool = _failing_tool(harness, how, False, SideEffect.EXTERNAL_WRITE, idempotency)
+    tool = _failing_tool(harness, how, False, SideEffect.EXTERNAL_WRITE, idempotency, source)
     async with harness.open(tool) as session:
         d = harness.outcome("D4.20", await session.call(tool.spec.name, {"n": 1}), f"a {how} before the watermark")
     reason = ReasonCode.TOOL_CRASHED if how == "raise" else ReasonCode.DEADLINE_EXCEEDED
     harness.expect(
         "D4.20",
         (d.status, d.reason_code, d.retryable) == (InvocationStatus.FAILED, reason, True),
-        f"a {idempotency.value} tool that failed ({how}) before marking its effect was answered {d.status.value} "
+        f"a {idempotency.value} {source.value} tool that failed ({how}) before marking its effect was answered {d.status.value} "
         f"{d.reason_code.value} retryable={d.retryable}; nothing left the process, so FAILED {reason.value} retryable",
     )
 

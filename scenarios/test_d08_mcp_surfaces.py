@@ -108,6 +108,42 @@ async def test_a_server_tool_named_read_resource_never_takes_the_synthetic_name(
     )
 
 
+_NOT_A_URI: dict[str, dict[str, object]] = {
+    "integer": {"uri": 5},
+    "float": {"uri": 5.5},
+    "true": {"uri": True},
+    "null": {"uri": None},
+    "array": {"uri": [RESOURCE]},
+    "object": {"uri": {"uri": RESOURCE}},
+    "missing": {},
+    "misnamed": {"url": RESOURCE},
+}
+"""Arguments the synthetic read tool must refuse at step 2: a uri that is no string, or no uri at all."""
+
+
+@pytest.mark.rules("D8.1")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("case", list(_NOT_A_URI))
+async def test_the_read_tool_validates_its_arguments_like_any_tool(harness: Harness, case: str, protocol: str) -> None:
+    # D8.1: the synthetic tool runs the full pipeline, step 2 included: arguments without a string uri are refused
+    # invalid_arguments before anything reaches the server, as a builtin's would be.
+    notes, fake = memory(harness, "notes", "InjectingResourceServer", protocol=protocol)
+    synthetic = f"mcp.notes.{READ_RESOURCE}"
+    async with harness.open(mcp_servers=[notes]) as session:
+        d = await session.call(synthetic, _NOT_A_URI[case])
+        ok = await session.call(synthetic, {"uri": RESOURCE})
+    reads = [e for e in fake.log if e.startswith("resources/read")]
+    harness.expect(
+        "D8.1",
+        isinstance(d, Outcome)
+        and d.reason_code is ReasonCode.INVALID_ARGUMENTS
+        and reads == [f"resources/read {RESOURCE}"],
+        f"{synthetic} called with {_NOT_A_URI[case]!r} ({case}, {protocol}) was answered {describe(d)}, the server "
+        f"seeing {reads} in all (a valid read after it answered {describe(ok)}); expected invalid_arguments, and only "
+        "the valid read reaching resources/read",
+    )
+
+
 def _shadowing_sets() -> list[object]:
     """Several server tools normalizing to read_resource on one server: every pair of the shadowing names in both
     listing orders, and all of them in listing order and reversed (ids: indexes into SHADOWING_TOOL_NAMES)."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import pytest
 
-from toolproof.fakes.mcp import FLOOD_COUNT
-from toolproof.spec import CatalogChangeKind
+from toolproof.fakes.mcp import FLOOD_COUNT, PUBLISHED_URI
+from toolproof.spec import READ_RESOURCE, CatalogChangeKind, InvocationStatus, ReasonCode
 
-from ._harness import Harness
+from ._harness import Harness, Session, describe
 from ._listing import (
     CONSEQUENTIAL,
     DRIFTS,
@@ -30,7 +30,7 @@ from ._listing import (
     judge_second_calls,
     pinned,
 )
-from ._mcp import ERAS, READ, eventually, of_kind, reached, transport_params
+from ._mcp import ERAS, READ, eventually, memory, of_kind, reached, transport_params
 
 
 @pytest.mark.rules("D9.2")
@@ -147,3 +147,54 @@ async def test_a_silent_change_between_two_calls_of_one_session_is_recorded(
         f"the silent changes of {sorted(DRIFTS)} were listed before their second (consequential) calls ({transport}, "
         f"{protocol}); the catalog history recorded changes of {sorted(changed)}",
     )
+
+
+_WITHDRAWALS = {
+    **{f"idempotent-read-{name}": (READ, ages) for name, ages in READ_AGES.items()},
+    **{name: (classified(name), (INSIDE_AGE_S, 0.0)) for name in CONSEQUENTIAL},
+}
+"""How the synthetic read tool's next call meets a withdrawal: an IDEMPOTENT READ_ONLY server's after each of
+``READ_AGES`` (the listing stale by then), and every other classification inside the max age (it lists first)."""
+
+
+@pytest.mark.rules("D9.3")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("case", list(_WITHDRAWALS))
+async def test_the_read_tool_of_a_server_that_withdrew_its_resources_answers_withdrawn(
+    harness: Harness, case: str, protocol: str
+) -> None:
+    # D8.1: the synthetic read tool runs the full pipeline, so it is withdrawn as any tool is. A session pins it while
+    # the server offers a resource; the server withdraws every resource and template (another run's call); the
+    # session's next read, on a listing it may not reuse, answers tool_withdrawn and never reaches the server.
+    classification, (max_age_s, advance_s) = _WITHDRAWALS[case]
+    config, fake = memory(
+        harness,
+        "res",
+        "ChangingResourcesServer",
+        classification=classification,
+        protocol=protocol,
+        listing_max_age_s=max_age_s,
+    )
+    read = f"mcp.res.{READ_RESOURCE}"
+    where = f"{case}, {protocol}, listing_max_age_s={max_age_s:g}, the clock moved {advance_s:g} s"
+    async with harness.open(mcp_servers=[config]) as publisher:
+        harness.success("D9.3", await publisher.call("mcp.res.publish", {"text": "resource"}), "mcp.res.publish")
+        reader = Session(harness, publisher.instance, run_id="run-reader")
+        if read not in (await reader.advertise()).names():
+            harness.fail("D9.3", f"a session started while the server offers a resource does not advertise {read}")
+        harness.success("D9.3", await reader.call(read, {"uri": PUBLISHED_URI}), f"the first {read} ({where})")
+        harness.success("D9.3", await publisher.call("mcp.res.retract", {"text": "all"}), "mcp.res.retract")
+        if advance_s:
+            reader.advance(advance_s)
+        d = await reader.call(read, {"uri": PUBLISHED_URI})
+        advertised = read in (await reader.advertise()).names()
+    reads = fake.log.count(f"resources/read {PUBLISHED_URI}")
+    harness.expect(
+        "D9.3",
+        (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNAVAILABLE, ReasonCode.TOOL_WITHDRAWN)
+        and reads == 1,
+        f"after the server withdrew every resource mid-session ({where}), the session's next {read} was answered "
+        f"{describe(d)}, the server reading the resource {reads} time(s) in all; expected UNAVAILABLE tool_withdrawn "
+        "and 1 (the first read only): the read may not reuse its listing, and lists again",
+    )
+    harness.expect("D9.3", advertised, f"{read}, withdrawn mid-session, left the session's advertisement ({where})")

@@ -13,9 +13,11 @@ import hashlib
 import pytest
 
 from toolproof.fakes import AskUserTool, PartsTool
+from toolproof.fakes.mcp import repeat_uri
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
     MEMORY_NOT_MEASURED,
+    READ_RESOURCE,
     ContextItem,
     CrashPlan,
     CrashPoint,
@@ -494,7 +496,13 @@ async def test_outputs_at_the_limit_ending_a_part_in_a_wide_character_are_whole(
 # limit: step 12 bounds what the pipeline delivers whatever tool produced it; the server's cap is no excerpt limit.
 _AROUND = [(SMALL - 1, 1), (SMALL, 1), (SMALL + 1, 1), (5 * SMALL, 1), (SMALL // 2, 2), (SMALL // 2 + 10, 2)]
 """(count, parts): ``parts`` parts of ``count`` ASCII bytes each, under, at and over the limit."""
-_SOURCES = ["builtin", pytest.param("mcp", marks=pytest.mark.profiles("mcp"))]
+_SOURCES = [
+    "builtin",
+    pytest.param("mcp", marks=pytest.mark.profiles("mcp")),
+    pytest.param("mcp-resource", marks=pytest.mark.profiles("mcp")),
+]
+"""A builtin tool, an MCP server's tool, and the server's synthetic read_resource tool reading a resource of that
+size (D8.1: it runs the full pipeline, step 12 included)."""
 
 
 async def _from_source(harness: Harness, source: str, count: int, parts: int, rule: str = "D12.1") -> Success:
@@ -505,7 +513,10 @@ async def _from_source(harness: Harness, source: str, count: int, parts: int, ru
             return harness.success(rule, await session.call(tool.spec.name), what)
     config, _ = memory(harness, "big", "MultibyteOutputServer", classification=READ)
     async with harness.open(mcp_servers=[config], max_output_bytes=SMALL) as session:
-        d = await session.call("mcp.big.repeat", {"unit": "a", "count": count, "parts": parts})
+        if source == "mcp-resource":
+            d = await session.call(f"mcp.big.{READ_RESOURCE}", {"uri": repeat_uri("a", count, parts)})
+        else:
+            d = await session.call("mcp.big.repeat", {"unit": "a", "count": count, "parts": parts})
         return harness.success(rule, d, what)
 
 

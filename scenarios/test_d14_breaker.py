@@ -9,6 +9,8 @@ identical calls by spec ``call_hash``: sha256 of the RFC 8785 canonical JSON of 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from toolproof.fakes import EchoTool, RaisesTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     LOOP_THRESHOLD,
+    READ_RESOURCE,
     REPEATED_DENIAL_THRESHOLD,
     ContextItem,
     Disposition,
@@ -24,10 +27,12 @@ from toolproof.spec import (
     ReasonCode,
     SideEffect,
     Suspended,
+    ToolSource,
     TrustLabel,
 )
 
 from ._harness import Harness, Session
+from ._mcp import memory
 
 _FREE: dict[str, Any] = {"input_schema": {"type": "object"}}
 
@@ -342,6 +347,91 @@ async def test_identical_members_of_one_batch_count_towards_the_loop(
         "D14.3",
         len(harness.world.executions) == earlier + runs,
         f"the tool ran {len(harness.world.executions)} times; at most {LOOP_THRESHOLD - 1} identical calls run",
+    )
+
+
+# -- Every source alike: a device's, a sandbox's and an MCP server's tools, and the synthetic read_resource tool. ------
+
+_SOURCES = [
+    "BUILTIN",
+    "DEVICE",
+    "SANDBOX",
+    pytest.param("MCP", marks=pytest.mark.profiles("mcp")),
+    pytest.param("MCP-read_resource", marks=pytest.mark.profiles("mcp")),
+]
+"""Where the repeated tool comes from: each port source, an MCP server's own tool, and the server's synthetic
+read_resource tool (D8.1: it runs the full pipeline, step 4 included)."""
+_RESOURCE = "file:///notes/readme.txt"
+
+
+@contextlib.asynccontextmanager
+async def _tool_of(
+    harness: Harness, source: str, **config: Any
+) -> AsyncIterator[tuple[Session, str, dict[str, object], Callable[[], int]]]:
+    """A session with one READ_ONLY IDEMPOTENT tool of ``source``: the session, the tool's name, one call's
+    arguments, and how many times the harness saw the tool run (the fake world's executions or the server's log)."""
+    if source.startswith("MCP"):
+        server, fake = memory(harness, "notes", "InjectingResourceServer")
+        arguments: dict[str, object]
+        if source == "MCP":
+            name, arguments, seen = "mcp.notes.echo", {"text": "again"}, "tools/call echo"
+        else:
+            name, arguments, seen = f"mcp.notes.{READ_RESOURCE}", {"uri": _RESOURCE}, f"resources/read {_RESOURCE}"
+        async with harness.open(mcp_servers=[server], **config) as session:
+            yield session, name, arguments, lambda: fake.log.count(seen)
+        return
+    tool = EchoTool(harness.world, name="sensors.read", source=ToolSource(source), **_FREE)
+    async with harness.open(tool, **config) as session:
+        yield session, tool.spec.name, {"text": "again"}, lambda: len(harness.world.executions)
+
+
+@pytest.mark.rules("D14.3")
+@pytest.mark.parametrize("source", _SOURCES)
+async def test_the_loop_breaker_holds_for_every_source(harness: Harness, source: str) -> None:
+    async with _tool_of(harness, source) as (session, name, arguments, runs):
+        reasons = await _repeat(session, name, arguments, LOOP_THRESHOLD)
+        ran = runs()
+    expected = ["SUCCEEDED"] * (LOOP_THRESHOLD - 1) + [ReasonCode.LOOP_DETECTED.value]
+    harness.expect(
+        "D14.3",
+        (reasons, ran) == (expected, LOOP_THRESHOLD - 1),
+        f"{LOOP_THRESHOLD} identical calls of {name} ({source}) were answered {reasons} and the tool ran {ran} "
+        f"time(s); expected {expected} and {LOOP_THRESHOLD - 1}: one breaker for every source",
+    )
+
+
+@pytest.mark.rules("D14.2")
+@pytest.mark.parametrize("source", _SOURCES)
+async def test_the_denial_breaker_holds_for_every_source(harness: Harness, source: str) -> None:
+    name = {"MCP": "mcp.notes.echo", "MCP-read_resource": f"mcp.notes.{READ_RESOURCE}"}.get(source, "sensors.read")
+    async with _tool_of(harness, source, denied_tools=[name]) as (session, name, arguments, runs):
+        reasons = await _repeat(session, name, arguments, REPEATED_DENIAL_THRESHOLD)
+        ran = runs()
+    expected = [ReasonCode.POLICY_DENIED.value] * (REPEATED_DENIAL_THRESHOLD - 1) + [ReasonCode.REPEATED_DENIAL.value]
+    harness.expect(
+        "D14.2",
+        (reasons, ran) == (expected, 0),
+        f"{REPEATED_DENIAL_THRESHOLD} identical calls of the denied {name} ({source}) were answered {reasons} and the "
+        f"tool ran {ran} time(s); expected {expected} and 0: one breaker for every source",
+    )
+
+
+_PORT_SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+
+
+@pytest.mark.rules("D14.4")
+@pytest.mark.parametrize("source", _PORT_SOURCES, ids=[s.value for s in _PORT_SOURCES])
+async def test_an_uncertain_call_of_every_source_is_never_proposed_again(harness: Harness, source: ToolSource) -> None:
+    # (An MCP call resolves UNCERTAIN only by a hang or a lost connection after sending: D4.2's MCP scenarios.)
+    tool = RaisesTool(harness.world, after_watermark=True, name="door.open", source=source)
+    async with harness.open(tool) as session:
+        reasons = [_reason(await session.call(tool.spec.name, {"to": "x", "amount": 10})) for _ in range(3)]
+    expected = [ReasonCode.EFFECT_UNKNOWN.value] + [ReasonCode.PRIOR_UNCERTAIN.value] * 2
+    harness.expect(
+        "D14.4",
+        (reasons, len(harness.world.executions)) == (expected, 1),
+        f"three identical calls of a {source.value} tool that marks its effect and then raises were answered "
+        f"{reasons}, running it {len(harness.world.executions)} time(s); expected {expected} and 1",
     )
 
 

@@ -33,6 +33,7 @@ from toolproof.spec import (
     Step,
     ToolExecutionContext,
     ToolKind,
+    ToolSource,
 )
 
 from ._registry import witness
@@ -393,3 +394,26 @@ class _SetOnceFollowing(CancellationSignal):
 class _CancellationSetWhileFollowing(Pipeline):
     def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
         return replace(super().context_parts(s, r), cancellation=_SetOnceFollowing())
+
+
+_UNCUT_S = 10 * 365 * 86_400.0
+"""How much later than its deadline step 10 cuts a DEVICE tool off under ``device_deadline_told_not_enforced``: ten
+years, far past any deadline_s a scenario gives, so the pushed deadline is told from a real one."""
+
+
+@witness(
+    "device_deadline_told_not_enforced",
+    ("D2.4",),
+    'tells a DEVICE tool its deadline but does not cut it off there ("the device channel enforces its own")',
+)
+class _DeviceDeadlineToldNotEnforced(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        if r.spec.source is ToolSource.DEVICE:
+            return replace(parts, deadline=parts.deadline + _UNCUT_S)  # Step 10 cuts off at the parts' deadline.
+        return parts
+
+    def context_for(self, parts: ContextParts) -> ToolExecutionContext:
+        if parts.deadline - time.time() > _UNCUT_S / 2:
+            parts = replace(parts, deadline=parts.deadline - _UNCUT_S)  # The tool itself is told the true one.
+        return super().context_for(parts)

@@ -546,3 +546,20 @@ async def _completes_refusals_by_insert_only(p: PipelineHost, s: CallState) -> N
 )
 class _RefusalReplayRaises(Pipeline):
     steps = STEP_TABLE | {Step.COMPLETE: _completes_refusals_by_insert_only}
+
+
+async def _record_sandbox_unversioned(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RECORD](p, s)
+    spec = s.resolved.spec if s.resolved is not None else None
+    if s.recorded and s.existing is None and spec is not None and spec.source is ToolSource.SANDBOX:
+        # The defect: "sandbox code is the script of the moment, it has no version", so its row keeps none.
+        p.store.update(s.invocation_id, {"tool_version": None})
+
+
+@witness(
+    "sandbox_rows_unversioned",
+    ("D2.3", "D3.6"),
+    "records a SANDBOX tool's row without its tool_version, though its identity (and a builtin's row) carries it",
+)
+class _SandboxRowsUnversioned(Pipeline):
+    steps = STEP_TABLE | {Step.RECORD: _record_sandbox_unversioned}

@@ -38,6 +38,7 @@ from toolproof.spec import (
     ToolExecutionContext,
     ToolFailure,
     ToolResult,
+    ToolSource,
     ToolSpec,
 )
 
@@ -652,3 +653,21 @@ class _TwiceCrashedCallGivenUp(Pipeline):
         # The defect: a call whose worker died twice is given up, as if the watermark had been set.
         twice = spec is not None and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT and row.attempt >= 2
         return super().escaped(row, spec) or twice
+
+
+async def _device_raise_trusts_the_channel(p: PipelineHost, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if spec is not None and spec.source is ToolSource.DEVICE and s.error is not None and not s.timed_out:
+        # The defect: "the device channel reports its own failures", so its exception is a crash to retry.
+        s.finish(ReasonCode.TOOL_CRASHED)
+        return
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness(
+    "device_raise_ignores_watermark",
+    ("D4.2",),
+    "answers a DEVICE tool's exception FAILED tool_crashed (retryable) even after its NON_IDEMPOTENT effect was marked",
+)
+class _DeviceRaiseIgnoresWatermark(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _device_raise_trusts_the_channel}

@@ -13,9 +13,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from toolproof.reference.hooks import (
+    STEP_TABLE,
+    CallState,
     Link,
     McpAdapter,
     Pipeline,
+    PipelineHost,
     RemoteTool,
     Store,
     wire,
@@ -30,6 +33,7 @@ from toolproof.spec import (
     ProposedCall,
     ReasonCode,
     Skill,
+    Step,
     StepRequest,
     Tool,
     ToolFailure,
@@ -369,3 +373,19 @@ witness(
     ("D8.9",),
     "reads only the first page of resources/list and of resources/templates/list when judging a server's resources",
 )(adapter_pipeline(_FirstPageOfResources))
+
+
+async def _validate_all_but_the_read_tool(p: PipelineHost, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+        return  # The defect: "the adapter wrote that schema itself, so its calls need no check".
+    await STEP_TABLE[Step.VALIDATE](p, s)
+
+
+@witness(
+    "read_tool_arguments_unvalidated",
+    ("D8.1",),
+    "skips step 2 for the synthetic read_resource tool, so a uri that is no string (or none) is sent to the server",
+)
+class _ReadToolArgumentsUnvalidated(Pipeline):
+    steps = STEP_TABLE | {Step.VALIDATE: _validate_all_but_the_read_tool}

@@ -24,6 +24,7 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     DEFINITION_FIELDS,
+    READ_RESOURCE,
     Advertisement,
     CatalogChangeKind,
     Clock,
@@ -562,3 +563,20 @@ class _SessionStartsAtFirstMcpStep(Pipeline):
             return await super().run_step(step)
         # The defect: a step naming no MCP tool has no use for the session, so it does not start it.
         return [await self.run_call(step, call) for call in step.calls]
+
+
+class _ResourceReadOnPinnedListing(McpAdapter):
+    def reusable(self, link: Link, spec: ToolSpec) -> bool:
+        if spec.name == link.prefix + READ_RESOURCE:
+            # The defect: "the synthetic read tool is the adapter's own and cannot change", so a read runs on the last
+            # listing whatever the server's classification and the listing's age.
+            return link.listed_at is not None and not link.lost
+        return super().reusable(link, spec)
+
+
+witness(
+    "resource_read_never_relisted",
+    ("D9.3",),
+    "runs every call of the synthetic read_resource tool on the last listing, so once the server withdraws its "
+    "resources mid-session the read is still sent instead of being answered tool_withdrawn",
+)(adapter_pipeline(_ResourceReadOnPinnedListing))

@@ -18,6 +18,7 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
+    READ_RESOURCE,
     ArtifactRef,
     Envelope,
     Step,
@@ -362,3 +363,19 @@ async def _excerpt_joining_kindred_pieces(p: PipelineHost, s: CallState) -> None
 )
 class _ExcerptJoinsKindredPieces(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_joining_kindred_pieces}
+
+
+async def _excerpt_all_but_resources(p: PipelineHost, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+        return  # The defect: "a resource is a document the model asked to read whole".
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "resource_reads_delivered_whole",
+    ("D12.1", "D12.2"),
+    "skips step 12 for the synthetic read_resource tool: a resource over the limit is delivered whole, no artifact",
+)
+class _ResourceReadsDeliveredWhole(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_all_but_resources}

@@ -19,10 +19,12 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     LOOP_THRESHOLD,
+    READ_RESOURCE,
     REPEATED_DENIAL_THRESHOLD,
     InvocationStatus,
     ReasonCode,
     Step,
+    ToolSource,
     canonical_sha256,
 )
 
@@ -287,3 +289,28 @@ class _ParallelMembersUncounted(Pipeline):
             for row in rows
             if row.step_number != s.request.step_number
         ]
+
+
+@witness(
+    "device_calls_bypass_breaker",
+    ("D14.2", "D14.3", "D14.4"),
+    "finds no earlier identical calls for a DEVICE tool, so its denials, loops and UNCERTAIN calls never trip the breaker",
+)
+class _DeviceCallsBypassBreaker(Pipeline):
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        if s.resolved is not None and s.resolved.spec.source is ToolSource.DEVICE:
+            return []  # The defect: "a device polled again is polling, not a repeat".
+        return super().prior_identical(s)
+
+
+@witness(
+    "resource_reads_bypass_breaker",
+    ("D14.2", "D14.3"),
+    "finds no earlier identical calls for the synthetic read_resource tool, so repeated reads never trip the breaker",
+)
+class _ResourceReadsBypassBreaker(Pipeline):
+    def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
+        spec = s.resolved.spec if s.resolved is not None else None
+        if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+            return []  # The defect: "reading a document again is no loop".
+        return super().prior_identical(s)
