@@ -18,6 +18,7 @@ from toolproof.fakes import FakeClock, ScriptedTool, World
 from toolproof.spec import (
     BOUNDARY_CRASH_POINTS,
     CrashPlan,
+    CrashPoint,
     Disposition,
     EventKind,
     Implementation,
@@ -38,6 +39,7 @@ from toolproof.spec.model import (
     Model,
     Problems,
     Record,
+    Reopen,
     Resume,
     Submit,
     Sweep,
@@ -115,22 +117,29 @@ class Judge:
             crash=crash,
         )
 
+    def _tools(self, crash: tuple[CrashPoint, tuple[str, int, str]] | None = None) -> list[ScriptedTool]:
+        """The catalog as the model registers it now (a Reopen may have changed versions), each a scripted tool."""
+        return [ScriptedTool(self.world, t, crash) for t in self.model.tools.values()]
+
     async def run(self) -> None:
         """Every action in order; raises Divergence at the first action whose observables the model refuses. A crash
-        action runs in an instance of its own that dies; the actions after it are another instance's."""
+        action runs in an instance of its own that dies; the actions after it are another instance's, as are those
+        after a Reopen (the instance closed, another opened over the same store)."""
         actions = self.workload.actions
         start = 0
         while start < len(actions):
-            stop = next((i for i in range(start, len(actions)) if isinstance(actions[i], Crash)), len(actions))
+            stop = next((i for i in range(start, len(actions)) if isinstance(actions[i], Crash | Reopen)), len(actions))
             if stop > start:
-                tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
-                async with self.implementation.open(self._config(), tools, self.clock) as instance:
+                async with self.implementation.open(self._config(), self._tools(), self.clock) as instance:
                     for number in range(start, stop):
                         await self._one(instance, number, actions[number])
             if stop < len(actions):
-                crash = actions[stop]
-                assert isinstance(crash, Crash)
-                await self._crash(stop, crash)
+                boundary = actions[stop]
+                if isinstance(boundary, Reopen):
+                    self.model.reopen(boundary)
+                else:
+                    assert isinstance(boundary, Crash)
+                    await self._crash(stop, boundary)
             start = stop + 1
 
     async def _one(self, instance: object, number: int, action: object) -> None:
@@ -170,7 +179,7 @@ class Judge:
             target, invocation_id = record.ref, self.ids[record.key][0]
         boundary = action.point in BOUNDARY_CRASH_POINTS.values()
         plan = CrashPlan(point=action.point, call_id=target[2]) if boundary else None
-        tools = [ScriptedTool(self.world, t, None if boundary else (action.point, target)) for t in self.workload.tools]
+        tools = self._tools(None if boundary else (action.point, target))
         expected = self.model.crash(action)
         got: list[Disposition] = []
         died = False
@@ -214,8 +223,7 @@ class Judge:
             problems += self._swept(expected, got)
         elif expected is not None:
             problems += self._dispositions(expected, got, where)
-        tools = [ScriptedTool(self.world, t) for t in self.workload.tools]
-        async with self.implementation.open(self._config(), tools, self.clock) as reader:
+        async with self.implementation.open(self._config(), self._tools(), self.clock) as reader:
             # Read back whatever happened: a worker that lived where it should have died left its evidence too.
             if isinstance(inner, Submit):
                 problems += await self._registered(reader, inner, where)

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from toolproof.reference.witnesses import WITNESSES
-from toolproof.scenarios._model_explore import FAMILIES, judge_workloads
+from toolproof.scenarios._model_explore import FAMILIES, FIXED, judge_workloads
 from toolproof.scenarios._model_workloads import workloads
 from toolproof.spec import load_implementation
+from toolproof.spec.model import Workload
 
 
 def _agree(tmp_path: Path, per_family: int, seed: int | None = None, families: list[str] | None = None) -> None:
     reference = load_implementation("reference")
     for family in families or sorted(FAMILIES):
-        found = judge_workloads(reference, tmp_path, workloads(**FAMILIES[family][1]), per_family, True, seed)
+        strategy = workloads(**FAMILIES[family][1])
+        found = judge_workloads(reference, tmp_path, strategy, per_family, True, seed, FIXED.get(family, ()))
         assert found is None, f"cell {family}: {found}"
 
 
@@ -87,7 +90,8 @@ def test_the_model_judge_rejects_a_store_fault_witness_on_a_store_fault_rule(tmp
     the next step as D3.11, a raw driver error at the completion as D4.22): any of the cell's rules is a rejection."""
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     rules, _ = FAMILIES["store_faults"]
-    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["store_faults"][1]), 40, False)
+    strategy = workloads(**FAMILIES["store_faults"][1])
+    found = judge_workloads(implementation, tmp_path, strategy, 40, False, None, FIXED["store_faults"])
     assert found is not None, f"the model judge's store_faults cell did not reject {name}"
     assert set(found.rules) & set(rules), f"{name} was rejected on {found.rules}, none of {rules}"
 
@@ -135,15 +139,21 @@ def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, n
 
 def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
     """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named: ``examples``
-    generic workloads, then as many of the crashes cell's."""
+    generic workloads, then as many of the crashes cell's, then of the store_faults cell's (with its fixed ones)."""
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     named = set(witness.breaks) | set(witness.through)
     rules: tuple[str, ...] = ()
-    # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none).
-    for strategy in (workloads(max_actions=8), workloads(**FAMILIES["crashes"][1])):
+    # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none), then the
+    # store_faults cell's (a failed write: the others have none).
+    cells: tuple[tuple[dict[str, Any], tuple[Workload, ...]], ...] = (
+        ({"max_actions": 8}, ()),
+        (FAMILIES["crashes"][1], ()),
+        (FAMILIES["store_faults"][1], FIXED["store_faults"]),
+    )
+    for shape, fixed in cells:
         try:
-            found = judge_workloads(implementation, directory, strategy, examples, False)
+            found = judge_workloads(implementation, directory, workloads(**shape), examples, False, None, fixed)
         except Exception as exc:  # The witness raised: an error, not a rejection on a rule it names.
             return False, (*rules, f"error: {type(exc).__name__}")
         rules = found.rules if found is not None else rules
