@@ -25,7 +25,7 @@ from toolproof.spec.model import Submit, Workload
 
 from ._model_crash import crashed
 from ._model_judge import Divergence, Judge
-from ._model_workloads import fault_tours, tour
+from ._model_workloads import crash_tour, fault_tours, tour
 
 BUDGET = 60
 """Judge runs a reduction may spend."""
@@ -101,7 +101,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     ),
 }
 """Cell name -> (the rules a passing cell judged, how its workloads are drawn)."""
-FIXED: dict[str, tuple[Workload, ...]] = {"store_faults": fault_tours()}
+FIXED: dict[str, tuple[Workload, ...]] = {"crashes": (crash_tour(),), "store_faults": fault_tours()}
 """Cell name -> the workloads it runs after the tour, whatever its budget (paths its draws seldom reach)."""
 
 

@@ -730,16 +730,12 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
 
 
 def _after_a_restart(uncertain: tuple[ProposedCall, ...], ordered: ProposedCall, held: ProposedCall) -> list[Any]:
-    """The tour's last paths, where only the store carries over from one instance to the next.
-
-    ``h``: a call held, then the instance restarts with ``t6.op`` registered at version 2. In the new instance: the
-    call resolved UNCERTAIN in run ``u`` proposed again (prior_uncertain: the breaker counts the store's rows, D14.4);
-    ``k``'s first call again under the new version (another call, under another key, D10.5); a sweep with the hold
-    older than the lease and inside its bound (left, D4.19); the hold answered past its bound (expired, D11.7).
-    ``p``: a marked NON_IDEMPOTENT call whose worker dies after its effect; the step again under the live lease
-    (in_progress, the row untouched, D3.2); past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3)."""
+    """The tour's last paths, where only the store carries over from one instance to the next (``h``): a call held,
+    then the instance restarts with ``t6.op`` registered at version 2. In the new instance: the call resolved
+    UNCERTAIN in run ``u`` proposed again (prior_uncertain: the breaker counts the store's rows, D14.4); ``k``'s first
+    call again under the new version (another call, under another key, D10.5); a sweep with the hold older than the
+    lease and inside its bound (left, D4.19); the hold answered past its bound (expired, D11.7)."""
     late = held.model_copy(update={"arguments": {"n": 9}})
-    dies = Submit("p", 1, (_call("c0", "t3.op", {"n": 10}),), TOUR_CONTEXT, "t1")
     return [
         Submit("h", 1, (late,), TOUR_CONTEXT, "t1"),
         Reopen((("t6.op", "2"),)),
@@ -749,11 +745,34 @@ def _after_a_restart(uncertain: tuple[ProposedCall, ...], ordered: ProposedCall,
         Sweep(),
         Advance(TOUR_TIMEOUT_S),
         Answer(("h", 1, "c0"), True),
-        Crash(dies, CrashPoint.AFTER_EFFECT),
-        dies,
-        Advance(TOUR_LEASE_S + 1),
-        Sweep(),
     ]
+
+
+def crash_tour() -> Workload:
+    """The crashes cell's fixed workload, run after the tour whatever its budget. ``p``: a marked NON_IDEMPOTENT call
+    whose worker dies after its effect; the step again under the live lease (in_progress, the row untouched, D3.2);
+    past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
+    whose worker dies after its claim, then the replay's worker too; past the lease a sweep retries it (D4.3: the
+    watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
+    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16)."""
+    non = IdempotencyClass.NON_IDEMPOTENT
+    catalog = (
+        ModelTool(ToolSpec(name="t0.op", idempotency=non), Behaviour(mark=True, effect=True, ending="raise")),
+        ModelTool(
+            ToolSpec(name="t1.op", side_effect=SideEffect.WORKSPACE_WRITE, idempotency=non), Behaviour(effect=True)
+        ),
+        ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA)),
+    )
+    dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
+    twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
+    past = Advance(TOUR_LEASE_S + 1)
+    actions = (
+        *(Crash(dies, CrashPoint.AFTER_EFFECT), dies, past, Sweep()),
+        *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.AFTER_CLAIM), past, Sweep()),
+        Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
+        *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
+    )
+    return Workload(tools=catalog, actions=actions, credentials=PROBED_SCOPES, lease_s=TOUR_LEASE_S)
 
 
 def fault_tours() -> tuple[Workload, ...]:

@@ -119,7 +119,8 @@ CRASHES_CAUGHT = (
 def test_the_model_judge_rejects_a_crash_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
-    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["crashes"][1]), 60, False)
+    strategy = workloads(**FAMILIES["crashes"][1])
+    found = judge_workloads(implementation, tmp_path, strategy, 60, False, None, FIXED["crashes"])
     assert found is not None, f"the model judge's crashes cell did not reject {name}"
     named = set(witness.breaks) | set(witness.through)
     assert named & set(found.rules), f"{name} was rejected on {found.rules}, none of {sorted(named)}"
@@ -139,7 +140,8 @@ def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, n
 
 def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
     """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named: ``examples``
-    generic workloads, then as many of the crashes cell's, then of the store_faults cell's (with its fixed ones)."""
+    generic workloads, then as many of the crashes cell's, then of the store_faults cell's (each cell's fixed ones
+    with them)."""
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     named = set(witness.breaks) | set(witness.through)
@@ -148,7 +150,7 @@ def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, .
     # store_faults cell's (a failed write: the others have none).
     cells: tuple[tuple[dict[str, Any], tuple[Workload, ...]], ...] = (
         ({"max_actions": 8}, ()),
-        (FAMILIES["crashes"][1], ()),
+        (FAMILIES["crashes"][1], FIXED["crashes"]),
         (FAMILIES["store_faults"][1], FIXED["store_faults"]),
     )
     for shape, fixed in cells:
