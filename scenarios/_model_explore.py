@@ -102,7 +102,8 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
 }
 """Cell name -> (the rules a passing cell judged, how its workloads are drawn)."""
 FIXED: dict[str, tuple[Workload, ...]] = {"crashes": (crash_tour(),), "store_faults": fault_tours()}
-"""Cell name -> the workloads it runs after the tour, whatever its budget (paths its draws seldom reach)."""
+"""Cell name -> the workloads it runs, in order, before the tour and the draws, whatever its budget (paths its draws
+seldom reach)."""
 
 
 def judge_workloads(
@@ -136,7 +137,7 @@ def judge_workloads(
             first.append((workload, divergence))
             raise
 
-    for workload in fixed:  # Explicit examples beside the tour.
+    for workload in reversed(fixed):  # Explicit examples: the outermost runs first, so in the order given.
         explore = example(workload)(explore)
     try:
         (explore if seed is None else hypothesis.seed(seed)(explore))()

@@ -8,6 +8,7 @@ carries the rules the model's branches name, the evidence, and the workload as a
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -434,6 +435,11 @@ class Judge:
             rows.update({r.invocation_id: r for r in await inst.invocations(run_id)})  # type: ignore[attr-defined]
             events += await inst.events(run_id)  # type: ignore[attr-defined]
         problems: Problems = []
+        # The seq is the order of emission within a run: two events of one run with one seq leave it unstated (D3.7).
+        seqs = Counter((e.run_id, e.seq) for e in events)
+        shared = sorted(f"{run} seq {seq}" for (run, seq), n in seqs.items() if n > 1)
+        if shared:
+            problems.append(("D3.7", f"events of one run share a seq, so their order is not stated: {shared[:3]}"))
         kinds: dict[str, list[str]] = {}
         for event in sorted(events, key=lambda e: (e.run_id, e.seq)):
             kinds.setdefault(event.invocation_id, []).append(event.kind)
@@ -507,12 +513,10 @@ class Judge:
         marked = row.effect_sent_at is not None
         problems += consistency(record, row)
         if marked != record.watermark and not (cut and not marked):
-            problems.append(
-                (
-                    "D4.1" if record.watermark else "D4.7",
-                    f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}",
-                )
-            )
+            shown_mark = f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}"
+            problems.append(("D4.1" if record.watermark else "D4.7", shown_mark))
+            if record.pre_record:
+                problems.append(("D3.3", shown_mark))  # Refused before step 6: nothing ran, so nothing was marked.
         if row.suspended != record.suspended:
             problems.append(
                 (

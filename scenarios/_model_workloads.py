@@ -749,11 +749,11 @@ def _after_a_restart(uncertain: tuple[ProposedCall, ...], ordered: ProposedCall,
 
 
 def crash_tour() -> Workload:
-    """The crashes cell's fixed workload, run after the tour whatever its budget. ``p``: a marked NON_IDEMPOTENT call
+    """The crashes cell's fixed workload, run before the tour whatever its budget. ``p``: a marked NON_IDEMPOTENT call
     whose worker dies after its effect; the step again under the live lease (in_progress, the row untouched, D3.2);
     past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
-    whose worker dies after its claim, then the replay's worker too; past the lease a sweep retries it (D4.3: the
-    watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
+    whose worker dies after its claim, then the replay's worker inside the tool, before any mark; past the lease a
+    sweep retries it (D4.3: the watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
     worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16)."""
     non = IdempotencyClass.NON_IDEMPOTENT
     catalog = (
@@ -768,7 +768,7 @@ def crash_tour() -> Workload:
     past = Advance(TOUR_LEASE_S + 1)
     actions = (
         *(Crash(dies, CrashPoint.AFTER_EFFECT), dies, past, Sweep()),
-        *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.AFTER_CLAIM), past, Sweep()),
+        *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.BEFORE_WATERMARK), past, Sweep()),
         Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
         *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
     )
@@ -776,17 +776,27 @@ def crash_tour() -> Workload:
 
 
 def fault_tours() -> tuple[Workload, ...]:
-    """The store_faults cell's fixed workloads, run after the tour whatever its budget: a completion write fails
+    """The store_faults cell's fixed workloads, run before the tour whatever its budget: a completion write fails
     after a marked tool's effect, the store comes back, and past the lease the same instance recovers the row as any
     worker would (D4.22's interpretation). A NON_IDEMPOTENT write is swept: UNCERTAIN, never run again (D4.6), then
     replayed from its row (D3.4); an IDEMPOTENT one is submitted again: retried under the same key (D4.4), then
-    swept (nothing left to take)."""
-    out = []
+    swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
+    RECORDED, the tool never run), submitted again past the lease and run."""
+    reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
+    claimed = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
+    lease = Workload(tools=(), actions=()).lease_s
+    out = [
+        Workload(
+            tools=(reader,),
+            actions=(claimed, Advance(lease + 1), claimed),
+            credentials=PROBED_SCOPES,
+            fault=FaultPlan(point=FaultPoint.CLAIM, call_id="f1.0"),
+        )
+    ]
     for number, idempotency in enumerate((IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT)):
         spec = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=idempotency)
         tool = ModelTool(spec, Behaviour(mark=True, effect=True))
-        step = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": number}),), TOUR_CONTEXT, "t1")
-        lease = Workload(tools=(), actions=()).lease_s
+        step = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": number + 1}),), TOUR_CONTEXT, "t1")
         recovery = (Sweep(), step) if idempotency is IdempotencyClass.NON_IDEMPOTENT else (step, Sweep())
         out.append(
             Workload(

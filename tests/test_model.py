@@ -71,8 +71,13 @@ CAUGHT = (
     "provenance_ids_folded",
     "breaker_spares_control_tools",
     "parallel_results_in_completion_order",
+    "unmarked_flagged_on_success_only",
+    "versionless_key",
+    "breaker_counts_this_worker_only",
+    "hold_bound_known_to_its_worker",
 )
-"""Witnesses the judge has to reject, each on a rule it names (the last eight on a path of the tour's rare runs)."""
+"""Witnesses the judge has to reject, each on a rule it names (from the ninth on a path of the tour's rare runs, the
+last three after its restart)."""
 
 
 STORE_FAULTS_CAUGHT = (
@@ -80,8 +85,12 @@ STORE_FAULTS_CAUGHT = (
     "poisoned_session",
     "swallows_failed_watermark",
     "succeeds_without_stored_completion",
+    "replays_remembered_completion",
+    "own_lease_rows_retried",
+    "own_marked_rows_uncertain",
 )
-"""Store-fault witnesses the judge's store_faults cell has to reject, one breaking each of its four rules."""
+"""Store-fault witnesses the judge's store_faults cell has to reject: one breaking each of its four rules, then three
+that recover a failed completion in place wrongly (the cell's fixed workloads)."""
 
 
 @pytest.mark.parametrize("name", STORE_FAULTS_CAUGHT)
@@ -111,8 +120,13 @@ CRASHES_CAUGHT = (
     "recorded_rows_skip_hold",
     "answer_forgotten_by_recovery",
     "recovery_logged_after_decision",
+    "in_progress_written_to_row",
+    "twice_crashed_call_given_up",
+    "answer_forgotten_by_recovery",
+    "recovered_uncertain_message_explains",
 )
-"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks."""
+"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks (the last four on
+the cell's fixed workload)."""
 
 
 @pytest.mark.parametrize("name", CRASHES_CAUGHT)
