@@ -321,7 +321,8 @@ def workloads(
             open_tools = {r.call.tool_name for r in model.records if not r.terminal}
             settled = [name for name in names if name not in open_tools]
             versions: tuple[tuple[str, str], ...] = ()
-            if settled and draw(st.booleans()):
+            changed: bool = bool(settled) and draw(st.booleans())
+            if changed:
                 name = draw(st.sampled_from(settled))
                 versions = ((name, f"{model.tools[name].spec.version}.1"),)
             action = Reopen(versions)
