@@ -750,7 +750,9 @@ def _after_a_restart(uncertain: tuple[ProposedCall, ...], ordered: ProposedCall,
 
 
 def crash_tour() -> Workload:
-    """The crashes cell's fixed workload, run before the tour whatever its budget. ``p``: a marked NON_IDEMPOTENT call
+    """The crashes cell's fixed workload, run before the tour whatever its budget. ``i``: a marked IDEMPOTENT write
+    whose worker dies after its effect; past the lease a sweep retries it under the same key (D4.4). ``p``: a marked
+    NON_IDEMPOTENT call
     whose worker dies after its effect; the step again under the live lease (in_progress, the row untouched, D3.2);
     past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
     whose worker dies after its claim, then the replay's worker inside the tool, before any mark; past the lease a
@@ -763,11 +765,17 @@ def crash_tour() -> Workload:
             ToolSpec(name="t1.op", side_effect=SideEffect.WORKSPACE_WRITE, idempotency=non), Behaviour(effect=True)
         ),
         ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA)),
+        ModelTool(
+            ToolSpec(name="t3.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=IdempotencyClass.IDEMPOTENT),
+            Behaviour(mark=True, effect=True),
+        ),
     )
+    again = Submit("i", 1, (_call("c0", "t3.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
     twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
     past = Advance(TOUR_LEASE_S + 1)
     actions = (
+        *(Crash(again, CrashPoint.AFTER_EFFECT), past, Sweep()),
         *(Crash(dies, CrashPoint.AFTER_EFFECT), dies, past, Sweep()),
         *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.BEFORE_WATERMARK), past, Sweep()),
         Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),

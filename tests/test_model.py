@@ -124,8 +124,9 @@ CRASHES_CAUGHT = (
     "twice_crashed_call_given_up",
     "answer_forgotten_by_recovery",
     "recovered_uncertain_message_explains",
+    "retries_with_new_key",
 )
-"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks (the last four on
+"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks (the last five on
 the cell's fixed workload)."""
 
 
