@@ -2,7 +2,7 @@
 
 After a drawn workload, one call in a run of its own (``CRASH_RUN``) dies at a crash point on its first run, or
 after its approval or its resume; then, mostly past the lease, a sweep or the same step submitted again (sometimes a
-sweep first under the live lease, and a replay after the recovery), and an answer to a hold a recovery opened. The
+sweep first under the live lease, or the step again under it, and a replay after the recovery), and an answer to a hold a recovery opened. The
 model's page ``d04_crash`` says what every observable must be.
 
 The catalog's overruns become raises (an overrun may be cut before its mark: the wall-clock deadline would leave open
@@ -28,7 +28,7 @@ from toolproof.spec import (
     ToolKind,
     TrustLabel,
 )
-from toolproof.spec.model import Advance, Answer, Crash, Model, ModelTool, Resume, Submit, Sweep, Workload
+from toolproof.spec.model import Advance, Answer, Crash, Model, ModelTool, Reopen, Resume, Submit, Sweep, Workload
 from toolproof.spec.model.d03 import propose
 from toolproof.spec.model.d04_crash import (
     AFTER_RUN,
@@ -73,6 +73,8 @@ def _apply(model: Model, action: Any) -> None:
         model.advance(action.seconds)
     elif isinstance(action, Sweep):
         model.sweep()
+    elif isinstance(action, Reopen):
+        model.reopen(action)
     else:
         model.crash(action)
 
@@ -214,6 +216,14 @@ def crashed(draw: st.DrawFn, workload: Workload) -> Workload:
             choices = _decided_by_the_adr(_weighted(list(CrashPoint)), tool)
         crash = Crash(step, _pick(draw, choices, step))
     act(crash)
+    left = model.by_ref.get(ref)
+    if (
+        left is not None
+        and left.status is InvocationStatus.RUNNING
+        and not left.terminal
+        and draw(st.integers(0, 2)) == 0
+    ):
+        act(step)  # Under the live lease: another worker's run, answered in_progress, the row untouched (D3.2).
     if draw(st.integers(0, 3)) == 0 and _sweepable(model):
         act(Sweep())  # Under the live lease (D4.18), and before a recorded row's lease (D4.8).
     # Past the lease; now and then a week past it (its age says nothing of escape, D4.8).

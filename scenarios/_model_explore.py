@@ -10,6 +10,7 @@ candidate only when it still diverges on a rule the original divergence named.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from toolproof.spec.model import Submit, Workload
 
 from ._model_crash import crashed
 from ._model_judge import Divergence, Judge
-from ._model_workloads import tour
+from ._model_workloads import crash_tour, fault_tours, tour
 
 BUDGET = 60
 """Judge runs a reduction may spend."""
@@ -86,7 +87,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     ),
     "store_faults": (("D3.10", "D3.11", "D4.21", "D4.22"), {"max_actions": 3, "faults": True}),
     "crashes": (
-        ("D4.3", "D4.4", "D4.5", "D4.6", "D4.8", "D4.12", "D4.14", "D4.15", "D4.16", "D4.18", "D4.19"),
+        ("D3.2", "D4.3", "D4.4", "D4.5", "D4.6", "D4.8", "D4.12", "D4.14", "D4.15", "D4.16", "D4.18", "D4.19"),
         {"max_actions": 3, "then": crashed},
     ),
     "watermark": (
@@ -100,6 +101,9 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     ),
 }
 """Cell name -> (the rules a passing cell judged, how its workloads are drawn)."""
+FIXED: dict[str, tuple[Workload, ...]] = {"crashes": (crash_tour(),), "store_faults": fault_tours()}
+"""Cell name -> the workloads it runs, in order, before the tour and the draws, whatever its budget (paths its draws
+seldom reach)."""
 
 
 def judge_workloads(
@@ -109,8 +113,10 @@ def judge_workloads(
     examples: int,
     shrink: bool,
     seed: int | None = None,
+    fixed: Sequence[Workload] = (),
 ) -> Divergence | None:
-    """Run ``examples`` workloads (derandomized, or drawn from ``seed``); the reduced divergence found, or None."""
+    """Run the tour, ``fixed`` (a cell's ``FIXED``) and ``examples`` workloads (derandomized, or drawn from
+    ``seed``); the reduced divergence found, or None."""
     options = settings(
         max_examples=examples,
         deadline=None,
@@ -118,6 +124,9 @@ def judge_workloads(
         database=None,
         suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
+        # Several explicit examples (a cell's fixed workloads, the tour) may each diverge: the first is the verdict,
+        # not a group of them (which would read as the harness's error, not a rule's failure).
+        report_multiple_bugs=False,
     )
     first: list[tuple[Workload, Divergence]] = []
 
@@ -131,6 +140,8 @@ def judge_workloads(
             first.append((workload, divergence))
             raise
 
+    for workload in reversed(fixed):  # Explicit examples: the outermost runs first, so in the order given.
+        explore = example(workload)(explore)
     try:
         (explore if seed is None else hypothesis.seed(seed)(explore))()
     except Divergence:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from toolproof.spec import (
     LOOP_THRESHOLD,
     ContextItem,
+    CrashPoint,
     FaultKind,
     FaultPlan,
     FaultPoint,
@@ -40,9 +41,11 @@ from toolproof.spec.model import (
     Advance,
     Answer,
     Behaviour,
+    Crash,
     Ending,
     Model,
     ModelTool,
+    Reopen,
     Resume,
     Submit,
     Sweep,
@@ -308,10 +311,23 @@ def workloads(
                 # A held or suspended call left alone never runs: answers and resumes are drawn often.
                 + ["answer"] * 4
                 + ["resume"] * 2
+                + ["restart"]
             )
         )
         action: Any
-        if kind == "answer" and held:
+        if kind == "restart":
+            # Another instance over the same store; now and then one tool registered at another version (D10.5), a
+            # tool none of whose calls is still open (which version an open call runs under the ADR does not say).
+            open_tools = {r.call.tool_name for r in model.records if not r.terminal}
+            settled = [name for name in names if name not in open_tools]
+            versions: tuple[tuple[str, str], ...] = ()
+            changed: bool = bool(settled) and draw(st.booleans())
+            if changed:
+                name = draw(st.sampled_from(settled))
+                versions = ((name, f"{model.tools[name].spec.version}.1"),)
+            action = Reopen(versions)
+            model.reopen(action)
+        elif kind == "answer" and held:
             action = Answer(draw(st.sampled_from(held)).ref, draw(st.sampled_from([True, True, True, False])))
             model.answer(action)
         elif kind == "resume" and suspended:
@@ -369,14 +385,22 @@ NEXT_RUN = "run-next"
 @st.composite
 def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> Workload:
     """``workload`` then a one-call step whose write at a drawn point fails (a plan naming its call), kind drawn,
-    the store coming back or not; then one or two steps of fresh calls on the same instance. The point is mostly
-    one of the writes the model says the call makes, sometimes any (a plan the call never meets).
+    the store coming back or not; half the time, the store back, the clock past the lease and a sweep or the step
+    again on the same instance, which recovers what the failed write left (D4.22's interpretation); then one or two
+    steps of fresh calls on the same instance. The point is mostly one of the writes the model says the call makes
+    (a hold, a claim or a watermark more often), sometimes any (a plan the call never meets).
 
     The catalog's overruns become raises (with the usual deadline): an overrun may be cut at its deadline before
     its mark, which would leave open whether the watermark's write was ever made."""
+    # Half the time the store comes back and the faulted call is recovered in place (D4.22's interpretation): then a
+    # TRANSIENT failure becomes an ERROR one, as in the crashes cell (whether a recovering worker's own retries count
+    # from its claim's attempt or from 1 the interpretation of D10.2 leaves open).
+    recovers = draw(st.booleans())
     catalog = tuple(
         ModelTool(t.spec.model_copy(update={"deadline_s": 30.0}), replace(t.behaviour, ending="raise"))
         if t.behaviour.ending == "overrun"
+        else ModelTool(t.spec, replace(t.behaviour, ending="ERROR"))
+        if recovers and t.behaviour.ending == "TRANSIENT"
         else t
         for t in workload.tools
     )
@@ -395,23 +419,34 @@ def _faulted(draw: st.DrawFn, workload: Workload, model: Model, steps: int) -> W
         fault_step = Submit(FAULT_RUN, steps + 1, (call,), context, tenant)
         ref = (FAULT_RUN, fault_step.step_number, call.call_id)
         made = writes(propose(model.workload, model.tools, model.records, tenant, ref, call, context))
-        if FaultPoint.CLAIM in made:
+        if FaultPoint.CLAIM in made or FaultPoint.HOLD in made:
             break
     # Now and then a point the call never reaches (the plan is not met); sampled, as hypothesis favours 0.
     anywhere = draw(st.sampled_from([False] * 7 + [True]))
-    # The claim and the watermark only a call that runs reaches: more likely than the writes every call makes.
-    reached = [p for p in made if p in (FaultPoint.CLAIM, FaultPoint.WATERMARK)] * 3 + list(made)
+    # The hold, the claim and the watermark only a call that is held or runs reaches: more likely than the writes
+    # every call makes.
+    rarer = (FaultPoint.HOLD, FaultPoint.CLAIM, FaultPoint.WATERMARK)
+    reached = [p for p in made if p in rarer] * 3 + list(made)
     plan = FaultPlan(
         point=draw(st.sampled_from(list(FaultPoint) if anywhere else reached)),
         kind=draw(st.sampled_from(list(FaultKind))),
         call_id=call.call_id,
         # Mostly back: most mistakes show in what the store keeps once it serves again.
-        store_returns=draw(st.sampled_from([True, True, True, False])),
+        store_returns=recovers or draw(st.sampled_from([True, True, False])),
     )
+    recovery: list[Any] = []
+    if recovers:
+        # Past the lease, the same instance recovers what the failed write left, by its own sweep or by the step
+        # submitted again, as any worker would (D4.22's interpretation; a failed record left nothing to recover).
+        model.advance(workload.lease_s + 1)
+        bounded = [r for r in model.records if r.held_since is not None and r.status.value == "AWAITING_APPROVAL"]
+        sweepable = all(model.past_bound(r) is not None for r in bounded)
+        via = draw(st.sampled_from(["sweep", "replay"])) if sweepable else "replay"
+        recovery = [Advance(workload.lease_s + 1), Sweep() if via == "sweep" else fault_step]
     after: list[Submit] = []
     for number in range(steps + 2, steps + 2 + draw(st.integers(1, 2))):
         after.append(draw(_step(catalog, names, (tenant, NEXT_RUN, number), [])))
-    actions = (*workload.actions, fault_step, *after)
+    actions = (*workload.actions, fault_step, *recovery, *after)
     return replace(workload, tools=catalog, actions=actions, fault=plan)
 
 
@@ -530,6 +565,7 @@ def tour() -> Workload:
         max_output_bytes=limit,
         approval_timeout_s=TOUR_TIMEOUT_S,
         credentials=PROBED_SCOPES,
+        lease_s=TOUR_LEASE_S,
     )
 
 
@@ -537,6 +573,9 @@ TOUR_CONTEXT = (ContextItem(id="u", trust=TrustLabel.USER, text="item u"),)
 """The tour's usual context: one USER item, which its calls' arguments name as their contributor."""
 TOUR_TIMEOUT_S = TIMEOUTS[0]
 """The tour's approval bound: shorter than the default, so a bound that ignores the configuration shows (D11.7)."""
+TOUR_LEASE_S = 20.0
+"""The tour's lease: shorter than its approval bound, so a hold can be older than the lease and inside its bound
+(D4.19)."""
 
 
 def _call(call_id: str, tool: str, arguments: dict[str, Any], from_user: bool = True) -> ProposedCall:
@@ -688,7 +727,95 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
     again = tuple(_call(f"c{i}", "t2.ask", {"q": "again?"}) for i in range(LOOP_THRESHOLD))
     actions.append(Submit("q", 1, again, TOUR_CONTEXT, "t1"))
     actions.append(Submit("q", 2, (_call("c0", "t2.ask", {"q": 7}),), TOUR_CONTEXT, "t1"))
-    return catalog, tuple(actions)
+    return catalog, (*actions, *_after_a_restart(uncertain, ordered, held))
+
+
+def _after_a_restart(uncertain: tuple[ProposedCall, ...], ordered: ProposedCall, held: ProposedCall) -> list[Any]:
+    """The tour's last paths, where only the store carries over from one instance to the next (``h``): a call held,
+    then the instance restarts with ``t6.op`` registered at version 2. In the new instance: the call resolved
+    UNCERTAIN in run ``u`` proposed again (prior_uncertain: the breaker counts the store's rows, D14.4); ``k``'s first
+    call again under the new version (another call, under another key, D10.5); a sweep with the hold older than the
+    lease and inside its bound (left, D4.19); the hold answered past its bound (expired, D11.7)."""
+    late = held.model_copy(update={"arguments": {"n": 9}})
+    return [
+        Submit("h", 1, (late,), TOUR_CONTEXT, "t1"),
+        Reopen((("t6.op", "2"),)),
+        Submit("u", 4, uncertain, TOUR_CONTEXT, "t1"),
+        Submit("k", 1, (ordered,), TOUR_CONTEXT, "t1"),
+        Advance(TOUR_LEASE_S + 1),
+        Sweep(),
+        Advance(TOUR_TIMEOUT_S),
+        Answer(("h", 1, "c0"), True),
+    ]
+
+
+def crash_tour() -> Workload:
+    """The crashes cell's fixed workload, run before the tour whatever its budget. ``i``: a marked IDEMPOTENT write
+    whose worker dies after its effect; past the lease a sweep retries it under the same key (D4.4). ``p``: a marked
+    NON_IDEMPOTENT call
+    whose worker dies after its effect; the step again under the live lease (in_progress, the row untouched, D3.2);
+    past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
+    whose worker dies after its claim, then the replay's worker inside the tool, before any mark; past the lease a
+    sweep retries it (D4.3: the watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
+    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16)."""
+    non = IdempotencyClass.NON_IDEMPOTENT
+    catalog = (
+        ModelTool(ToolSpec(name="t0.op", idempotency=non), Behaviour(mark=True, effect=True, ending="raise")),
+        ModelTool(
+            ToolSpec(name="t1.op", side_effect=SideEffect.WORKSPACE_WRITE, idempotency=non), Behaviour(effect=True)
+        ),
+        ModelTool(ToolSpec(name="t2.ask", kind=ToolKind.CONTROL, input_schema=CONTROL_SCHEMA)),
+        ModelTool(
+            ToolSpec(name="t3.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=IdempotencyClass.IDEMPOTENT),
+            Behaviour(mark=True, effect=True),
+        ),
+    )
+    again = Submit("i", 1, (_call("c0", "t3.op", {"n": 0}),), TOUR_CONTEXT, "t1")
+    dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
+    twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
+    past = Advance(TOUR_LEASE_S + 1)
+    actions = (
+        *(Crash(again, CrashPoint.AFTER_EFFECT), past, Sweep()),
+        *(Crash(dies, CrashPoint.AFTER_EFFECT), dies, past, Sweep()),
+        *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.BEFORE_WATERMARK), past, Sweep()),
+        Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
+        *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
+    )
+    return Workload(tools=catalog, actions=actions, credentials=PROBED_SCOPES, lease_s=TOUR_LEASE_S)
+
+
+def fault_tours() -> tuple[Workload, ...]:
+    """The store_faults cell's fixed workloads, run before the tour whatever its budget: a completion write fails
+    after a marked tool's effect, the store comes back, and past the lease the same instance recovers the row as any
+    worker would (D4.22's interpretation). A NON_IDEMPOTENT write is swept: UNCERTAIN, never run again (D4.6), then
+    replayed from its row (D3.4); an IDEMPOTENT one is submitted again: retried under the same key (D4.4), then
+    swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
+    RECORDED, the tool never run), submitted again past the lease and run."""
+    reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
+    claimed = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
+    lease = Workload(tools=(), actions=()).lease_s
+    out = [
+        Workload(
+            tools=(reader,),
+            actions=(claimed, Advance(lease + 1), claimed),
+            credentials=PROBED_SCOPES,
+            fault=FaultPlan(point=FaultPoint.CLAIM, call_id="f1.0"),
+        )
+    ]
+    for number, idempotency in enumerate((IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT)):
+        spec = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=idempotency)
+        tool = ModelTool(spec, Behaviour(mark=True, effect=True))
+        step = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": number + 1}),), TOUR_CONTEXT, "t1")
+        recovery = (Sweep(), step) if idempotency is IdempotencyClass.NON_IDEMPOTENT else (step, Sweep())
+        out.append(
+            Workload(
+                tools=(tool,),
+                actions=(step, Advance(lease + 1), *recovery),
+                credentials=PROBED_SCOPES,
+                fault=FaultPlan(point=FaultPoint.COMPLETE, call_id="f1.0"),
+            )
+        )
+    return tuple(out)
 
 
 def shown(workload: Workload, upto: int | None = None) -> str:

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from toolproof.reference.witnesses import WITNESSES
-from toolproof.scenarios._model_explore import FAMILIES, judge_workloads
+from toolproof.scenarios._model_explore import FAMILIES, FIXED, judge_workloads
 from toolproof.scenarios._model_workloads import workloads
 from toolproof.spec import load_implementation
+from toolproof.spec.model import Workload
 
 
 def _agree(tmp_path: Path, per_family: int, seed: int | None = None, families: list[str] | None = None) -> None:
     reference = load_implementation("reference")
     for family in families or sorted(FAMILIES):
-        found = judge_workloads(reference, tmp_path, workloads(**FAMILIES[family][1]), per_family, True, seed)
+        strategy = workloads(**FAMILIES[family][1])
+        found = judge_workloads(reference, tmp_path, strategy, per_family, True, seed, FIXED.get(family, ()))
         assert found is None, f"cell {family}: {found}"
 
 
@@ -68,8 +71,13 @@ CAUGHT = (
     "provenance_ids_folded",
     "breaker_spares_control_tools",
     "parallel_results_in_completion_order",
+    "unmarked_flagged_on_success_only",
+    "versionless_key",
+    "breaker_counts_this_worker_only",
+    "hold_bound_known_to_its_worker",
 )
-"""Witnesses the judge has to reject, each on a rule it names (the last eight on a path of the tour's rare runs)."""
+"""Witnesses the judge has to reject, each on a rule it names (from the ninth on a path of the tour's rare runs, the
+last three after its restart)."""
 
 
 STORE_FAULTS_CAUGHT = (
@@ -77,8 +85,12 @@ STORE_FAULTS_CAUGHT = (
     "poisoned_session",
     "swallows_failed_watermark",
     "succeeds_without_stored_completion",
+    "replays_remembered_completion",
+    "own_lease_rows_retried",
+    "own_marked_rows_uncertain",
 )
-"""Store-fault witnesses the judge's store_faults cell has to reject, one breaking each of its four rules."""
+"""Store-fault witnesses the judge's store_faults cell has to reject: one breaking each of its four rules, then three
+that recover a failed completion in place wrongly (the cell's fixed workloads)."""
 
 
 @pytest.mark.parametrize("name", STORE_FAULTS_CAUGHT)
@@ -87,7 +99,8 @@ def test_the_model_judge_rejects_a_store_fault_witness_on_a_store_fault_rule(tmp
     the next step as D3.11, a raw driver error at the completion as D4.22): any of the cell's rules is a rejection."""
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     rules, _ = FAMILIES["store_faults"]
-    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["store_faults"][1]), 40, False)
+    strategy = workloads(**FAMILIES["store_faults"][1])
+    found = judge_workloads(implementation, tmp_path, strategy, 40, False, None, FIXED["store_faults"])
     assert found is not None, f"the model judge's store_faults cell did not reject {name}"
     assert set(found.rules) & set(rules), f"{name} was rejected on {found.rules}, none of {rules}"
 
@@ -107,15 +120,22 @@ CRASHES_CAUGHT = (
     "recorded_rows_skip_hold",
     "answer_forgotten_by_recovery",
     "recovery_logged_after_decision",
+    "in_progress_written_to_row",
+    "twice_crashed_call_given_up",
+    "answer_forgotten_by_recovery",
+    "recovered_uncertain_message_explains",
+    "retries_with_new_key",
 )
-"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks."""
+"""Crash and recovery witnesses the judge's crashes cell has to reject, each on a rule it breaks (the last five on
+the cell's fixed workload)."""
 
 
 @pytest.mark.parametrize("name", CRASHES_CAUGHT)
 def test_the_model_judge_rejects_a_crash_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
-    found = judge_workloads(implementation, tmp_path, workloads(**FAMILIES["crashes"][1]), 60, False)
+    strategy = workloads(**FAMILIES["crashes"][1])
+    found = judge_workloads(implementation, tmp_path, strategy, 60, False, None, FIXED["crashes"])
     assert found is not None, f"the model judge's crashes cell did not reject {name}"
     named = set(witness.breaks) | set(witness.through)
     assert named & set(found.rules), f"{name} was rejected on {found.rules}, none of {sorted(named)}"
@@ -135,15 +155,22 @@ def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, n
 
 def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
     """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named: ``examples``
-    generic workloads, then as many of the crashes cell's."""
+    generic workloads, then as many of the crashes cell's, then of the store_faults cell's (each cell's fixed ones
+    with them)."""
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     named = set(witness.breaks) | set(witness.through)
     rules: tuple[str, ...] = ()
-    # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none).
-    for strategy in (workloads(max_actions=8), workloads(**FAMILIES["crashes"][1])):
+    # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none), then the
+    # store_faults cell's (a failed write: the others have none).
+    cells: tuple[tuple[dict[str, Any], tuple[Workload, ...]], ...] = (
+        ({"max_actions": 8}, ()),
+        (FAMILIES["crashes"][1], FIXED["crashes"]),
+        (FAMILIES["store_faults"][1], FIXED["store_faults"]),
+    )
+    for shape, fixed in cells:
         try:
-            found = judge_workloads(implementation, directory, strategy, examples, False)
+            found = judge_workloads(implementation, directory, workloads(**shape), examples, False, None, fixed)
         except Exception as exc:  # The witness raised: an error, not a rejection on a rule it names.
             return False, (*rules, f"error: {type(exc).__name__}")
         rules = found.rules if found is not None else rules

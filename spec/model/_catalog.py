@@ -130,7 +130,18 @@ class Crash:
     """The call whose run dies, for a sweep (the others' are named by their action)."""
 
 
-Action = Submit | Answer | Resume | Advance | Sweep | Crash
+@dataclass(frozen=True)
+class Reopen:
+    """The worker's instance is closed and another is opened over the same store, on the same clock: a restart, or a
+    second worker taking over (nothing but the store carries over: a breaker's counts, a hold's bound, D14, D11.7).
+    ``versions`` registers those tools at another version in the new instance (D10.5: a call of such a tool is
+    another call, under another key)."""
+
+    versions: tuple[tuple[str, str], ...] = ()
+    """(tool name, its new version)."""
+
+
+Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen
 """One thing the harness does to the implementation."""
 
 

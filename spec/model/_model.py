@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, Crash, ModelTool, Resume, Submit, Sweep, Workload
+from ._catalog import Answer, Crash, ModelTool, Reopen, Resume, Submit, Sweep, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
@@ -137,6 +137,15 @@ class Model:
         record.suspended = False
         run_tool(record, self.workload, self.clock)
         return Expected(record, None, ("D16.4",))
+
+    def reopen(self, action: Reopen) -> None:
+        """Another instance over the same store: every record stands as the store holds it (a breaker counts the
+        rows, D14.2-D14.4; a hold's bound is the configuration's, D11.7). D10.5: a tool registered at another version
+        keys its later calls apart from the earlier ones (``d10.key_inputs``); an earlier call keeps the tool it was
+        proposed to."""
+        for name, version in action.versions:
+            tool = self.tools[name]
+            self.tools[name] = ModelTool(tool.spec.model_copy(update={"version": version}), tool.behaviour)
 
     def advance(self, seconds: float) -> None:
         """The injected clock moves."""

@@ -83,14 +83,12 @@ def execute(spec: ToolSpec, behaviour: Behaviour, max_attempts: int, first: int 
     may_owe = spec.consequential and spec.idempotency is not IdempotencyClass.IDEMPOTENT
     owes = may_owe and not behaviour.mark
     cut = behaviour.ending_at(first + executions - 1) == "overrun"
-    # D4.10 binds for certain an ACTION tool only: a CONTROL tool's effect is on the run (decision 16), and whether
-    # its declared classification owes the watermark the ADR does not say (docs/model.md, settled disagreements).
-    certain = (
-        owes
-        and spec.kind is ToolKind.ACTION
-        and spec.idempotency is IdempotencyClass.NON_IDEMPOTENT
-        and verdicts[0] is SUCCEEDED
-    )
+    # D4.10: a NON_IDEMPOTENT or CONDITIONALLY_IDEMPOTENT consequential tool that ran without calling
+    # mark_effect_sent is flagged however its execution ended (a success, a failure, a raise, an overrun): decision 4
+    # says a tool that omits the call is flagged, not a call that succeeded. It binds for certain an ACTION tool only:
+    # a CONTROL tool's effect is on the run (decision 16), and whether its declared classification owes the watermark
+    # the ADR does not say (docs/model.md, settled disagreements).
+    certain = owes and spec.kind is ToolKind.ACTION
     return Run(
         verdicts=verdicts,
         executions=executions,
