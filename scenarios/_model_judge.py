@@ -67,6 +67,17 @@ class Divergence(AssertionError):
         super().__init__(f"the implementation diverged from the model:\n{lines}\nworkload:\n{reproduction}")
 
 
+def _step_of(submit: Submit) -> StepRequest:
+    """The port's request for the model's ``Submit`` action."""
+    return StepRequest(
+        tenant=submit.tenant,
+        run_id=submit.run_id,
+        step_number=submit.step_number,
+        calls=list(submit.calls),
+        context=list(submit.context),
+    )
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:200]
@@ -192,14 +203,7 @@ class Judge:
             async with self.implementation.open(self._config(plan), tools, self.clock) as instance:
                 dying = instance
                 if isinstance(inner, Submit):
-                    step = StepRequest(
-                        tenant=inner.tenant,
-                        run_id=inner.run_id,
-                        step_number=inner.step_number,
-                        calls=list(inner.calls),
-                        context=list(inner.context),
-                    )
-                    got = await instance.submit(step)
+                    got = await instance.submit(_step_of(inner))
                 elif isinstance(inner, Sweep):
                     got = await instance.sweep()
                 elif isinstance(inner, Answer):
@@ -294,13 +298,7 @@ class Judge:
         if isinstance(action, Submit):
             self.runs.add(action.run_id)
             start = len(self.world.order)
-            step = StepRequest(
-                tenant=action.tenant,
-                run_id=action.run_id,
-                step_number=action.step_number,
-                calls=list(action.calls),
-                context=list(action.context),
-            )
+            step = _step_of(action)
             where = f"step {action.step_number}"
             raised: Exception | None = None
             try:
