@@ -374,9 +374,11 @@ def test_sigterm_mid_run_stops_the_fake_servers_it_started_and_exits_143(tmp_pat
     fakes: list[int] = []
     deadline = time.monotonic() + 240
     while not fakes and child.poll() is None and time.monotonic() < deadline:
-        fakes = [
-            p for p in _descendants(child.pid) if "toolproof.fakes.mcp PlainServer --transport http" in _command_line(p)
-        ]
+        below = _descendants(child.pid)
+        # The fake's process (the plain command, or the fork server's launcher of it), and what the fork server forked.
+        fakes = [p for p in below if "PlainServer --transport http" in _command_line(p)]
+        if fakes:
+            fakes += [q for p in below if "_forkserver" in _command_line(p) for q in [p, *_descendants(p)]]
         time.sleep(0.05)
     assert fakes, "the run never served its fake MCP server over HTTP"
     child.send_signal(signal.SIGTERM)
