@@ -444,6 +444,7 @@ async def test_every_script_call_is_recorded_as_the_scripts_request(
 
 
 @pytest.mark.rules("D2.3")
+@pytest.mark.profiles("bridge")  # A core rule, judged on the bridge's path: only where the bridge is claimed.
 @pytest.mark.parametrize(("tenant", "run_id", "step_number"), _SCRIPT_REQUESTS)
 async def test_every_script_call_is_handed_the_scripts_identity(
     harness: Harness, tenant: str, run_id: str, step_number: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -215,7 +216,11 @@ def _interrupted_run(out: Path, ready: str | None) -> subprocess.CompletedProces
             stderr=sink,
             text=True,
         )
-        while child.poll() is None and not (ready in stderr.read_text() if ready is not None else out.exists()):
+        # The progress line pads the cell's number to the total's width: "[ 2/63", "[  2/140".
+        pattern = None if ready is None else re.compile(r"\[\s*" + re.escape(ready.lstrip("[ ")))
+        while child.poll() is None and not (
+            pattern.search(stderr.read_text()) if pattern is not None else out.exists()
+        ):
             time.sleep(0.02)
         child.send_signal(signal.SIGINT)
         stdout, _ = child.communicate(timeout=300)

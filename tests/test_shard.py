@@ -18,7 +18,7 @@ RULES = "D13,D18"
 """Quick decisions, with cells enough to spread over three shards."""
 WITNESS = "toolproof.reference.witnesses:chatty_messages"
 """Fails D13.3 (the table's message with the tool name appended), a rule the harness checks on every cell."""
-ROW_WITNESS = "toolproof.reference.witnesses:row_disagrees"
+SNAPSHOT_WITNESS = "toolproof.reference.witnesses:registry_snapshots"
 """Fails D13.5, which only some cells judge."""
 
 
@@ -103,14 +103,15 @@ def test_a_shard_reports_and_exits_on_its_own_cells_only(tmp_path: Path) -> None
 
 
 def test_an_expectation_met_in_one_shard_is_not_stale_in_the_others(tmp_path: Path) -> None:
-    expectations = tmp_path / "row_disagrees.toml"
+    # A rule of few cells (D18.1's), so that some of five shards runs none of them.
+    expectations = tmp_path / "registry_snapshots.toml"
     expectations.write_text(
-        'implementation = "witness:row_disagrees"\n[[expect]]\nrule = "D13.5"\nverdict = "fail"\nreason = "known"\n'
+        'implementation = "witness:registry_snapshots"\n[[expect]]\nrule = "D18.1"\nverdict = "fail"\nreason = "known"\n'
     )
-    whole = run_suite([ROW_WITNESS], RULES, tmp_path / "whole", expectations=[expectations])
-    shards = _sharded(ROW_WITNESS, tmp_path, 5, expectations=[expectations])
-    # Some shard ran no cell of D13.5: the entry is not stale there, for its rows ran elsewhere.
-    assert any("D13.5" not in load_run(outcome.out_dir)[0].selected_rules for outcome in shards)
+    whole = run_suite([SNAPSHOT_WITNESS], RULES, tmp_path / "whole", expectations=[expectations])
+    shards = _sharded(SNAPSHOT_WITNESS, tmp_path, 5, expectations=[expectations])
+    # Some shard ran no cell of D18.1: the entry is not stale there, for its rows ran elsewhere.
+    assert any("D18.1" not in load_run(outcome.out_dir)[0].selected_rules for outcome in shards)
     assert all(not outcome.stale for outcome in shards)
     merged = merge_runs([outcome.out_dir for outcome in shards], tmp_path / "merged")
     assert [s.problem for s in merged.stale] == [s.problem for s in whole.stale]

@@ -290,7 +290,10 @@ def _run_and_write(
         exit_code=code,
         cells=cell_counts(rows),
         causes=causes(rows),
-        stopped_after=sum(1 for row in collector.results if row.verdict in FAILING) if stopped else 0,
+        # Cells, not rows: a cell that fails several rules is one failed cell.
+        stopped_after=len({(row.implementation, row.scenario) for row in collector.results if row.verdict in FAILING})
+        if stopped
+        else 0,
         not_run=collector.total - collector.done if stopped else 0,
     )
 

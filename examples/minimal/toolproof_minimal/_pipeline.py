@@ -482,9 +482,9 @@ def registry(tools: Sequence[Tool]) -> dict[str, Tool]:
         name = tool.spec.name
         if not is_valid_name(name):
             raise ConfigurationError(f"tool name={name!r} does not match domain.name (spec.NAME_GRAMMAR); rename it")
-        if tool.spec.source is ToolSource.BUILTIN and domain_of(name) in RESERVED_DOMAINS:
+        if domain_of(name) in RESERVED_DOMAINS:  # Any configured source: those domains are the adapters' own.
             raise ConfigurationError(
-                f"builtin name={name!r} is in a reserved domain {sorted(RESERVED_DOMAINS)}; rename it"
+                f"{tool.spec.source.value} tool name={name!r} is in a reserved domain {sorted(RESERVED_DOMAINS)}; rename it"
             )
         if name in found:
             raise ConfigurationError(f"two tools are registered as name={name!r}; register each name once")
