@@ -38,10 +38,11 @@ from ._host import PipelineHost
 from ._state import DISPOSITION
 from ._tables import dump_json
 
-# The sandbox: loads the script (through the one loader, as the host did), hands it a bridge, speaks
-# JSON lines. Kept as source so the child imports nothing of the pipeline, only the spec.
+# The sandbox: loads the script, hands it a bridge, speaks JSON lines. Kept as source so the child imports nothing
+# of toolproof but the script's own module: the host has already loaded the reference through the spec's loader
+# (script_hash), so the child resolves it plainly, with the working directory first on sys.path as there.
 SANDBOX = r"""
-import json, sys
+import importlib, json, sys
 
 class Bridge:
     def call(self, tool_name, arguments=None, provenance=None):
@@ -54,9 +55,11 @@ class Bridge:
         return reply["disposition"]
 
 try:
-    from toolproof.spec import load_object
-
-    load_object(sys.argv[1], expect=callable, what="script", form="package.module:function")(Bridge())
+    module_name, _, attribute = sys.argv[1].partition(":")
+    script = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        script = getattr(script, part)
+    script(Bridge())
 except SystemExit:
     raise
 except BaseException as exc:
