@@ -1,5 +1,7 @@
 """Real faults under a SQLite store: the whole cell runs in a child process whose private mount namespace puts the
-cell's store directory on a file system the harness breaks at the point.
+cell's store directory on a file system the harness breaks at the point. The child is forked by the worker zygote
+(``_worker``: the implementation imported once, the mutation gate's mutant in place), then leaves the zygote's mount
+namespace for one of its own (``unshare(CLONE_NEWNS)``) and mounts the mode's file system there.
 
 - ``sqlite-full-disk``: a size-limited tmpfs, which the harness fills. The record's write meets a disk filled
   before the submission; the watermark's, a disk the tool fills right before ``mark_effect_sent`` (and empties
@@ -13,20 +15,18 @@ cell's store directory on a file system the harness breaks at the point.
   it is mounted again: the store is down for the instance, and is given back (unmounted and mounted again) once the
   faulty instance closed. The harness checks that it took: a file it opened for writing before must refuse a write.
 
-The child judges the cell as ``_faults.fault_cell`` does and hands the parent its record; a failure is raised again
-in the parent with the child's reproduction.
-
-Run as ``python -m toolproof.scenarios._faults_sqlite JOB`` (inside the namespace, the file system mounted).
+The child judges the cell as ``_faults.fault_cell`` does and hands the parent its record (a JSON file); a failure is
+raised again in the parent with the child's reproduction.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from toolproof.spec import (
 
 from ._faults import FaultCase, fault_cell
 from ._harness import Harness
+from ._worker import Zygote
 
 TMPFS_SIZE = "2m"
 """The size of the full disk's tmpfs: room for the cell's database, its WAL and nothing to spare once filled."""
@@ -70,10 +71,13 @@ READ_ONLY_POINTS = SQLITE_FAULT_POINTS
 _SETUP = {
     FaultMode.SQLITE_FULL_DISK: 'mount -t tmpfs -o size="$1" tmpfs "$3"',
     FaultMode.SQLITE_READ_ONLY: (
-        'truncate -s "$1" "$2" && mkfs.ext4 -q -F -O ^has_journal "$2" && mount -o "$6" "$2" "$3"'
+        'truncate -s "$1" "$2" && mkfs.ext4 -q -F -O ^has_journal "$2" && mount -o "$4" "$2" "$3"'
     ),
 }
-"""What each mode mounts on the store directory inside the namespace: $1 size, $2 image, $3 store directory."""
+"""What each mode mounts on the store directory inside the namespace: $1 size, $2 image, $3 store directory, $4 the
+image's mount options."""
+_CLONE_NEWNS = 0x00020000
+"""``unshare(2)``'s flag for a mount namespace of the caller's own (``os.CLONE_NEWNS`` from Python 3.12 on)."""
 
 
 class DiskFiller:
@@ -206,8 +210,8 @@ class StoreBreakingTool:
 
 def unavailable(mode: FaultMode) -> str | None:
     """Why this machine cannot put a store on the mode's file system in a mount namespace, or None when it can."""
-    if shutil.which("unshare") is None:
-        return "the unshare command (util-linux) is not installed"
+    if shutil.which("mount") is None:
+        return "the mount command (util-linux) is not installed"
     if os.geteuid() != 0:
         return "mounting a file system in a mount namespace needs root here (no unprivileged user namespaces are used)"
     if mode is FaultMode.SQLITE_READ_ONLY:
@@ -244,15 +248,16 @@ async def sqlite_fault_cell(
     )
     size = TMPFS_SIZE if mode is FaultMode.SQLITE_FULL_DISK else IMAGE_SIZE
     image = harness.directory / "store.ext4"
-    script = f'{_SETUP[mode]} && exec "$4" -m toolproof.scenarios._faults_sqlite "$5"'
-    command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"]
-    command += [size, str(image), str(store), sys.executable, job, MOUNT_OPTIONS]
-    done = await anyio.run_process(command, check=False)
-    lines = done.stdout.decode().strip().splitlines()
-    if done.returncode != 0 or not lines:
-        problem = (done.stderr.decode().strip().splitlines() or ["no output"])[-1]
-        raise HarnessError(f"the {mode.value} cell's process ended {done.returncode}: {problem}")
-    answer = json.loads(lines[-1])
+    answer_file = harness.directory / "sqlite-fault-cell.json"
+    request = {
+        "job": job,
+        "setup": [size, str(image), str(store), MOUNT_OPTIONS],
+        "answer": str(answer_file),
+    }
+    status = Zygote.run_call(harness.implementation_ref, f"{__name__}:namespace_child", request)
+    if status != 0 or not answer_file.exists():
+        raise HarnessError(f"the {mode.value} cell's process ended {status} without an answer (the zygote's stderr)")
+    answer = json.loads(answer_file.read_text())
     harness.log.extend(answer["log"])
     if answer["cell"] is not None:
         harness.fault_cells.append(FaultCell.model_validate(answer["cell"]))
@@ -312,6 +317,32 @@ async def _child(job: dict[str, Any]) -> dict[str, Any]:
     return {"cell": cell, "log": harness.log, "rule": rule, "message": message, "error": error}
 
 
-if __name__ == "__main__":
-    answer = anyio.run(_child, json.loads(sys.argv[1]))
-    print(json.dumps(answer), flush=True)
+def _enter_namespace(mode: FaultMode, setup: list[str]) -> None:
+    """Leave the zygote's mount namespace for a private one of this process's own, and mount the mode's file system on
+    the store directory there (as ``unshare -m --propagation private`` and the setup script would).
+
+    Raises:
+        OSError: the kernel refused the namespace.
+        subprocess.CalledProcessError: a mount or mkfs failed.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"unshare(CLONE_NEWNS): {os.strerror(number)}")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True, capture_output=True)
+    subprocess.run(["sh", "-c", _SETUP[mode], "sh", *setup], check=True, capture_output=True)
+
+
+def namespace_child(request: dict[str, Any]) -> None:
+    """In a child the worker zygote forked: the namespace, the file system, the cell; its answer as JSON into
+    ``request["answer"]`` (a harness error in it when the namespace could not be made)."""
+    job: dict[str, Any] = json.loads(request["job"])
+    try:
+        _enter_namespace(FaultMode(job["mode"]), [str(a) for a in request["setup"]])
+    except (OSError, subprocess.CalledProcessError) as exc:
+        said = getattr(exc, "stderr", b"") or b""
+        problem = f"{exc}" + (f": {said.decode(errors='replace').strip()}" if said else "")
+        answer: dict[str, Any] = {"cell": None, "log": [], "rule": "", "message": "", "error": problem}
+    else:
+        answer = anyio.run(_child, job)
+    Path(request["answer"]).write_text(json.dumps(answer))

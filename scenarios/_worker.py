@@ -7,7 +7,9 @@ zygote reports how the child ended. Forking from a single-threaded zygote that i
 everything once keeps a real kill at tens of milliseconds instead of a second.
 
 Run as ``python -m toolproof.scenarios._worker``: one JSON job per stdin line, one JSON
-report per stdout line.
+report per stdout line. A line may instead name a function to call in the child with a JSON payload
+(``Zygote.run_call``), for a cell that needs a process of its own (a SQLite store on a file system the
+harness breaks, in a mount namespace of the child's own: ``_faults_sqlite``).
 """
 
 from __future__ import annotations
@@ -108,26 +110,37 @@ class Zygote:
     @classmethod
     def run(cls, job: WorkerJob) -> int:
         """Run ``job`` in a fresh child; returns its exit status (negative: killed by that signal)."""
+        return cls._fork(job.impl, job.model_dump_json())
+
+    @classmethod
+    def run_call(cls, impl: str, call: str, payload: dict[str, Any]) -> int:
+        """Call ``call`` (``package.module:function``) with ``payload`` (JSON) in a fresh child of ``impl``'s zygote,
+        for a cell that needs a process of its own with the implementation already imported; returns its exit status
+        as ``run`` does (the function returning: 0)."""
+        return cls._fork(impl, json.dumps({"call": call, "payload": payload}))
+
+    @classmethod
+    def _fork(cls, impl: str, line: str) -> int:
         with cls._lock:
-            process = cls._processes.get(job.impl)
+            process = cls._processes.get(impl)
             if process is None or process.poll() is not None:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "toolproof.scenarios._worker", job.impl],
+                    [sys.executable, "-m", "toolproof.scenarios._worker", impl],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
                 )
                 if not cls._processes:
                     atexit.register(cls.stop)
-                cls._processes[job.impl] = process
+                cls._processes[impl] = process
             assert process.stdin is not None
             assert process.stdout is not None
-            process.stdin.write(job.model_dump_json() + "\n")
+            process.stdin.write(line + "\n")
             process.stdin.flush()
-            line = process.stdout.readline()
-        if not line:
+            answer = process.stdout.readline()
+        if not answer:
             raise HarnessError("the worker zygote died; see its stderr")
-        report = json.loads(line)
+        report = json.loads(answer)
         if "error" in report:
             raise HarnessError(f"the worker zygote could not run a job: {report['error']}")
         status: int = report["status"]
@@ -148,7 +161,12 @@ class Zygote:
 
 def _child(line: str) -> None:
     try:
-        anyio.run(run_job, WorkerJob.model_validate_json(line))
+        request = json.loads(line)
+        if "call" in request:
+            function = load_object(request["call"], expect=callable, what="worker call", form="package.module:function")
+            cast(Callable[[dict[str, Any]], None], function)(request["payload"])
+        else:
+            anyio.run(run_job, WorkerJob.model_validate_json(line))
     except BaseException as exc:  # The child reports and exits; nothing may escape a forked child.
         sys.stderr.write(f"worker job failed: {type(exc).__name__}: {exc}\n")
         os._exit(3)
