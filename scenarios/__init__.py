@@ -8,9 +8,11 @@ from toolproof.spec import publish_exports as _publish_exports
 from ._exploration import PROFILE_VARIABLE, PROFILES, Exploration, ExplorationError, selected_exploration
 from ._harness import USER_ITEM, Harness, Session, describe
 from ._plugin import PLUGIN, ResultCollector, scenario_names
-from ._shard import Shard, ShardSelector, assign, cell_key, weights
+from ._shard import SHIPPED as CELL_SECONDS
+from ._shard import Shard, ShardSelector, assign, cell_key, weights, write_shipped
 
 __all__ = [
+    "CELL_SECONDS",
     "PLUGIN",
     "PROFILES",
     "PROFILE_VARIABLE",
@@ -28,6 +30,7 @@ __all__ = [
     "scenario_names",
     "selected_exploration",
     "weights",
+    "write_shipped",
 ]
 
 _publish_exports(globals())

@@ -2,14 +2,21 @@
 
 Every shard collects the same cells in the same order (same catalog, implementations and selection), so each can
 work out the whole assignment on its own and keep its part: no coordination between CI machines.
+
+Without an earlier run (``--shard-durations``, or the last run in ``--out`` for ``--jobs``), the cells are weighed by
+``cell_seconds.json``: each scenario's mean cell time in a whole run against the reference, shipped with the suite
+(``python -m toolproof._cell_seconds RESULTS_FOLDER`` writes it again from a run's folder). A scenario it does
+not know weighs the median of those it knows.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +25,8 @@ from toolproof.spec import ConfigurationError
 from ._plugin import _rules_of, scenario_names
 
 _SHARD = re.compile(r"(\d+)/(\d+)")
+SHIPPED = Path(__file__).with_name("cell_seconds.json")
+"""Scenario (``module.py::test_name``) -> mean seconds of its cells in a whole run against the reference."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,37 @@ def cell_key(implementation: str, cell: str) -> str:
     return f"{implementation}::{cell}"
 
 
+def scenario_of(cell: str) -> str:
+    """``module.py::test_name`` of a cell's name (its parameters dropped)."""
+    return cell.split("[", 1)[0]
+
+
+def shipped_seconds() -> dict[str, float]:
+    """``cell_seconds.json``: each scenario's mean cell time against the reference (empty when it is missing)."""
+    try:
+        loaded = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def shipped_durations(keys: Sequence[str]) -> dict[str, float]:
+    """Each cell key's weight from ``cell_seconds.json``, for a run with no earlier one to balance by."""
+    seconds = shipped_seconds()
+    scenarios = {key: scenario_of(key.split("::", 1)[1]) for key in keys}  # A key is cell_key(implementation, cell).
+    return {key: seconds[name] for key, name in scenarios.items() if name in seconds}
+
+
+def write_shipped(cells: Mapping[str, float], target: Path = SHIPPED) -> int:
+    """Write ``cell_seconds.json`` from cell name -> seconds of one whole run; returns how many scenarios it holds."""
+    by_scenario: dict[str, list[float]] = {}
+    for cell, seconds in cells.items():
+        by_scenario.setdefault(scenario_of(cell), []).append(seconds)
+    means = {name: round(statistics.fmean(times), 3) for name, times in sorted(by_scenario.items())}
+    target.write_text(json.dumps(means, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    return len(means)
+
+
 def weights(keys: Sequence[str], durations: Mapping[str, float]) -> list[float]:
     """Each cell's weight: its duration in an earlier run, else the median of the recorded ones (1.0 when none is
     recorded, which balances by count)."""
@@ -80,14 +120,15 @@ class ShardSelector:
 
     shard: Shard
     durations: Mapping[str, float] = field(default_factory=dict)
-    """Cell key (``cell_key``) to seconds, from an earlier run; empty: balance by count."""
+    """Cell key (``cell_key``) to seconds, from an earlier run; empty: by ``cell_seconds.json``."""
     judged: frozenset[str] = frozenset()
     """After collection: the rules the kept cells are tagged with (before the run's selection narrows them)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         keys = [_key(item) for item in items]
-        assigned = assign([item.nodeid for item in items], weights(keys, self.durations), self.shard.count)
+        durations = self.durations or shipped_durations(keys)
+        assigned = assign([item.nodeid for item in items], weights(keys, durations), self.shard.count)
         keep = [item for item, shard in zip(items, assigned, strict=True) if shard == self.shard.index - 1]
         dropped = [item for item, shard in zip(items, assigned, strict=True) if shard != self.shard.index - 1]
         judged = {rule for item in keep for rule in _rules_of(item)}

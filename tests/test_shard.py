@@ -3,6 +3,8 @@ verdicts of one unsharded run."""
 
 from __future__ import annotations
 
+import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,8 @@ from typer.testing import CliRunner
 from toolproof._cli import app
 from toolproof._run import RunOutcome, merge_runs, run_suite
 from toolproof.reports import RunInfo, diff_runs, load_run, write_run
-from toolproof.scenarios import Shard, assign, weights
+from toolproof.scenarios import CELL_SECONDS, Shard, assign, weights, write_shipped
+from toolproof.scenarios._shard import shipped_durations, shipped_seconds
 from toolproof.spec import ConfigurationError, catalog_digest
 
 RULES = "D13,D18"
@@ -61,6 +64,21 @@ def test_shards_are_balanced_by_weight_heaviest_first() -> None:
 def test_a_cell_without_a_recorded_duration_weighs_the_median() -> None:
     assert weights(["a", "b", "c", "new"], {"a": 1.0, "b": 2.0, "c": 9.0}) == [1.0, 2.0, 9.0, 2.0]
     assert weights(["x", "y"], {}) == [1.0, 1.0]
+
+
+def test_without_an_earlier_run_cells_weigh_their_scenarios_shipped_mean(tmp_path: Path) -> None:
+    # The shipped file knows the long stateful scenario and the quick ones: a first run is balanced by time.
+    shipped = shipped_seconds()
+    stateful = "test_d04_stateful.py::test_random_crash_and_recovery_sequences_keep_the_invariants"
+    assert CELL_SECONDS.is_file()
+    assert len(shipped) > 200
+    assert shipped[stateful] > 20 * statistics.median(shipped.values())
+    keys = [f"reference::{stateful}", "reference::test_d13_outcomes.py::test_unknown[x]"]
+    assert shipped_durations(keys) == {keys[0]: shipped[stateful]}
+    # Written from a run's cells: each scenario's mean over its parameters.
+    target = tmp_path / "cell_seconds.json"
+    assert write_shipped({"m.py::t[a]": 1.0, "m.py::t[b]": 3.0, "m.py::u": 0.5}, target) == 2
+    assert json.loads(target.read_text()) == {"m.py::t": 2.0, "m.py::u": 0.5}
 
 
 def _sharded(impl: str, tmp: Path, count: int, durations: Path | None = None, **options: object) -> list[RunOutcome]:

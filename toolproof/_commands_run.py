@@ -107,7 +107,8 @@ def run(
             "--shard-durations",
             metavar="DIR",
             help="With --shard: balance the shards by the cell durations of the latest run in this results folder"
-            " (every shard must be given the same one). Without it, shards get equal numbers of cells.",
+            " (every shard must be given the same one). Without it, by the cell timings shipped with the suite (the"
+            " reference's, per scenario).",
         ),
     ] = None,
     force: Annotated[

@@ -95,7 +95,8 @@ def run_suite(
     name them; the selected rules are then the ones they judge (within ``rules``). ``write_expectations`` is a
     new file to draft an expectations file into from the run's failures (one implementation only).
     ``shard`` runs one deterministic share of the cells (``toolproof merge`` combines the shards' folders), balanced
-    by the cell durations of the latest run in ``shard_durations`` (a results folder) when given, else by count;
+    by the cell durations of the latest run in ``shard_durations`` (a results folder) when given, else by the
+    shipped cell timings (``toolproof.scenarios.CELL_SECONDS``);
     the shard's report holds the rules its cells judge.
     ``impl_rules`` narrows some of ``impls`` (keyed by the ref given in ``impls``) to rules of their own, within
     ``rules``: such an implementation runs only the cells that judge one of them, and its other selected rules read
