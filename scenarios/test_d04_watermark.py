@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from toolproof.fakes import (
 from toolproof.spec import (
     CrashPlan,
     CrashPoint,
+    HarnessError,
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
@@ -70,13 +72,45 @@ def _failing_tool(
     side_effect: SideEffect,
     idempotency: IdempotencyClass,
     source: ToolSource = ToolSource.BUILTIN,
+    mark_window_s: float = 0.0,
+    name: str | None = None,
 ) -> FakeTool:
     spec = {"side_effect": side_effect.value, "idempotency": idempotency.value, "source": source.value}
     if how == "raise":
-        return RaisesTool(harness.world, after_watermark=marked, **spec)
-    # Marked: time for the mark to be committed first, behind a driver on a loaded machine too; the mark's own
-    # round trip is not what the cell judges. Unmarked: nothing to wait for.
-    return HangsTool(harness.world, after_watermark=marked, deadline_s=1.0 if marked else 0.05, **spec)
+        return RaisesTool(harness.world, after_watermark=marked, name=name, **spec)
+    # Marked: the deadline leaves the mark time to be committed (``_marked_failures``). Unmarked: nothing to wait for.
+    return HangsTool(
+        harness.world, after_watermark=marked, deadline_s=mark_window_s if marked else 0.05, name=name, **spec
+    )
+
+
+MARK_WINDOWS_S = (0.25, 1.0, 4.0)
+"""A marked overrun's deadline on an idle machine (times the load factor), tried in turn. The cell needs the mark to
+have been committed before the deadline cut the tool off, and the world shows whether it was: the tool leaves its
+effect once ``mark_effect_sent`` returned. A deadline that cut the tool off before that is tried again, longer, so
+the verdict never rests on how fast the machine is."""
+
+
+def _marked_failures(
+    harness: Harness, how: str, side_effect: SideEffect, source: ToolSource = ToolSource.BUILTIN
+) -> Iterator[FakeTool]:
+    """A NON_IDEMPOTENT tool that marks, acts and then fails ``how``; for an overrun, the next one (a longer deadline,
+    another name) while the one before was cut off before its mark landed. Raises HarnessError when the longest was."""
+    if how == "raise":
+        yield _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT, source)
+        return
+    for attempt, idle_s in enumerate(MARK_WINDOWS_S):
+        window = bound(harness, idle_s, "a marked tool's mark to be committed before its deadline")
+        name = "fake.hangs" if attempt == 0 else f"fake.hangs_{attempt}"
+        tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT, source, window, name)
+        yield tool
+        if any(effect.tool_name == name for effect in harness.world.effects):
+            return
+        harness.log.append(f"{name}'s deadline of {window:.2f} s cut it off before its mark was committed")
+    raise HarnessError(
+        f"a tool whose deadline was {MARK_WINDOWS_S[-1]:g} s times the load factor was cut off before its "
+        "mark_effect_sent returned: the cell cannot reach a failure after the watermark"
+    )
 
 
 @pytest.mark.rules("D4.2")
@@ -87,9 +121,9 @@ async def test_failing_after_the_watermark_is_uncertain(
     harness: Harness, how: str, side_effect: SideEffect, source: ToolSource
 ) -> None:
     # Every source alike: a device or sandbox tool's failure after its mark is no more known to be harmless.
-    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT, source)
-    async with harness.open(tool) as session:
-        d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), f"a {how} after the watermark")
+    for tool in _marked_failures(harness, how, side_effect, source):
+        async with harness.open(tool) as session:
+            d = harness.outcome("D4.2", await session.call(tool.spec.name, {"n": 1}), f"a {how} after the watermark")
     harness.expect(
         "D4.2",
         (d.status, d.reason_code) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
@@ -106,11 +140,11 @@ async def test_an_uncertain_resolution_of_every_ending_is_counted(
 ) -> None:
     # The call fails after its mark by a raise or by an overrun of its deadline: either way it resolves UNCERTAIN in
     # its own submission, and the counter counts the resolution, however it came.
-    tool = _failing_tool(harness, how, True, side_effect, IdempotencyClass.NON_IDEMPOTENT)
-    async with harness.open(tool) as session:
-        before = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
-        d = await session.call(tool.spec.name, {"n": 1})
-        after = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+    for tool in _marked_failures(harness, how, side_effect):
+        async with harness.open(tool) as session:
+            before = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
+            d = await session.call(tool.spec.name, {"n": 1})
+            after = (await session.metrics()).get(Metric.UNCERTAIN.value, 0)
     if InvocationStatus(d.status) is not InvocationStatus.UNCERTAIN:
         harness.fail("D4.11", f"the marked NON_IDEMPOTENT call that failed ({how}) was answered {describe(d)}")
     harness.expect(
