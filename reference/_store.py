@@ -18,13 +18,14 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError, NoResultFound
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, create_engine
 
 from toolproof.spec import EventKind, FaultPlan, InvocationStatus
 
 from ._faults import FaultInjector, typed_faults
 from ._store_hot import HotPath, event_rows, sqlite_pragmas
 from ._store_mcp import PIN_READS, McpRecords
+from ._store_reads import READS, read
 from ._store_schema import create_tables
 from ._tables import EventTable, InvocationTable, MetricTable, column_values
 
@@ -92,7 +93,7 @@ class Store(McpRecords):
             event.listen(self.engine, "connect", sqlite_pragmas)
         create_tables(self.engine)
         # SQLite: the hot path's methods run on one driver connection (``_store_hot``); PostgreSQL keeps Core.
-        hot = _PLAIN | _RETURNS | PIN_READS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
+        hot = _PLAIN | _RETURNS | PIN_READS | READS | {"event": _INSERT_EVENT, "metric": _upsert_metric("sqlite")}
         self._hot = HotPath(self.engine, hot) if self.engine.dialect.name == "sqlite" else None
         if self._hot is not None:
             self._hot.connection.before_commit = self.faults.fail_sqlite
@@ -140,13 +141,11 @@ class Store(McpRecords):
     @typed_faults
     def by_call(self, run_id: str, step_number: int, call_id: str) -> InvocationTable | None:
         """The first invocation recorded for ``call_id`` in that run and step."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(InvocationTable).where(
-                InvocationTable.run_id == run_id,
-                InvocationTable.step_number == step_number,
-                InvocationTable.call_id == call_id,
-            )
-            return session.exec(stmt.order_by(col(InvocationTable.seq))).first()
+        found = self._read("by_call", {"b_run": run_id, "b_step": step_number, "b_call": call_id})
+        return InvocationTable(**found[0]) if found else None
+
+    def _read(self, name: str, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return read(self._hot, self.engine, name, values)
 
     def tables(self) -> list[str]:
         """Table names in the store."""
@@ -335,12 +334,7 @@ class Store(McpRecords):
     @typed_faults
     def expired_holds(self, now: float) -> list[InvocationTable]:
         """Approval holds past their bound."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(InvocationTable).where(
-                InvocationTable.status == InvocationStatus.AWAITING_APPROVAL.value,
-                col(InvocationTable.hold_expires_at) < now,
-            )
-            return list(session.exec(stmt.order_by(col(InvocationTable.seq))).all())
+        return [InvocationTable(**row) for row in self._read("expired_holds", {"b_now": now})]
 
     @typed_faults
     def orphans(self, now: float, lease_s: float) -> list[InvocationTable]:
@@ -348,32 +342,19 @@ class Store(McpRecords):
 
         Invariant: suspended control calls are excluded by predicate, whatever their age.
         """
-        with Session(self.engine, expire_on_commit=False) as session:
-            running = (col(InvocationTable.status) == InvocationStatus.RUNNING.value) & (
-                col(InvocationTable.lease_expires_at) < now
-            )
-            stranded = (col(InvocationTable.status) == InvocationStatus.RECORDED.value) & (
-                col(InvocationTable.created_at) < now - lease_s
-            )
-            stmt = select(InvocationTable).where(col(InvocationTable.suspended_at).is_(None), running | stranded)
-            return list(session.exec(stmt.order_by(col(InvocationTable.seq))).all())
+        return [InvocationTable(**row) for row in self._read("orphans", {"b_now": now, "b_stranded": now - lease_s})]
 
     def invocations(self, run_id: str) -> list[InvocationTable]:
         """Rows of ``run_id`` in creation order."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(InvocationTable).where(InvocationTable.run_id == run_id).order_by(col(InvocationTable.seq))
-            return list(session.exec(stmt).all())
+        return [InvocationTable(**row) for row in self._read("run_rows", {"b_run": run_id})]
 
     def events(self, run_id: str) -> list[EventTable]:
         """Events of ``run_id`` in emission order."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(EventTable).where(EventTable.run_id == run_id).order_by(col(EventTable.seq))
-            return list(session.exec(stmt).all())
+        return [EventTable(**row) for row in self._read("run_events", {"b_run": run_id})]
 
     def metrics(self) -> dict[str, int]:
         """All counters."""
-        with Session(self.engine) as session:
-            return {m.name: m.value for m in session.exec(select(MetricTable)).all()}
+        return {row["name"]: row["value"] for row in self._read("metrics", {})}
 
     def _emit(
         self,
