@@ -141,6 +141,7 @@ def test_report_of_a_folder_without_results_is_one_line_and_exit_2(tmp_path: Pat
     assert result.stderr.startswith("toolproof: error: ")
 
 
+@pytest.mark.slow  # The whole suite against the reference (the session's shared run): not the quick loop's.
 def test_run_against_the_reference_writes_the_report_files(reference_cli: CliRun) -> None:
     out, result = reference_cli.out, reference_cli.result
     assert result.returncode == 0, result.stdout + result.stderr

@@ -57,6 +57,7 @@ def test_sample_imports_only_the_port() -> None:
     assert {name for name in imported if name.split(".")[0] == "toolproof"} == {"toolproof.spec"}
 
 
+@pytest.mark.slow  # The whole suite against the example: not the quick loop's.
 def test_unclaimed_profiles_read_not_claimed(full_run: RunOutcome) -> None:
     verdicts = full_run.verdicts["minimal"]
     unclaimed = {Profile.RECOVERY, Profile.MCP, Profile.BRIDGE, Profile.CONTRACT}
@@ -65,6 +66,7 @@ def test_unclaimed_profiles_read_not_claimed(full_run: RunOutcome) -> None:
     assert {rule: verdicts[rule] for rule in rules if verdicts[rule] is not Verdict.NOT_CLAIMED} == {}
 
 
+@pytest.mark.slow  # The whole suite against the example: not the quick loop's.
 def test_core_rules_pass_but_the_expected_failures(full_run: RunOutcome) -> None:
     verdicts = full_run.verdicts["minimal"]
     core = [rule.id for rule in load_catalog().rules if rule.profile is Profile.CORE]
@@ -73,6 +75,7 @@ def test_core_rules_pass_but_the_expected_failures(full_run: RunOutcome) -> None
     assert {rule: verdicts[rule] for rule in core} == want
 
 
+@pytest.mark.slow  # The whole suite against the example: not the quick loop's.
 def test_expectations_file_makes_the_run_pass(full_run: RunOutcome) -> None:
     assert full_run.stale == ()
     assert full_run.exit_code == 0
