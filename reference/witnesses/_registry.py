@@ -17,7 +17,18 @@ from toolproof.reference.hooks import (
     StepFunction,
     idempotency_key,
 )
-from toolproof.spec import Envelope, ProposedCall, Step, StepRequest, Success, Tool, ToolSpec, TrustLabel
+from toolproof.spec import (
+    READ_RESOURCE,
+    Envelope,
+    ProposedCall,
+    Step,
+    StepRequest,
+    Success,
+    Tool,
+    ToolSource,
+    ToolSpec,
+    TrustLabel,
+)
 
 
 @dataclass(frozen=True)
@@ -124,3 +135,9 @@ def key_without(*blank: str) -> StepFunction:
         s.key = idempotency_key(**inputs)  # type: ignore[arg-type]
 
     return resolve
+
+
+def reads_a_resource(s: CallState) -> bool:
+    """Whether the call is to a server's synthetic ``read_resource`` tool (the witnesses that single it out)."""
+    spec = s.resolved.spec if s.resolved is not None else None
+    return spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}")

@@ -42,7 +42,7 @@ from toolproof.spec import (
     ToolSpec,
 )
 
-from ._registry import adapter_pipeline, outside_the_pipeline, witness
+from ._registry import adapter_pipeline, outside_the_pipeline, reads_a_resource, witness
 
 
 class _ToolPerResource(McpAdapter):
@@ -376,8 +376,7 @@ witness(
 
 
 async def _validate_all_but_the_read_tool(p: PipelineHost, s: CallState) -> None:
-    spec = s.resolved.spec if s.resolved is not None else None
-    if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+    if reads_a_resource(s):
         return  # The defect: "the adapter wrote that schema itself, so its calls need no check".
     await STEP_TABLE[Step.VALIDATE](p, s)
 

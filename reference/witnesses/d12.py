@@ -18,7 +18,6 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     EXCERPT_MARKER_SOURCE,
-    READ_RESOURCE,
     ArtifactRef,
     Envelope,
     Step,
@@ -28,7 +27,7 @@ from toolproof.spec import (
     excerpt_marker_text,
 )
 
-from ._registry import witness
+from ._registry import reads_a_resource, witness
 
 
 def _pieces(content: list[Envelope]) -> tuple[list[Envelope], list[Envelope], list[Envelope]]:
@@ -366,8 +365,7 @@ class _ExcerptJoinsKindredPieces(Pipeline):
 
 
 async def _excerpt_all_but_resources(p: PipelineHost, s: CallState) -> None:
-    spec = s.resolved.spec if s.resolved is not None else None
-    if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+    if reads_a_resource(s):
         return  # The defect: "a resource is a document the model asked to read whole".
     await STEP_TABLE[Step.EXCERPT](p, s)
 

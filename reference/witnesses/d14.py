@@ -19,7 +19,6 @@ from toolproof.reference.hooks import (
 )
 from toolproof.spec import (
     LOOP_THRESHOLD,
-    READ_RESOURCE,
     REPEATED_DENIAL_THRESHOLD,
     InvocationStatus,
     ReasonCode,
@@ -28,7 +27,7 @@ from toolproof.spec import (
     canonical_sha256,
 )
 
-from ._registry import witness
+from ._registry import reads_a_resource, witness
 
 
 async def _order_sensitive_identity(p: PipelineHost, s: CallState) -> None:
@@ -310,7 +309,6 @@ class _DeviceCallsBypassBreaker(Pipeline):
 )
 class _ResourceReadsBypassBreaker(Pipeline):
     def prior_identical(self, s: CallState) -> list[tuple[InvocationStatus, ReasonCode | None]]:
-        spec = s.resolved.spec if s.resolved is not None else None
-        if spec is not None and spec.source is ToolSource.MCP and spec.name.endswith(f".{READ_RESOURCE}"):
+        if reads_a_resource(s):
             return []  # The defect: "reading a document again is no loop".
         return super().prior_identical(s)
