@@ -29,6 +29,7 @@ from ._authors import (
 from ._clock import FakeClock
 from ._load import load_factor
 from ._scripted import ScriptedTool, ScriptedToolError
+from ._scripts import MODEL_TOUR_CALLS
 from ._tools import (
     ArtifactTool,
     AskUserTool,
@@ -55,6 +56,7 @@ from ._world import Effect, Execution, World
 __all__ = [
     "BAD_AUTHOR_TOOLS",
     "GOOD_AUTHOR_TOOLS",
+    "MODEL_TOUR_CALLS",
     "AppendsLineTool",
     "ArtifactTool",
     "AskUserTool",

@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from toolproof.fakes import MODEL_TOUR_CALLS
 from toolproof.spec import (
     LOOP_THRESHOLD,
     ContextItem,
@@ -47,6 +48,7 @@ from toolproof.spec.model import (
     ModelTool,
     Reopen,
     Resume,
+    Script,
     Submit,
     Sweep,
     Workload,
@@ -114,11 +116,19 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     count = draw(st.integers(0, 3))
     target = draw(st.sampled_from([5, limit - 1, limit, limit + 1, limit * 3]))
     sizes = [max(1, target // max(count, 1)) for _ in range(count)]
+    if count > 1 and draw(st.integers(0, 2)) == 0:
+        # The first part short, so an excerpt's head runs on through it into the next (D12.4: a piece per part).
+        sizes = [min(3, target), *[max(1, (target - 3) // (count - 1))] * (count - 1)]
     if sizes:
         sizes[-1] += target - sum(sizes)
-    parts = tuple(
-        (_text(max(size, 1), draw(st.integers(0, 50))), draw(st.none() | st.sampled_from(LABELS))) for size in sizes
-    )
+    # Now and then one part empty: delivered as it is, an envelope of its own (D1.5).
+    empty = draw(st.sampled_from([None, None, None, *range(count)])) if count else None
+    parts: list[tuple[str, TrustLabel | None]] = []
+    for i, size in enumerate(sizes):
+        text = "" if i == empty else _text(max(size, 1), draw(st.integers(0, 50)))
+        # Often the label of the part before: neighbouring parts of one label are still two envelopes (D12.4).
+        kindred = bool(parts) and draw(st.integers(0, 2)) == 0
+        parts.append((text, parts[-1][1] if kindred else draw(st.none() | st.sampled_from(LABELS))))
     ending: Ending = draw(
         st.sampled_from(
             ["ok"] * 8
@@ -126,12 +136,13 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
         )
     )
     return Behaviour(
-        parts=parts,
+        parts=tuple(parts),
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
         structure=draw(st.sampled_from(["none"] * 6 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
             draw(st.lists(st.tuples(st.sampled_from(ARTIFACT_NAMES), st.text("ab€", max_size=8)), max_size=3))
         ),
+        artifacts_at_once=draw(st.booleans()),
         mark=marks and draw(st.booleans()),
         effect=draw(st.booleans()),
         ending=ending,
@@ -485,12 +496,14 @@ def _step(
         calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]
     if parallel_allowed(specs):
-        # The breaker's order among identical members of a parallel batch is left open (D14.1): draw none.
+        # Which identical member of a parallel batch the breaker refuses is left open (D14.1's interpretation), not
+        # how many: the judge settles the members it refused last (``_model_judge._breaker_order``). A member that
+        # marks may end UNCERTAIN while its identical batch-mates are being decided: those are drawn once.
         seen: set[str] = set()
         unique = []
         for c in calls:
             identity = c.tool_name + json.dumps(c.arguments, sort_keys=True)
-            if identity not in seen:
+            if identity not in seen or not by_name[c.tool_name].behaviour.mark:
                 seen.add(identity)
                 unique.append(c)
         calls = unique
@@ -627,10 +640,28 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         Behaviour(artifacts=(("a b.txt", "x"), ("a?b.txt", "yy"), ("a_b-2.txt", "zzz"))),
     )
     schemaless = ModelTool(ToolSpec(name="t19.op"), Behaviour(structure="valid"))
+    # Parts of one label, an empty one among them: an excerpt's head runs through three of them (D12.4: a piece per
+    # part, whatever the labels), and output under the limit keeps its empty parts (D1.5).
+    kindred = ModelTool(
+        ToolSpec(name="t22.op"),
+        Behaviour(parts=(("a" * 5, None), ("", None), ("b" * 5, None), (_text(limit * 2, 6), None))),
+    )
+    hollow = ModelTool(ToolSpec(name="t23.op"), Behaviour(parts=(("", None), ("x", None), ("", TrustLabel.USER))))
+    # Writes of one name, and of a name reduced alike, started at once (D2.8: every write its own file).
+    at_once = ModelTool(
+        ToolSpec(name="t24.op"),
+        Behaviour(artifacts=(("a.txt", "x"), ("a.txt", "yy"), ("a b.txt", "zzz")), artifacts_at_once=True),
+    )
 
-    def writes(name: str, idempotency: IdempotencyClass, side: SideEffect, behaviour: Behaviour) -> ModelTool:
+    def writes(
+        name: str,
+        idempotency: IdempotencyClass,
+        side: SideEffect,
+        behaviour: Behaviour,
+        source: ToolSource = ToolSource.BUILTIN,
+    ) -> ModelTool:
         deadline = OVERRUN_DEADLINE_S if behaviour.ending == "overrun" else 30.0
-        spec = ToolSpec(name=name, side_effect=side, idempotency=idempotency, deadline_s=deadline)
+        spec = ToolSpec(name=name, source=source, side_effect=side, idempotency=idempotency, deadline_s=deadline)
         return ModelTool(spec, behaviour)
 
     non, idem = IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT
@@ -647,17 +678,21 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         writes("t14.op", non, external, Behaviour(mark=True, effect=True, ending="TRANSIENT")),
         writes("t15.op", idem, SideEffect.READ_ONLY, Behaviour(ending="raise")),
         writes("t16.op", non, external, Behaviour(mark=True, effect=True, ending="overrun")),
-        writes("t17.op", idem, external, Behaviour(mark=True, effect=True)),
+        writes("t17.op", idem, external, Behaviour(mark=True, effect=True), ToolSource.DEVICE),
         writes("t18.op", idem, SideEffect.READ_ONLY, Behaviour(ending="overrun")),
         schemaless,
         writes("t20.op", idem, SideEffect.READ_ONLY, Behaviour(ending="REMOTE_REJECTED", detail=REMOTE_TEXT)),
         writes("t21.op", idem, SideEffect.READ_ONLY, Behaviour(ending="TRANSIENT")),
+        kindred,
+        hollow,
+        at_once,
     )
-    results = (*(f"t{i}.op" for i in range(7, 12)), "t19.op")
+    results = (*(f"t{i}.op" for i in range(7, 12)), "t19.op", "t22.op", "t23.op", "t24.op")
     ends = (*(f"t{i}.op" for i in range(12, 17)), "t13.op", "t20.op", "t21.op", "t13.op")
     ending = Submit("w", 1, tuple(_call(f"c{i}", name, {"n": i}) for i, name in enumerate(ends)), TOUR_CONTEXT, "t1")
+    res = tuple(_call(f"c{i}", name, {}) for i, name in enumerate(results))
     actions: list[Any] = [
-        Submit("res", 1, tuple(_call(f"c{i}", name, {}) for i, name in enumerate(results)), TOUR_CONTEXT, "t1"),
+        Submit("res", 1, res, TOUR_CONTEXT, "t1"),
         ending,
         ending,
     ]
@@ -710,20 +745,37 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
             "t1",
         ),
     ]
+    refusals = Submit(
+        "b",
+        3,
+        (
+            *(_call(f"c{i}", name, {}) for i, name in enumerate(look_alikes("t6.op"))),
+            _call("c3", "t0.op", {"extra": True}),
+        ),
+        TOUR_CONTEXT,
+        "t1",
+    )
     actions += [
         Submit("b", 1, (_call("c0", UNKNOWN_NAMES[0], {}), _call("c1", "t6.op", {"n": 1})), TOUR_CONTEXT, "t1"),
         Submit("b", 2, (_call("c0", "t18.op", {}), _call("c1", "t6.op", {"n": 2})), TOUR_CONTEXT, "t1"),
-        Submit(
-            "b",
-            3,
-            (
-                *(_call(f"c{i}", name, {}) for i, name in enumerate(look_alikes("t6.op"))),
-                _call("c3", "t0.op", {"extra": True}),
-            ),
-            TOUR_CONTEXT,
-            "t1",
-        ),
+        refusals,
+        _again(refusals),
     ]
+    # ``m``: one call proposed five times in one parallel batch: one of them, any, refused loop_detected (D14.1, D14.3).
+    actions.append(
+        Submit("m", 1, tuple(_call(f"c{i}", "t6.op", {"n": 1}) for i in range(LOOP_THRESHOLD)), TOUR_CONTEXT, "t1")
+    )
+    # ``sc``: a script through the bridge (D17.1), then run again (D17.3): each call under the request's tenant, run and
+    # step (D2.3), the refused one's outcome as the table has it (D13.3).
+    script = Script(
+        "sc",
+        3,
+        "toolproof.fakes._scripts:model_tour",
+        tuple(ProposedCall(call_id="c0", tool_name=n, arguments=a, provenance=p) for n, a, p in MODEL_TOUR_CALLS),
+        TOUR_CONTEXT,
+        "t2",
+    )
+    actions += [script, script]
     again = tuple(_call(f"c{i}", "t2.ask", {"q": "again?"}) for i in range(LOOP_THRESHOLD))
     actions.append(Submit("q", 1, again, TOUR_CONTEXT, "t1"))
     actions.append(Submit("q", 2, (_call("c0", "t2.ask", {"q": 7}),), TOUR_CONTEXT, "t1"))
@@ -757,7 +809,9 @@ def crash_tour() -> Workload:
     past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
     whose worker dies after its claim, then the replay's worker inside the tool, before any mark; past the lease a
     sweep retries it (D4.3: the watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
-    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16)."""
+    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16). ``h``: a call held
+    for approval (no provenance) whose worker dies after recording it; past the lease a sweep follows the recorded
+    decision and holds it (D4.14, D4.15), then it is approved and runs."""
     non = IdempotencyClass.NON_IDEMPOTENT
     catalog = (
         ModelTool(ToolSpec(name="t0.op", idempotency=non), Behaviour(mark=True, effect=True, ending="raise")),
@@ -773,6 +827,7 @@ def crash_tour() -> Workload:
     again = Submit("i", 1, (_call("c0", "t3.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
     twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
+    held = Submit("h", 1, (_call("c0", "t3.op", {"n": 3}, from_user=False),), TOUR_CONTEXT, "t1")
     past = Advance(TOUR_LEASE_S + 1)
     actions = (
         *(Crash(again, CrashPoint.AFTER_EFFECT), past, Sweep()),
@@ -780,6 +835,7 @@ def crash_tour() -> Workload:
         *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.BEFORE_WATERMARK), past, Sweep()),
         Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
         *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
+        *(Crash(held, CrashPoint.AFTER_RECORD), past, Sweep(), Answer(("h", 1, "c0"), True)),
     )
     return Workload(tools=catalog, actions=actions, credentials=PROBED_SCOPES, lease_s=TOUR_LEASE_S)
 
@@ -790,7 +846,9 @@ def fault_tours() -> tuple[Workload, ...]:
     worker would (D4.22's interpretation). A NON_IDEMPOTENT write is swept: UNCERTAIN, never run again (D4.6), then
     replayed from its row (D3.4); an IDEMPOTENT one is submitted again: retried under the same key (D4.4), then
     swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
-    RECORDED, the tool never run), submitted again past the lease and run."""
+    RECORDED, the tool never run), submitted again past the lease and run; then a call the policy refuses, whose one
+    write, its terminal row, fails (D3.3: no row left), swept past the lease (nothing to take) and submitted again
+    (refused afresh)."""
     reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
     claimed = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     lease = Workload(tools=(), actions=()).lease_s
@@ -802,6 +860,16 @@ def fault_tours() -> tuple[Workload, ...]:
             fault=FaultPlan(point=FaultPoint.CLAIM, call_id="f1.0"),
         )
     ]
+    refused = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
+    out.append(
+        Workload(
+            tools=(reader,),
+            actions=(refused, Advance(lease + 1), Sweep(), refused),
+            credentials=PROBED_SCOPES,
+            denied_tools=("t0.op",),
+            fault=FaultPlan(point=FaultPoint.COMPLETE, call_id="f1.0"),
+        )
+    )
     for number, idempotency in enumerate((IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT)):
         spec = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=idempotency)
         tool = ModelTool(spec, Behaviour(mark=True, effect=True))

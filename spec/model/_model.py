@@ -7,11 +7,12 @@ every later expectation follows from what was really observed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, Crash, ModelTool, Reopen, Resume, Submit, Sweep, Workload
+from ._catalog import Answer, Crash, ModelTool, Reopen, Resume, Script, Submit, Sweep, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
@@ -83,6 +84,21 @@ class Model:
             if point is not None:
                 raise FaultExpected((self.store.faulted[ref],))
             out.append(self._expected(record, ()))
+        return out
+
+    def script(self, action: Script, call_ids: Sequence[str]) -> list[Expected]:
+        """D17.1: each call a script makes re-enters the one pipeline as a step of that one call, under the script
+        request's tenant, run and step and the call_id the bridge synthesized for it (``call_ids``, in ordinal order:
+        D17.2's values are the bridge's); the script stops at the first call that comes back suspended. A script run
+        again meets its recorded calls as any replay does (D3.4, D17.3)."""
+        out: list[Expected] = []
+        for call, call_id in zip(action.calls, call_ids, strict=False):
+            proposed = call.model_copy(update={"call_id": call_id})
+            step = Submit(action.run_id, action.step_number, (proposed,), action.context, action.tenant)
+            expected = self.submit(step)[0]
+            out.append(replace(expected, rules=(*expected.rules, "D17.1")))
+            if expected.suspended:
+                break
         return out
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
