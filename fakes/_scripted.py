@@ -56,7 +56,11 @@ class ScriptedTool(FakeTool):
         resolved = {scope: await context.credential_resolver.resolve(scope) for scope in PROBED_SCOPES}
         self.world.observations.setdefault("contexts", []).append((self.spec, context, resolved))
         self.world.order.append(("start", call_id))
+        i = context.identity
+        during = self.world.during.pop((i.run_id, i.step_number, i.call_id), None)
         try:
+            if during is not None:
+                await during()
             return await self._act(arguments, context)
         finally:
             # Also when cut off at the deadline: the execution ends when its task does.

@@ -28,7 +28,19 @@ from toolproof.spec import (
     ToolKind,
     TrustLabel,
 )
-from toolproof.spec.model import Advance, Answer, Crash, Model, ModelTool, Reopen, Resume, Submit, Sweep, Workload
+from toolproof.spec.model import (
+    Advance,
+    Answer,
+    Crash,
+    Model,
+    ModelTool,
+    Overlap,
+    Reopen,
+    Resume,
+    Submit,
+    Sweep,
+    Workload,
+)
 from toolproof.spec.model.d03 import propose
 from toolproof.spec.model.d04_crash import (
     AFTER_RUN,
@@ -75,6 +87,8 @@ def _apply(model: Model, action: Any) -> None:
         model.sweep()
     elif isinstance(action, Reopen):
         model.reopen(action)
+    elif isinstance(action, Overlap):
+        model.overlap(action)
     else:
         model.crash(action)
 

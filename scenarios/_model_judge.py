@@ -41,6 +41,7 @@ from toolproof.spec.model import (
     Crash,
     Expected,
     Model,
+    Overlap,
     Problems,
     Record,
     Reopen,
@@ -371,6 +372,8 @@ class Judge:
             return self._dispositions([one], [got_one], f"{type(action).__name__.lower()} {record.ref[2]}")
         if isinstance(action, Script):
             return await self._script(inst, action)
+        if isinstance(action, Overlap):
+            return await self._overlap(inst, action)
         if isinstance(action, Advance):
             self.model.advance(action.seconds)
             self.clock.advance(action.seconds)
@@ -379,6 +382,32 @@ class Judge:
         expected = self.model.sweep()
         decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
         return self._swept(expected, decided)
+
+    async def _overlap(self, inst: Any, action: Overlap) -> Problems:
+        """D3.2, D3.7: the step submitted again to the same instance while its call's tool runs (a concurrent request
+        meeting the worker's own live lease)."""
+        step = action.step
+        self.runs.add(step.run_id)
+        call = step.calls[0]
+        key = (step.run_id, step.step_number, call.call_id)
+        again: list[Disposition] = []
+
+        async def submit_again() -> None:
+            again.extend(await inst.submit(_step_of(step)))
+
+        self.world.during[key] = submit_again
+        try:
+            got: list[Disposition] = await inst.submit(_step_of(step))
+        finally:
+            self.world.during.pop(key, None)
+        first, second = self.model.overlap(action)
+        where = f"step {step.step_number}"
+        problems = self._dispositions(first, got, where)
+        if again and not second:
+            problems.append(("D3.2", f"{where}: model allowed no run of {call.call_id}'s tool, yet it ran"))
+        elif second:
+            problems += self._dispositions(second, again, f"{where} submitted again while {call.call_id} runs")
+        return problems
 
     async def _script(self, inst: Any, action: Script) -> Problems:
         """D17.1: a script's calls, each re-entering the pipeline under the script request's tenant, run and step; an

@@ -46,6 +46,7 @@ from toolproof.spec.model import (
     Ending,
     Model,
     ModelTool,
+    Overlap,
     Reopen,
     Resume,
     Script,
@@ -322,7 +323,7 @@ def workloads(
                 # A held or suspended call left alone never runs: answers and resumes are drawn often.
                 + ["answer"] * 4
                 + ["resume"] * 2
-                + ["restart"]
+                + ["restart", "overlap"]
             )
         )
         action: Any
@@ -378,7 +379,15 @@ def workloads(
             earlier = submitted if kind == "repeat" else []
             action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier))
             submitted.append(action)
-            model.submit(action)
+            tool = model.tools.get(action.calls[0].tool_name)
+            if kind == "overlap" and tool is not None and tool.behaviour.ending != "overrun":
+                # Its first call alone, submitted again while its tool runs (D3.2: the worker's own live lease). Not
+                # an overrun: the second submission would run into its deadline.
+                action = Overlap(replace(action, calls=action.calls[:1]))
+                submitted[-1] = action.step
+                model.overlap(action)
+            else:
+                model.submit(action)
         actions.append(action)
     if faults:
         return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, sum(steps.values())))
@@ -761,6 +770,8 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         refusals,
         _again(refusals),
     ]
+    # ``ov``: a call submitted again while its tool runs, to the same instance (D3.2, D3.7: its own live lease).
+    actions.append(Overlap(Submit("ov", 1, (_call("c0", "t6.op", {"n": 2}),), TOUR_CONTEXT, "t1")))
     # ``m``: one call proposed five times in one parallel batch: one of them, any, refused loop_detected (D14.1, D14.3).
     actions.append(
         Submit("m", 1, tuple(_call(f"c{i}", "t6.op", {"n": 1}) for i in range(LOOP_THRESHOLD)), TOUR_CONTEXT, "t1")
@@ -848,7 +859,9 @@ def fault_tours() -> tuple[Workload, ...]:
     swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
     RECORDED, the tool never run), submitted again past the lease and run; then a call the policy refuses, whose one
     write, its terminal row, fails (D3.3: no row left), swept past the lease (nothing to take) and submitted again
-    (refused afresh)."""
+    (refused afresh). Last, a marked write whose watermark write fails (D4.21: the tool gets the error, runs on no
+    further, the row RUNNING unmarked) and a call held for approval whose hold write fails (D3.10: no approval asked
+    for), each followed by a fresh call in another run on the same instance (D3.11)."""
     reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
     claimed = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     lease = Workload(tools=(), actions=()).lease_s
@@ -881,6 +894,21 @@ def fault_tours() -> tuple[Workload, ...]:
                 actions=(step, Advance(lease + 1), *recovery),
                 credentials=PROBED_SCOPES,
                 fault=FaultPlan(point=FaultPoint.COMPLETE, call_id="f1.0"),
+            )
+        )
+    writer = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=IdempotencyClass.IDEMPOTENT)
+    marking = ModelTool(writer, Behaviour(mark=True, effect=True))
+    for point, call in (
+        (FaultPoint.WATERMARK, _call("f1.0", "t0.op", {"n": 3})),
+        (FaultPoint.HOLD, _call("f1.0", "t0.op", {"n": 4}, from_user=False)),  # No provenance: held (D11.5).
+    ):
+        fresh = Submit(NEXT_RUN, 2, (_call("c0", "t0.op", {"n": 5}),), TOUR_CONTEXT, "t1")
+        out.append(
+            Workload(
+                tools=(marking,),
+                actions=(Submit(FAULT_RUN, 1, (call,), TOUR_CONTEXT, "t1"), fresh),
+                credentials=PROBED_SCOPES,
+                fault=FaultPlan(point=point, call_id="f1.0"),
             )
         )
     return tuple(out)

@@ -158,7 +158,15 @@ class Script:
     tenant: str = "tenant-1"
 
 
-Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen | Script
+@dataclass(frozen=True)
+class Overlap:
+    """Submit ``step`` (one call); while its tool runs, submit the same step again to the same instance, as a
+    concurrent request (two requests to one served driver are): the second meets the first's own live lease."""
+
+    step: Submit
+
+
+Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen | Script | Overlap
 """One thing the harness does to the implementation."""
 
 

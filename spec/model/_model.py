@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, Crash, ModelTool, Reopen, Resume, Script, Submit, Sweep, Workload
+from ._catalog import Answer, Crash, ModelTool, Overlap, Reopen, Resume, Script, Submit, Sweep, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
@@ -100,6 +100,30 @@ class Model:
             if expected.suspended:
                 break
         return out
+
+    def overlap(self, action: Overlap) -> tuple[list[Expected], list[Expected]]:
+        """What the step's submission must give, and what the same step submitted again while its tool runs must
+        give: D3.2, the call is RUNNING under the worker's own live lease, so the second is answered in_progress and
+        leaves the row and its events alone (D3.7). The second happens only when the call's tool runs in this
+        submission (a refusal, a hold or a replay runs none): then nothing is expected of it.
+
+        Raises:
+            FaultExpected: as ``submit``.
+        """
+        assert len(action.step.calls) == 1, "an overlap is modelled for a step of one call"
+        before = len(self.records)
+        first = self.submit(action.step)
+        record = first[0].record
+        if len(self.records) == before or record.executions == 0:
+            return first, []
+        record.replayed += 1
+        busy = replace(
+            record,
+            status=InvocationStatus.RUNNING,
+            verdicts=(outcome(ReasonCode.IN_PROGRESS, "D3.2", "D13.5"),),
+            events=[],
+        )
+        return first, [Expected(busy, None, ("D3.2",), replay=True)]
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
         if record.status is InvocationStatus.AWAITING_APPROVAL:
