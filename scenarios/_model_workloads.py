@@ -614,13 +614,16 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
     invalid result is never run again, D3.5) and structure from a tool with no output schema (D1.4); an excerpt with
     valid structure whose head spans two parts of two labels (D1.5, D12.4); a tail cut inside a part's final
     four-byte character (D12.1); a sandbox tool registered INTERNAL (D6.4); batch-mates requiring different scopes
-    (D2.5); artifacts whose names a writer reduces alike, the third named as the second's numbered file (D2.8).
+    (D2.5); artifacts whose names a writer reduces alike, the third named as the second's numbered file (D2.8); parts of
+    one label with an empty one among them, cut by an excerpt (D12.4), and empty parts delivered whole (D1.5); writes of
+    one name and of a name reduced alike started at once (D2.8).
     ``w``, one step, then replayed (D3.4): an unmarked NON_IDEMPOTENT overrun (D4.20), an unmarked workspace write
     three times (D4.10, the flag counts calls), a marked TRANSIENT failure (no retry, D10.2), a TRANSIENT failure
     every time (D10.2), an IDEMPOTENT raise (tool_crashed, retryable, D4.20, D13.2-D13.4), a marked NON_IDEMPOTENT
-    overrun (UNCERTAIN counted, D4.11), a REMOTE_REJECTED failure carrying remote text (D1.2, D13.4).
-    ``a``: one held call four times: approved, denied, answered past the bound (D11.7, D13.2), then refused
-    repeated_denial (D14.2, a success among the earlier calls).
+    overrun (UNCERTAIN counted, D4.11), a REMOTE_REJECTED failure carrying remote text (D1.2, D13.4), a DEVICE tool's
+    marked NON_IDEMPOTENT raise (UNCERTAIN: the watermark decides for every source, D4.2, D3.6).
+    ``a``: one held call of a DEVICE tool four times: approved, denied, answered past the bound (D11.7, D13.2), then
+    refused repeated_denial (D14.2, a success among the earlier calls; the breaker swept over the sources, D3.6).
     ``u``: a call resolved UNCERTAIN, proposed twice more: prior_uncertain both times (D14.4, the latest identical
     call not the UNCERTAIN one; the tool's second UNCERTAIN resolution counted, D4.11); then in run ``k``, which
     sorts before ``u``, where it runs again (D14.5).
@@ -631,7 +634,9 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
     whose lowest sorts last by name. ``o``: an EXTERNAL item in the request of a consequential call whose argument
     is trusted (held, D11.5).
     ``b``: a batch whose first member names no tool (D15.2), a parallel batch whose first member finishes last
-    (D15.2), look-alike names (D5.3) and arguments that do not validate (D3.3).
+    (D15.2), look-alike names (D5.3) and arguments that do not validate (D3.3), that step replayed (D3.4, D13.5).
+    ``ov``: a call submitted again while its tool runs (D3.2). ``m``: five identical calls in one parallel batch (D14.3).
+    ``sc``: a bridge script run twice (D17.1, D2.3, D13.3).
     ``q``: a control call proposed five times in one step: the fifth refused loop_detected (D14.3, D16.1); one whose
     arguments do not validate (D16.1)."""
     plain = ModelTool(ToolSpec(name="t6.op"))
@@ -695,9 +700,10 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         kindred,
         hollow,
         at_once,
+        writes("t25.op", non, external, Behaviour(mark=True, effect=True, ending="raise"), ToolSource.DEVICE),
     )
     results = (*(f"t{i}.op" for i in range(7, 12)), "t19.op", "t22.op", "t23.op", "t24.op")
-    ends = (*(f"t{i}.op" for i in range(12, 17)), "t13.op", "t20.op", "t21.op", "t13.op")
+    ends = (*(f"t{i}.op" for i in range(12, 17)), "t13.op", "t20.op", "t21.op", "t13.op", "t25.op")
     ending = Submit("w", 1, tuple(_call(f"c{i}", name, {"n": i}) for i, name in enumerate(ends)), TOUR_CONTEXT, "t1")
     res = tuple(_call(f"c{i}", name, {}) for i, name in enumerate(results))
     actions: list[Any] = [
@@ -859,7 +865,8 @@ def fault_tours() -> tuple[Workload, ...]:
     swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
     RECORDED, the tool never run), submitted again past the lease and run; then a call the policy refuses, whose one
     write, its terminal row, fails (D3.3: no row left), swept past the lease (nothing to take) and submitted again
-    (refused afresh). Last, a marked write whose watermark write fails (D4.21: the tool gets the error, runs on no
+    (refused afresh). Last, a READ_ONLY call whose record write fails (D3.10: it never runs), a marked write whose
+    watermark write fails (D4.21: the tool gets the error, runs on no
     further, the row RUNNING unmarked) and a call held for approval whose hold write fails (D3.10: no approval asked
     for), each followed by a fresh call in another run on the same instance (D3.11)."""
     reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
@@ -898,14 +905,15 @@ def fault_tours() -> tuple[Workload, ...]:
         )
     writer = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=IdempotencyClass.IDEMPOTENT)
     marking = ModelTool(writer, Behaviour(mark=True, effect=True))
-    for point, call in (
-        (FaultPoint.WATERMARK, _call("f1.0", "t0.op", {"n": 3})),
-        (FaultPoint.HOLD, _call("f1.0", "t0.op", {"n": 4}, from_user=False)),  # No provenance: held (D11.5).
+    for point, tool, call in (
+        (FaultPoint.RECORD, reader, _call("f1.0", "t0.op", {"n": 6})),
+        (FaultPoint.WATERMARK, marking, _call("f1.0", "t0.op", {"n": 3})),
+        (FaultPoint.HOLD, marking, _call("f1.0", "t0.op", {"n": 4}, from_user=False)),  # No provenance: held (D11.5).
     ):
         fresh = Submit(NEXT_RUN, 2, (_call("c0", "t0.op", {"n": 5}),), TOUR_CONTEXT, "t1")
         out.append(
             Workload(
-                tools=(marking,),
+                tools=(tool,),
                 actions=(Submit(FAULT_RUN, 1, (call,), TOUR_CONTEXT, "t1"), fresh),
                 credentials=PROBED_SCOPES,
                 fault=FaultPlan(point=point, call_id="f1.0"),
