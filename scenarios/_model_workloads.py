@@ -396,6 +396,8 @@ def workloads(
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
 
 
+WEEK_S = 7 * 24 * 3600.0
+"""A week, in seconds: a row that old is decided by its watermark as any other (D4.8)."""
 FAULT_RUN = "run-fault"
 """The run of the step whose write fails (its own run, so no earlier identical call meets the breaker there)."""
 NEXT_RUN = "run-next"
@@ -828,7 +830,10 @@ def crash_tour() -> Workload:
     sweep retries it (D4.3: the watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
     worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16). ``h``: a call held
     for approval (no provenance) whose worker dies after recording it; past the lease a sweep follows the recorded
-    decision and holds it (D4.14, D4.15), then it is approved and runs."""
+    decision and holds it (D4.14, D4.15), then it is approved and runs. ``e``: a marked NON_IDEMPOTENT call whose worker
+    dies after its effect; past the lease its step again decides it at the claim, UNCERTAIN and counted (D4.6, D4.11).
+    ``o``: an unmarked write whose worker dies after its claim; a week later a sweep retries it (D4.3, D4.8: the
+    watermark decides, not the row's age)."""
     non = IdempotencyClass.NON_IDEMPOTENT
     catalog = (
         ModelTool(ToolSpec(name="t0.op", idempotency=non), Behaviour(mark=True, effect=True, ending="raise")),
@@ -845,6 +850,8 @@ def crash_tour() -> Workload:
     dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
     twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
     held = Submit("h", 1, (_call("c0", "t3.op", {"n": 3}, from_user=False),), TOUR_CONTEXT, "t1")
+    marked = Submit("e", 1, (_call("c0", "t0.op", {"n": 4}),), TOUR_CONTEXT, "t1")
+    old = Submit("o", 1, (_call("c0", "t1.op", {"n": 5}),), TOUR_CONTEXT, "t1")
     past = Advance(TOUR_LEASE_S + 1)
     actions = (
         *(Crash(again, CrashPoint.AFTER_EFFECT), past, Sweep()),
@@ -853,6 +860,8 @@ def crash_tour() -> Workload:
         Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
         *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
         *(Crash(held, CrashPoint.AFTER_RECORD), past, Sweep(), Answer(("h", 1, "c0"), True)),
+        *(Crash(marked, CrashPoint.AFTER_EFFECT), past, marked),
+        *(Crash(old, CrashPoint.AFTER_CLAIM), Advance(WEEK_S), Sweep()),
     )
     return Workload(tools=catalog, actions=actions, credentials=PROBED_SCOPES, lease_s=TOUR_LEASE_S)
 
