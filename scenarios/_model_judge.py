@@ -391,9 +391,13 @@ class Judge:
         call = step.calls[0]
         key = (step.run_id, step.step_number, call.call_id)
         again: list[Disposition] = []
+        raised: list[Exception] = []
 
         async def submit_again() -> None:
-            again.extend(await inst.submit(_step_of(step)))
+            try:
+                again.extend(await inst.submit(_step_of(step)))
+            except Exception as exc:  # Judged below; the tool it runs inside goes on as it would.
+                raised.append(exc)
 
         self.world.during[key] = submit_again
         try:
@@ -403,7 +407,10 @@ class Judge:
         first, second = self.model.overlap(action)
         where = f"step {step.step_number}"
         problems = self._dispositions(first, got, where)
-        if again and not second:
+        if raised:
+            shown = f"{where}: submitted again while {call.call_id} runs, model allowed in_progress, implementation raised {_first_line(raised[0])}"
+            problems.append(("D3.2", shown))
+        elif again and not second:
             problems.append(("D3.2", f"{where}: model allowed no run of {call.call_id}'s tool, yet it ran"))
         elif second:
             problems += self._dispositions(second, again, f"{where} submitted again while {call.call_id} runs")
