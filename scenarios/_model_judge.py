@@ -330,11 +330,12 @@ class Judge:
                     expected = self.model.submit(action)
                 except FaultExpected as fault:
                     return await self._faulted(inst, action, got, raised, fault.rules)
-                if isinstance(raised, StoreFault) or (raised is not None and self.model.store.fired):
+                if raised is not None and self.model.store.fired:
                     raise raised  # After a store fault, any exception is D3.11's (``run``).
                 if raised is not None:
-                    # A step of calls the model answers raised instead: no disposition for any of them (D15.2); a
-                    # replayed call among them is answered from its record (D3.4).
+                    # A step of calls the model answers raised instead, StoreFault too while no write was made to fail
+                    # (a store the implementation itself locks): no disposition for any of them (D15.2); a replayed
+                    # call among them is answered from its record (D3.4).
                     shown = f"{where}: model allowed {len(expected)} dispositions, implementation raised {_first_line(raised)}"
                     replayed = ("D3.4",) if any(e.replay for e in expected) else ()
                     return [(rule, shown) for rule in ("D15.2", *replayed)]
