@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._clock import FakeClock
     from ._load import load_factor
     from ._scripted import ScriptedTool, ScriptedToolError
+    from ._scripts import MODEL_TOUR_CALLS
     from ._tools import (
         ArtifactTool,
         AskUserTool,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD_AUTHOR_TOOLS",
     "GOOD_AUTHOR_TOOLS",
+    "MODEL_TOUR_CALLS",
     "AppendsLineTool",
     "ArtifactTool",
     "AskUserTool",
@@ -111,7 +113,7 @@ __all__ = [
     "load_factor",
 ]
 
-_MODULES = ("_authors", "_clock", "_load", "_scripted", "_tools", "_world")
+_MODULES = ("_authors", "_clock", "_load", "_scripted", "_scripts", "_tools", "_world")
 """The private modules the names of ``__all__`` come from."""
 
 

@@ -56,16 +56,36 @@ class ScriptedTool(FakeTool):
         resolved = {scope: await context.credential_resolver.resolve(scope) for scope in PROBED_SCOPES}
         self.world.observations.setdefault("contexts", []).append((self.spec, context, resolved))
         self.world.order.append(("start", call_id))
+        i = context.identity
+        during = self.world.during.pop((i.run_id, i.step_number, i.call_id), None)
         try:
+            if during is not None:
+                await during()
             return await self._act(arguments, context)
         finally:
             # Also when cut off at the deadline: the execution ends when its task does.
             self.world.order.append(("end", call_id))
 
+    async def _write_artifacts(self, context: ToolExecutionContext) -> list[Any]:
+        """The behaviour's artifacts through the writer, one after another or all started at once; the references in
+        the behaviour's order either way."""
+        b, writer = self.behaviour, context.artifact_writer
+        if not b.artifacts_at_once:
+            return [await writer.write(name, text.encode()) for name, text in b.artifacts]
+        refs: list[Any] = [None] * len(b.artifacts)
+
+        async def one(index: int, name: str, data: bytes) -> None:
+            refs[index] = await writer.write(name, data)
+
+        async with anyio.create_task_group() as group:
+            for index, (name, text) in enumerate(b.artifacts):
+                group.start_soon(one, index, name, text.encode())
+        return refs
+
     async def _act(self, arguments: JsonObject, context: ToolExecutionContext) -> ToolResult:
         b = self.behaviour
         await anyio.lowlevel.checkpoint()  # A checkpoint: members run concurrently would interleave here.
-        refs = [await context.artifact_writer.write(name, text.encode()) for name, text in b.artifacts]
+        refs = await self._write_artifacts(context)
         self._die_at(CrashPoint.BEFORE_WATERMARK, context)
         if b.mark:
             await context.mark_effect_sent()

@@ -132,3 +132,18 @@ def orders_in_floats(bridge: Any) -> None:
         {"item": 3, "credit": -0.0, "cap": 1e21},
         {"item": ["user-1"], "credit": ["user-1"], "cap": ["user-1"]},
     )
+
+
+MODEL_TOUR_CALLS: tuple[tuple[str, dict[str, Any], dict[str, list[str]]], ...] = (
+    ("t6.op", {"n": 11}, {"n": ["u"]}),
+    ("nosuch.tool", {"n": 12}, {"n": ["u"]}),
+    ("t6.op", {"n": 13}, {}),
+)
+"""The calls ``model_tour`` makes, as (tool, arguments, provenance): the model judge's tour reads them too."""
+
+
+def model_tour(bridge: Any) -> None:
+    """The model judge's script (``_model_workloads.tour``): a read, a name no tool has (refused), a read whose
+    argument the script names no contributor for."""
+    for name, arguments, provenance in MODEL_TOUR_CALLS:
+        bridge.call(name, arguments, provenance)

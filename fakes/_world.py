@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,9 @@ class World:
     """``(event, call_id)`` pairs: ``start``/``end`` of each execution, for concurrency judgements."""
     ledger: Path | None = None
     """File that also receives every execution and effect, for worker processes."""
+    during: dict[tuple[str, int, str], Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    """What to do while the call named (run, step, call_id) executes, once: awaited inside its first execution, before
+    the tool acts (the model judge submits the call's step again there, D3.2)."""
 
     def _append(self, kind: str, record: object) -> None:
         if self.ledger is None:

@@ -68,9 +68,11 @@ def _artifact_problems(record: Record, got: list[ArtifactRef], excerpted: bytes 
             # wrote, an artifact lost to a later one (D1.5: the tool's own artifacts stay).
             # The whole output's artifact stored otherwise than claimed: D12.2's artifact is not there.
             # A name the tool wrote once whose bytes another name's replaced: the writer gave two names one file, so
-            # the reference describes bytes it no longer holds (D2.8) as well.
+            # the reference describes bytes it no longer holds (D2.8) as well; so with writes started at once, which
+            # the writer must keep apart whatever their names.
             whole_output = excerpted is not None and (ref.size, ref.sha256) == _digest(excerpted)
-            once = sum(1 for name, _ in record.delivery.artifacts if name == ref.name) == 1
+            at_once = record.tool is not None and record.tool.behaviour.artifacts_at_once
+            once = at_once or sum(1 for name, _ in record.delivery.artifacts if name == ref.name) == 1
             if (ref.size, ref.sha256) in own:
                 rules: tuple[str, ...] = ("D1.5", "D2.8") if once else ("D1.5",)
             else:

@@ -28,7 +28,19 @@ from toolproof.spec import (
     ToolKind,
     TrustLabel,
 )
-from toolproof.spec.model import Advance, Answer, Crash, Model, ModelTool, Reopen, Resume, Submit, Sweep, Workload
+from toolproof.spec.model import (
+    Advance,
+    Answer,
+    Crash,
+    Model,
+    ModelTool,
+    Overlap,
+    Reopen,
+    Resume,
+    Submit,
+    Sweep,
+    Workload,
+)
 from toolproof.spec.model.d03 import propose
 from toolproof.spec.model.d04_crash import (
     AFTER_RUN,
@@ -40,12 +52,11 @@ from toolproof.spec.model.d04_crash import (
     recovery_points,
 )
 
-from ._model_workloads import CONTROL_SCHEMA, _again, arguments, contexts, provenance, tools
+from ._model_workloads import CONTROL_SCHEMA, WEEK_S, _again, arguments, contexts, provenance, tools
 
 CRASH_RUN = "run-crash"
 """The run of the call that crashes (its own, so no earlier identical call meets the breaker there)."""
 CRASH_TENANT = "tenant-1"
-WEEK_S = 7 * 24 * 3600.0
 
 
 def _calm(tool: ModelTool) -> ModelTool:
@@ -75,6 +86,8 @@ def _apply(model: Model, action: Any) -> None:
         model.sweep()
     elif isinstance(action, Reopen):
         model.reopen(action)
+    elif isinstance(action, Overlap):
+        model.overlap(action)
     else:
         model.crash(action)
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from toolproof.spec import Implementation
-from toolproof.spec.model import Submit, Workload
+from toolproof.spec.model import Overlap, Script, Submit, Workload
 
 from ._model_crash import crashed
 from ._model_judge import Divergence, Judge
@@ -50,7 +50,8 @@ def _candidates(workload: Workload) -> list[Workload]:
         for j in range(len(action.calls)):
             smaller = replace(action, calls=action.calls[:j] + action.calls[j + 1 :])
             out.append(replace(workload, actions=tuple(smaller if a is action else a for a in actions)))
-    used = {c.tool_name for a in actions if isinstance(a, Submit) for c in a.calls}
+    used = {c.tool_name for a in actions if isinstance(a, Submit | Script) for c in a.calls}
+    used |= {c.tool_name for a in actions if isinstance(a, Overlap) for c in a.step.calls}
     for tool in workload.tools:
         if tool.spec.name not in used:
             out.append(replace(workload, tools=tuple(t for t in workload.tools if t is not tool)))

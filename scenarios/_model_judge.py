@@ -27,7 +27,10 @@ from toolproof.spec import (
     InvocationRow,
     InvocationStatus,
     Metric,
+    Profile,
     ReasonCode,
+    ScriptRequest,
+    ScriptRun,
     SimulatedCrash,
     StepRequest,
     StoreFault,
@@ -38,10 +41,12 @@ from toolproof.spec.model import (
     Crash,
     Expected,
     Model,
+    Overlap,
     Problems,
     Record,
     Reopen,
     Resume,
+    Script,
     Submit,
     Sweep,
     Workload,
@@ -90,6 +95,21 @@ def _compress(kinds: Sequence[str]) -> list[str]:
         if not (out and kind == out[-1] == EventKind.STARTED):
             out.append(kind)
     return out
+
+
+BREAKER_REASONS = frozenset({ReasonCode.LOOP_DETECTED, ReasonCode.REPEATED_DENIAL, ReasonCode.PRIOR_UNCERTAIN})
+"""The breaker's refusals (D14.2-D14.4)."""
+
+
+def _breaker_order(model: Model, step: Submit, got: list[Disposition]) -> list[tuple[Any, Disposition]]:
+    """The order the model settles a step's calls in: proposal order, but in a parallel batch, which has no order
+    among its members (D14.1's interpretation: which identical member the breaker refuses is open, not how many),
+    the members the breaker refused after the others, as though they were proposed last."""
+    pairs = list(zip(step.calls, got, strict=True))
+    specs = [model.tools[c.tool_name].spec if c.tool_name in model.tools else None for c in step.calls]
+    if len(pairs) < 2 or not parallel_allowed(specs):
+        return pairs
+    return sorted(pairs, key=lambda pair: getattr(pair[1], "reason_code", None) in BREAKER_REASONS)
 
 
 class Judge:
@@ -310,20 +330,21 @@ class Judge:
                     expected = self.model.submit(action)
                 except FaultExpected as fault:
                     return await self._faulted(inst, action, got, raised, fault.rules)
-                if isinstance(raised, StoreFault) or (raised is not None and self.model.store.fired):
+                if raised is not None and self.model.store.fired:
                     raise raised  # After a store fault, any exception is D3.11's (``run``).
                 if raised is not None:
-                    # A step of calls the model answers raised instead: no disposition for any of them (D15.2).
-                    shown = _first_line(raised)
-                    return [
-                        ("D15.2", f"{where}: model allowed {len(expected)} dispositions, implementation raised {shown}")
-                    ]
+                    # A step of calls the model answers raised instead, StoreFault too while no write was made to fail
+                    # (a store the implementation itself locks): no disposition for any of them (D15.2); a replayed
+                    # call among them is answered from its record (D3.4).
+                    shown = f"{where}: model allowed {len(expected)} dispositions, implementation raised {_first_line(raised)}"
+                    replayed = ("D3.4",) if any(e.replay for e in expected) else ()
+                    return [(rule, shown) for rule in ("D15.2", *replayed)]
                 problems = self._dispositions(expected, got, where)
             else:
                 # Call by call, each settled before the next is modelled: a later member's breaker reads the verdict
                 # an earlier identical member was really given where the ADR left it a choice (D14.4 after D4.20).
                 problems = []
-                for call, given in zip(action.calls, got, strict=True):
+                for call, given in _breaker_order(self.model, action, got):
                     try:
                         expected = self.model.submit(replace(action, calls=(call,)))
                     except FaultExpected as fault:
@@ -350,6 +371,10 @@ class Judge:
                 one = self.model.resume(action)
                 got_one = await inst.resume(invocation_id, action.answer)  # type: ignore[attr-defined]
             return self._dispositions([one], [got_one], f"{type(action).__name__.lower()} {record.ref[2]}")
+        if isinstance(action, Script):
+            return await self._script(inst, action)
+        if isinstance(action, Overlap):
+            return await self._overlap(inst, action)
         if isinstance(action, Advance):
             self.model.advance(action.seconds)
             self.clock.advance(action.seconds)
@@ -358,6 +383,61 @@ class Judge:
         expected = self.model.sweep()
         decided: list[Disposition] = await inst.sweep()  # type: ignore[attr-defined]
         return self._swept(expected, decided)
+
+    async def _overlap(self, inst: Any, action: Overlap) -> Problems:
+        """D3.2, D3.7: the step submitted again to the same instance while its call's tool runs (a concurrent request
+        meeting the worker's own live lease)."""
+        step = action.step
+        self.runs.add(step.run_id)
+        call = step.calls[0]
+        key = (step.run_id, step.step_number, call.call_id)
+        again: list[Disposition] = []
+        raised: list[Exception] = []
+
+        async def submit_again() -> None:
+            try:
+                again.extend(await inst.submit(_step_of(step)))
+            except Exception as exc:  # Judged below; the tool it runs inside goes on as it would.
+                raised.append(exc)
+
+        self.world.during[key] = submit_again
+        try:
+            got: list[Disposition] = await inst.submit(_step_of(step))
+        finally:
+            self.world.during.pop(key, None)
+        first, second = self.model.overlap(action)
+        where = f"step {step.step_number}"
+        problems = self._dispositions(first, got, where)
+        if raised:
+            shown = f"{where}: submitted again while {call.call_id} runs, model allowed in_progress, implementation raised {_first_line(raised[0])}"
+            problems.append(("D3.2", shown))
+        elif again and not second:
+            problems.append(("D3.2", f"{where}: model allowed no run of {call.call_id}'s tool, yet it ran"))
+        elif second:
+            problems += self._dispositions(second, again, f"{where} submitted again while {call.call_id} runs")
+        return problems
+
+    async def _script(self, inst: Any, action: Script) -> Problems:
+        """D17.1: a script's calls, each re-entering the pipeline under the script request's tenant, run and step; an
+        implementation that does not claim the bridge runs none (and the model models none)."""
+        if Profile.BRIDGE not in self.implementation.profiles:
+            return []
+        self.runs.add(action.run_id)
+        request = ScriptRequest(
+            tenant=action.tenant,
+            run_id=action.run_id,
+            step_number=action.step_number,
+            script=action.script,
+            context=list(action.context),
+        )
+        run: ScriptRun = await inst.run_script(request)
+        expected = self.model.script(action, run.call_ids)
+        where = f"script step {action.step_number}"
+        want = "held" if expected and expected[-1].suspended else "completed"
+        if run.status != want or len(run.call_ids) != len(expected):
+            shown = f"{where}: model allowed {want} after {len(expected)} calls, the script run is {run.status} after {len(run.call_ids)}: {run.message[:120]}"
+            return [("D17.1", shown)]
+        return self._dispositions(expected, run.dispositions, where)
 
     def _swept(self, expected: list[Expected], decided: list[Disposition]) -> Problems:
         """A sweep's decisions against the model's: which calls it decided (D11.7, D4.18, D4.19 and the recovery
@@ -402,12 +482,14 @@ class Judge:
                         for rule in rules
                     ]
             elif found:
+                # A refusal's only write is its terminal row (D3.3): a row left behind was written before it.
+                refused = ("D3.3",) if ref in self.model.store.refused else ()
                 problems += [
                     (
                         rule,
                         f"{where} call {call.call_id}: its write failed before any row was stored, implementation has a row",
                     )
-                    for rule in rules
+                    for rule in (*rules, *refused)
                 ]
         return problems
 
@@ -480,8 +562,8 @@ class Judge:
         name = record.ref[2]
         control = record.spec is not None and record.spec.kind.value == "CONTROL"
         if row is None:
-            # D16.1: a control call has its row like any call.
-            rules = ("D3.3" if record.pre_record else "D3.1", *(("D16.1",) if control else ()))
+            # D16.1: a control call has its row like any call; D13.5: a disposition names the row it was read from.
+            rules = ("D3.3" if record.pre_record else "D3.1", "D13.5", *(("D16.1",) if control else ()))
             return [
                 (rule, f"{name}: model allowed a row {invocation_id[:8]}, implementation has none") for rule in rules
             ]
@@ -544,6 +626,14 @@ class Judge:
                     "D2.3",
                     f"{name}: the request was tenant {record.tenant} {record.ref}, the row says {row.tenant} {(row.run_id, row.step_number, row.call_id)}",
                 )
+            )
+        version = record.spec.version if record.spec is not None else None
+        if row.tool_version != version:
+            # D2.3: the row names the version the tool was registered at, as the identity it is handed does, for every
+            # source (D3.6's interpretation: a device's or sandbox's row fills the columns a builtin's fills); a name
+            # that resolved to no tool has none.
+            problems.append(
+                ("D2.3", f"{name}: model allowed tool_version {version!r}, the row says {row.tool_version!r}")
             )
         if canonical(row.arguments) != canonical(record.call.arguments):
             problems.append(

@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from toolproof.fakes import MODEL_TOUR_CALLS
 from toolproof.spec import (
     LOOP_THRESHOLD,
     ContextItem,
@@ -45,8 +46,10 @@ from toolproof.spec.model import (
     Ending,
     Model,
     ModelTool,
+    Overlap,
     Reopen,
     Resume,
+    Script,
     Submit,
     Sweep,
     Workload,
@@ -114,11 +117,19 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
     count = draw(st.integers(0, 3))
     target = draw(st.sampled_from([5, limit - 1, limit, limit + 1, limit * 3]))
     sizes = [max(1, target // max(count, 1)) for _ in range(count)]
+    if count > 1 and draw(st.integers(0, 2)) == 0:
+        # The first part short, so an excerpt's head runs on through it into the next (D12.4: a piece per part).
+        sizes = [min(3, target), *[max(1, (target - 3) // (count - 1))] * (count - 1)]
     if sizes:
         sizes[-1] += target - sum(sizes)
-    parts = tuple(
-        (_text(max(size, 1), draw(st.integers(0, 50))), draw(st.none() | st.sampled_from(LABELS))) for size in sizes
-    )
+    # Now and then one part empty: delivered as it is, an envelope of its own (D1.5).
+    empty = draw(st.sampled_from([None, None, None, *range(count)])) if count else None
+    parts: list[tuple[str, TrustLabel | None]] = []
+    for i, size in enumerate(sizes):
+        text = "" if i == empty else _text(max(size, 1), draw(st.integers(0, 50)))
+        # Often the label of the part before: neighbouring parts of one label are still two envelopes (D12.4).
+        kindred = bool(parts) and draw(st.integers(0, 2)) == 0
+        parts.append((text, parts[-1][1] if kindred else draw(st.none() | st.sampled_from(LABELS))))
     ending: Ending = draw(
         st.sampled_from(
             ["ok"] * 8
@@ -126,12 +137,13 @@ def behaviours(draw: st.DrawFn, limit: int, marks: bool) -> Behaviour:
         )
     )
     return Behaviour(
-        parts=parts,
+        parts=tuple(parts),
         result_trust=draw(st.none() | st.sampled_from(LABELS)),
         structure=draw(st.sampled_from(["none"] * 6 + ["valid", "valid", "invalid", "extra"])),
         artifacts=tuple(
             draw(st.lists(st.tuples(st.sampled_from(ARTIFACT_NAMES), st.text("ab€", max_size=8)), max_size=3))
         ),
+        artifacts_at_once=draw(st.booleans()),
         mark=marks and draw(st.booleans()),
         effect=draw(st.booleans()),
         ending=ending,
@@ -311,7 +323,7 @@ def workloads(
                 # A held or suspended call left alone never runs: answers and resumes are drawn often.
                 + ["answer"] * 4
                 + ["resume"] * 2
-                + ["restart"]
+                + ["restart", "overlap"]
             )
         )
         action: Any
@@ -367,7 +379,15 @@ def workloads(
             earlier = submitted if kind == "repeat" else []
             action = draw(_step(catalog, names, (tenant, run_id, steps[run_id]), earlier))
             submitted.append(action)
-            model.submit(action)
+            tool = model.tools.get(action.calls[0].tool_name)
+            if kind == "overlap" and tool is not None and tool.behaviour.ending != "overrun":
+                # Its first call alone, submitted again while its tool runs (D3.2: the worker's own live lease). Not
+                # an overrun: the second submission would run into its deadline.
+                action = Overlap(replace(action, calls=action.calls[:1]))
+                submitted[-1] = action.step
+                model.overlap(action)
+            else:
+                model.submit(action)
         actions.append(action)
     if faults:
         return draw(_faulted(Workload(**{**base.__dict__, "actions": tuple(actions)}), model, sum(steps.values())))
@@ -376,6 +396,8 @@ def workloads(
     return Workload(**{**base.__dict__, "actions": tuple(actions)})
 
 
+WEEK_S = 7 * 24 * 3600.0
+"""A week, in seconds: a row that old is decided by its watermark as any other (D4.8)."""
 FAULT_RUN = "run-fault"
 """The run of the step whose write fails (its own run, so no earlier identical call meets the breaker there)."""
 NEXT_RUN = "run-next"
@@ -485,12 +507,14 @@ def _step(
         calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]
     if parallel_allowed(specs):
-        # The breaker's order among identical members of a parallel batch is left open (D14.1): draw none.
+        # Which identical member of a parallel batch the breaker refuses is left open (D14.1's interpretation), not
+        # how many: the judge settles the members it refused last (``_model_judge._breaker_order``). A member that
+        # marks may end UNCERTAIN while its identical batch-mates are being decided: those are drawn once.
         seen: set[str] = set()
         unique = []
         for c in calls:
             identity = c.tool_name + json.dumps(c.arguments, sort_keys=True)
-            if identity not in seen:
+            if identity not in seen or not by_name[c.tool_name].behaviour.mark:
                 seen.add(identity)
                 unique.append(c)
         calls = unique
@@ -592,13 +616,16 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
     invalid result is never run again, D3.5) and structure from a tool with no output schema (D1.4); an excerpt with
     valid structure whose head spans two parts of two labels (D1.5, D12.4); a tail cut inside a part's final
     four-byte character (D12.1); a sandbox tool registered INTERNAL (D6.4); batch-mates requiring different scopes
-    (D2.5); artifacts whose names a writer reduces alike, the third named as the second's numbered file (D2.8).
+    (D2.5); artifacts whose names a writer reduces alike, the third named as the second's numbered file (D2.8); parts of
+    one label with an empty one among them, cut by an excerpt (D12.4), and empty parts delivered whole (D1.5); writes of
+    one name and of a name reduced alike started at once (D2.8).
     ``w``, one step, then replayed (D3.4): an unmarked NON_IDEMPOTENT overrun (D4.20), an unmarked workspace write
     three times (D4.10, the flag counts calls), a marked TRANSIENT failure (no retry, D10.2), a TRANSIENT failure
     every time (D10.2), an IDEMPOTENT raise (tool_crashed, retryable, D4.20, D13.2-D13.4), a marked NON_IDEMPOTENT
-    overrun (UNCERTAIN counted, D4.11), a REMOTE_REJECTED failure carrying remote text (D1.2, D13.4).
-    ``a``: one held call four times: approved, denied, answered past the bound (D11.7, D13.2), then refused
-    repeated_denial (D14.2, a success among the earlier calls).
+    overrun (UNCERTAIN counted, D4.11), a REMOTE_REJECTED failure carrying remote text (D1.2, D13.4), a DEVICE tool's
+    marked NON_IDEMPOTENT raise (UNCERTAIN: the watermark decides for every source, D4.2, D3.6).
+    ``a``: one held call of a DEVICE tool four times: approved, denied, answered past the bound (D11.7, D13.2), then
+    refused repeated_denial (D14.2, a success among the earlier calls; the breaker swept over the sources, D3.6).
     ``u``: a call resolved UNCERTAIN, proposed twice more: prior_uncertain both times (D14.4, the latest identical
     call not the UNCERTAIN one; the tool's second UNCERTAIN resolution counted, D4.11); then in run ``k``, which
     sorts before ``u``, where it runs again (D14.5).
@@ -609,7 +636,9 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
     whose lowest sorts last by name. ``o``: an EXTERNAL item in the request of a consequential call whose argument
     is trusted (held, D11.5).
     ``b``: a batch whose first member names no tool (D15.2), a parallel batch whose first member finishes last
-    (D15.2), look-alike names (D5.3) and arguments that do not validate (D3.3).
+    (D15.2), look-alike names (D5.3) and arguments that do not validate (D3.3), that step replayed (D3.4, D13.5).
+    ``ov``: a call submitted again while its tool runs (D3.2). ``m``: five identical calls in one parallel batch (D14.3).
+    ``sc``: a bridge script run twice (D17.1, D2.3, D13.3).
     ``q``: a control call proposed five times in one step: the fifth refused loop_detected (D14.3, D16.1); one whose
     arguments do not validate (D16.1)."""
     plain = ModelTool(ToolSpec(name="t6.op"))
@@ -627,10 +656,28 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         Behaviour(artifacts=(("a b.txt", "x"), ("a?b.txt", "yy"), ("a_b-2.txt", "zzz"))),
     )
     schemaless = ModelTool(ToolSpec(name="t19.op"), Behaviour(structure="valid"))
+    # Parts of one label, an empty one among them: an excerpt's head runs through three of them (D12.4: a piece per
+    # part, whatever the labels), and output under the limit keeps its empty parts (D1.5).
+    kindred = ModelTool(
+        ToolSpec(name="t22.op"),
+        Behaviour(parts=(("a" * 5, None), ("", None), ("b" * 5, None), (_text(limit * 2, 6), None))),
+    )
+    hollow = ModelTool(ToolSpec(name="t23.op"), Behaviour(parts=(("", None), ("x", None), ("", TrustLabel.USER))))
+    # Writes of one name, and of a name reduced alike, started at once (D2.8: every write its own file).
+    at_once = ModelTool(
+        ToolSpec(name="t24.op"),
+        Behaviour(artifacts=(("a.txt", "x"), ("a.txt", "yy"), ("a b.txt", "zzz")), artifacts_at_once=True),
+    )
 
-    def writes(name: str, idempotency: IdempotencyClass, side: SideEffect, behaviour: Behaviour) -> ModelTool:
+    def writes(
+        name: str,
+        idempotency: IdempotencyClass,
+        side: SideEffect,
+        behaviour: Behaviour,
+        source: ToolSource = ToolSource.BUILTIN,
+    ) -> ModelTool:
         deadline = OVERRUN_DEADLINE_S if behaviour.ending == "overrun" else 30.0
-        spec = ToolSpec(name=name, side_effect=side, idempotency=idempotency, deadline_s=deadline)
+        spec = ToolSpec(name=name, source=source, side_effect=side, idempotency=idempotency, deadline_s=deadline)
         return ModelTool(spec, behaviour)
 
     non, idem = IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT
@@ -647,17 +694,22 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
         writes("t14.op", non, external, Behaviour(mark=True, effect=True, ending="TRANSIENT")),
         writes("t15.op", idem, SideEffect.READ_ONLY, Behaviour(ending="raise")),
         writes("t16.op", non, external, Behaviour(mark=True, effect=True, ending="overrun")),
-        writes("t17.op", idem, external, Behaviour(mark=True, effect=True)),
+        writes("t17.op", idem, external, Behaviour(mark=True, effect=True), ToolSource.DEVICE),
         writes("t18.op", idem, SideEffect.READ_ONLY, Behaviour(ending="overrun")),
         schemaless,
         writes("t20.op", idem, SideEffect.READ_ONLY, Behaviour(ending="REMOTE_REJECTED", detail=REMOTE_TEXT)),
         writes("t21.op", idem, SideEffect.READ_ONLY, Behaviour(ending="TRANSIENT")),
+        kindred,
+        hollow,
+        at_once,
+        writes("t25.op", non, external, Behaviour(mark=True, effect=True, ending="raise"), ToolSource.DEVICE),
     )
-    results = (*(f"t{i}.op" for i in range(7, 12)), "t19.op")
-    ends = (*(f"t{i}.op" for i in range(12, 17)), "t13.op", "t20.op", "t21.op", "t13.op")
+    results = (*(f"t{i}.op" for i in range(7, 12)), "t19.op", "t22.op", "t23.op", "t24.op")
+    ends = (*(f"t{i}.op" for i in range(12, 17)), "t13.op", "t20.op", "t21.op", "t13.op", "t25.op")
     ending = Submit("w", 1, tuple(_call(f"c{i}", name, {"n": i}) for i, name in enumerate(ends)), TOUR_CONTEXT, "t1")
+    res = tuple(_call(f"c{i}", name, {}) for i, name in enumerate(results))
     actions: list[Any] = [
-        Submit("res", 1, tuple(_call(f"c{i}", name, {}) for i, name in enumerate(results)), TOUR_CONTEXT, "t1"),
+        Submit("res", 1, res, TOUR_CONTEXT, "t1"),
         ending,
         ending,
     ]
@@ -710,20 +762,39 @@ def _rare_paths(limit: int) -> tuple[tuple[ModelTool, ...], tuple[Any, ...]]:
             "t1",
         ),
     ]
+    refusals = Submit(
+        "b",
+        3,
+        (
+            *(_call(f"c{i}", name, {}) for i, name in enumerate(look_alikes("t6.op"))),
+            _call("c3", "t0.op", {"extra": True}),
+        ),
+        TOUR_CONTEXT,
+        "t1",
+    )
     actions += [
         Submit("b", 1, (_call("c0", UNKNOWN_NAMES[0], {}), _call("c1", "t6.op", {"n": 1})), TOUR_CONTEXT, "t1"),
         Submit("b", 2, (_call("c0", "t18.op", {}), _call("c1", "t6.op", {"n": 2})), TOUR_CONTEXT, "t1"),
-        Submit(
-            "b",
-            3,
-            (
-                *(_call(f"c{i}", name, {}) for i, name in enumerate(look_alikes("t6.op"))),
-                _call("c3", "t0.op", {"extra": True}),
-            ),
-            TOUR_CONTEXT,
-            "t1",
-        ),
+        refusals,
+        _again(refusals),
     ]
+    # ``ov``: a call submitted again while its tool runs, to the same instance (D3.2, D3.7: its own live lease).
+    actions.append(Overlap(Submit("ov", 1, (_call("c0", "t6.op", {"n": 2}),), TOUR_CONTEXT, "t1")))
+    # ``m``: one call proposed five times in one parallel batch: one of them, any, refused loop_detected (D14.1, D14.3).
+    actions.append(
+        Submit("m", 1, tuple(_call(f"c{i}", "t6.op", {"n": 1}) for i in range(LOOP_THRESHOLD)), TOUR_CONTEXT, "t1")
+    )
+    # ``sc``: a script through the bridge (D17.1), then run again (D17.3): each call under the request's tenant, run and
+    # step (D2.3), the refused one's outcome as the table has it (D13.3).
+    script = Script(
+        "sc",
+        3,
+        "toolproof.fakes._scripts:model_tour",
+        tuple(ProposedCall(call_id="c0", tool_name=n, arguments=a, provenance=p) for n, a, p in MODEL_TOUR_CALLS),
+        TOUR_CONTEXT,
+        "t2",
+    )
+    actions += [script, script]
     again = tuple(_call(f"c{i}", "t2.ask", {"q": "again?"}) for i in range(LOOP_THRESHOLD))
     actions.append(Submit("q", 1, again, TOUR_CONTEXT, "t1"))
     actions.append(Submit("q", 2, (_call("c0", "t2.ask", {"q": 7}),), TOUR_CONTEXT, "t1"))
@@ -757,7 +828,12 @@ def crash_tour() -> Workload:
     past the lease, a sweep resolves it UNCERTAIN (D4.6, D4.7, D4.11, D13.3). ``g``: an unmarked NON_IDEMPOTENT write
     whose worker dies after its claim, then the replay's worker inside the tool, before any mark; past the lease a
     sweep retries it (D4.3: the watermark decides, not how many attempts the row counts, D4.7). ``z``: a control call suspended, resumed by a
-    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16)."""
+    worker that dies after its claim; past the lease a sweep runs it again with its answer (D4.16). ``h``: a call held
+    for approval (no provenance) whose worker dies after recording it; past the lease a sweep follows the recorded
+    decision and holds it (D4.14, D4.15), then it is approved and runs. ``e``: a marked NON_IDEMPOTENT call whose worker
+    dies after its effect; past the lease its step again decides it at the claim, UNCERTAIN and counted (D4.6, D4.11).
+    ``o``: an unmarked write whose worker dies after its claim; a week later a sweep retries it (D4.3, D4.8: the
+    watermark decides, not the row's age)."""
     non = IdempotencyClass.NON_IDEMPOTENT
     catalog = (
         ModelTool(ToolSpec(name="t0.op", idempotency=non), Behaviour(mark=True, effect=True, ending="raise")),
@@ -773,6 +849,9 @@ def crash_tour() -> Workload:
     again = Submit("i", 1, (_call("c0", "t3.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     dies = Submit("p", 1, (_call("c0", "t0.op", {"n": 1}),), TOUR_CONTEXT, "t1")
     twice = Submit("g", 1, (_call("c0", "t1.op", {"n": 2}),), TOUR_CONTEXT, "t1")
+    held = Submit("h", 1, (_call("c0", "t3.op", {"n": 3}, from_user=False),), TOUR_CONTEXT, "t1")
+    marked = Submit("e", 1, (_call("c0", "t0.op", {"n": 4}),), TOUR_CONTEXT, "t1")
+    old = Submit("o", 1, (_call("c0", "t1.op", {"n": 5}),), TOUR_CONTEXT, "t1")
     past = Advance(TOUR_LEASE_S + 1)
     actions = (
         *(Crash(again, CrashPoint.AFTER_EFFECT), past, Sweep()),
@@ -780,6 +859,9 @@ def crash_tour() -> Workload:
         *(Crash(twice, CrashPoint.AFTER_CLAIM), past, Crash(twice, CrashPoint.BEFORE_WATERMARK), past, Sweep()),
         Submit("z", 1, (_call("c0", "t2.ask", {"q": "go?"}),), TOUR_CONTEXT, "t1"),
         *(Crash(Resume(("z", 1, "c0"), "yes"), CrashPoint.AFTER_CLAIM), past, Sweep()),
+        *(Crash(held, CrashPoint.AFTER_RECORD), past, Sweep(), Answer(("h", 1, "c0"), True)),
+        *(Crash(marked, CrashPoint.AFTER_EFFECT), past, marked),
+        *(Crash(old, CrashPoint.AFTER_CLAIM), Advance(WEEK_S), Sweep()),
     )
     return Workload(tools=catalog, actions=actions, credentials=PROBED_SCOPES, lease_s=TOUR_LEASE_S)
 
@@ -790,7 +872,12 @@ def fault_tours() -> tuple[Workload, ...]:
     worker would (D4.22's interpretation). A NON_IDEMPOTENT write is swept: UNCERTAIN, never run again (D4.6), then
     replayed from its row (D3.4); an IDEMPOTENT one is submitted again: retried under the same key (D4.4), then
     swept (nothing left to take). First, a READ_ONLY call whose claim write fails (D3.10: StoreFault, the row
-    RECORDED, the tool never run), submitted again past the lease and run."""
+    RECORDED, the tool never run), submitted again past the lease and run; then a call the policy refuses, whose one
+    write, its terminal row, fails (D3.3: no row left), swept past the lease (nothing to take) and submitted again
+    (refused afresh). Last, a READ_ONLY call whose record write fails (D3.10: it never runs), a marked write whose
+    watermark write fails (D4.21: the tool gets the error, runs on no
+    further, the row RUNNING unmarked) and a call held for approval whose hold write fails (D3.10: no approval asked
+    for), each followed by a fresh call in another run on the same instance (D3.11)."""
     reader = ModelTool(ToolSpec(name="t0.op"), Behaviour())
     claimed = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
     lease = Workload(tools=(), actions=()).lease_s
@@ -802,6 +889,16 @@ def fault_tours() -> tuple[Workload, ...]:
             fault=FaultPlan(point=FaultPoint.CLAIM, call_id="f1.0"),
         )
     ]
+    refused = Submit(FAULT_RUN, 1, (_call("f1.0", "t0.op", {"n": 0}),), TOUR_CONTEXT, "t1")
+    out.append(
+        Workload(
+            tools=(reader,),
+            actions=(refused, Advance(lease + 1), Sweep(), refused),
+            credentials=PROBED_SCOPES,
+            denied_tools=("t0.op",),
+            fault=FaultPlan(point=FaultPoint.COMPLETE, call_id="f1.0"),
+        )
+    )
     for number, idempotency in enumerate((IdempotencyClass.NON_IDEMPOTENT, IdempotencyClass.IDEMPOTENT)):
         spec = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=idempotency)
         tool = ModelTool(spec, Behaviour(mark=True, effect=True))
@@ -813,6 +910,22 @@ def fault_tours() -> tuple[Workload, ...]:
                 actions=(step, Advance(lease + 1), *recovery),
                 credentials=PROBED_SCOPES,
                 fault=FaultPlan(point=FaultPoint.COMPLETE, call_id="f1.0"),
+            )
+        )
+    writer = ToolSpec(name="t0.op", side_effect=SideEffect.EXTERNAL_WRITE, idempotency=IdempotencyClass.IDEMPOTENT)
+    marking = ModelTool(writer, Behaviour(mark=True, effect=True))
+    for point, tool, call in (
+        (FaultPoint.RECORD, reader, _call("f1.0", "t0.op", {"n": 6})),
+        (FaultPoint.WATERMARK, marking, _call("f1.0", "t0.op", {"n": 3})),
+        (FaultPoint.HOLD, marking, _call("f1.0", "t0.op", {"n": 4}, from_user=False)),  # No provenance: held (D11.5).
+    ):
+        fresh = Submit(NEXT_RUN, 2, (_call("c0", "t0.op", {"n": 5}),), TOUR_CONTEXT, "t1")
+        out.append(
+            Workload(
+                tools=(tool,),
+                actions=(Submit(FAULT_RUN, 1, (call,), TOUR_CONTEXT, "t1"), fresh),
+                credentials=PROBED_SCOPES,
+                fault=FaultPlan(point=point, call_id="f1.0"),
             )
         )
     return tuple(out)

@@ -75,9 +75,24 @@ CAUGHT = (
     "versionless_key",
     "breaker_counts_this_worker_only",
     "hold_bound_known_to_its_worker",
+    "sandbox_rows_unversioned",
+    "device_calls_bypass_breaker",
+    "device_raise_ignores_watermark",
+    "empty_parts_left_out",
+    "excerpt_joins_kindred_pieces",
+    "artifact_names_taken_by_disk_only",
+    "replayed_refusal_keeps_its_new_id",
+    "refusal_replay_raises",
+    "parallel_members_uncounted",
+    "own_lease_claimed_again",
+    "script_calls_lose_their_tenant",
+    "script_calls_numbered_as_steps",
+    "script_outcomes_prefixed",
 )
 """Witnesses the judge has to reject, each on a rule it names (from the ninth on a path of the tour's rare runs, the
-last three after its restart)."""
+sixteenth to the eighteenth after its restart, then the classes the tour draws for the witnesses outside the generic
+draws' reach: sources, parts, concurrent artifact writes, replayed refusals, parallel batch-mates, a concurrent
+submission, a bridge script)."""
 
 
 STORE_FAULTS_CAUGHT = (
@@ -88,9 +103,14 @@ STORE_FAULTS_CAUGHT = (
     "replays_remembered_completion",
     "own_lease_rows_retried",
     "own_marked_rows_uncertain",
+    "refusals_recorded_before_completion",
+    "read_only_runs_without_row",
+    "failed_watermark_is_a_tool_crash",
+    "failed_hold_still_asks_approver",
 )
 """Store-fault witnesses the judge's store_faults cell has to reject: one breaking each of its four rules, then three
-that recover a failed completion in place wrongly (the cell's fixed workloads)."""
+that recover a failed completion in place wrongly, and four that a failed write of a refusal, a record, a watermark or
+a hold shows (the cell's fixed workloads)."""
 
 
 @pytest.mark.parametrize("name", STORE_FAULTS_CAUGHT)

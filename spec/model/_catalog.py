@@ -52,6 +52,9 @@ class Behaviour:
     """Structured output carried on success."""
     artifacts: tuple[tuple[str, str], ...] = ()
     """(name, text) written through the artifact writer before returning, in order."""
+    artifacts_at_once: bool = False
+    """The artifacts' writes are all started at once rather than one after another (D2.8: each is its own file all
+    the same); the result lists them in ``artifacts``' order either way."""
     mark: bool = False
     """Calls mark_effect_sent() before its effect."""
     effect: bool = False
@@ -141,7 +144,29 @@ class Reopen:
     """(tool name, its new version)."""
 
 
-Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen
+@dataclass(frozen=True)
+class Script:
+    """Run ``script`` (``package.module:function``) through the bridge (D17): it makes ``calls`` one after another,
+    each under the call_id the bridge synthesizes (the ``call_id`` given here is not used), and stops at the first call
+    that comes back suspended."""
+
+    run_id: str
+    step_number: int
+    script: str
+    calls: tuple[ProposedCall, ...]
+    context: tuple[ContextItem, ...]
+    tenant: str = "tenant-1"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Submit ``step`` (one call); while its tool runs, submit the same step again to the same instance, as a
+    concurrent request (two requests to one served driver are): the second meets the first's own live lease."""
+
+    step: Submit
+
+
+Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen | Script | Overlap
 """One thing the harness does to the implementation."""
 
 

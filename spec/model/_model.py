@@ -7,11 +7,12 @@ every later expectation follows from what was really observed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
 
-from ._catalog import Answer, Crash, ModelTool, Reopen, Resume, Submit, Sweep, Workload
+from ._catalog import Answer, Crash, ModelTool, Overlap, Reopen, Resume, Script, Submit, Sweep, Workload
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
@@ -84,6 +85,45 @@ class Model:
                 raise FaultExpected((self.store.faulted[ref],))
             out.append(self._expected(record, ()))
         return out
+
+    def script(self, action: Script, call_ids: Sequence[str]) -> list[Expected]:
+        """D17.1: each call a script makes re-enters the one pipeline as a step of that one call, under the script
+        request's tenant, run and step and the call_id the bridge synthesized for it (``call_ids``, in ordinal order:
+        D17.2's values are the bridge's); the script stops at the first call that comes back suspended. A script run
+        again meets its recorded calls as any replay does (D3.4, D17.3)."""
+        out: list[Expected] = []
+        for call, call_id in zip(action.calls, call_ids, strict=False):
+            proposed = call.model_copy(update={"call_id": call_id})
+            step = Submit(action.run_id, action.step_number, (proposed,), action.context, action.tenant)
+            expected = self.submit(step)[0]
+            out.append(replace(expected, rules=(*expected.rules, "D17.1")))
+            if expected.suspended:
+                break
+        return out
+
+    def overlap(self, action: Overlap) -> tuple[list[Expected], list[Expected]]:
+        """What the step's submission must give, and what the same step submitted again while its tool runs must
+        give: D3.2, the call is RUNNING under the worker's own live lease, so the second is answered in_progress and
+        leaves the row and its events alone (D3.7). The second happens only when the call's tool runs in this
+        submission (a refusal, a hold or a replay runs none): then nothing is expected of it.
+
+        Raises:
+            FaultExpected: as ``submit``.
+        """
+        assert len(action.step.calls) == 1, "an overlap is modelled for a step of one call"
+        before = len(self.records)
+        first = self.submit(action.step)
+        record = first[0].record
+        if len(self.records) == before or record.executions == 0:
+            return first, []
+        record.replayed += 1
+        busy = replace(
+            record,
+            status=InvocationStatus.RUNNING,
+            verdicts=(outcome(ReasonCode.IN_PROGRESS, "D3.2", "D13.5"),),
+            events=[],
+        )
+        return first, [Expected(busy, None, ("D3.2",), replay=True)]
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
         if record.status is InvocationStatus.AWAITING_APPROVAL:

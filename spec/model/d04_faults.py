@@ -54,6 +54,9 @@ class StoreFaults:
     down: bool = False
     faulted: dict[CallRef, str] = field(default_factory=dict)
     """The calls whose write failed, and the rule that decides what they left."""
+    refused: set[CallRef] = field(default_factory=set)
+    """Those of them refused before step 6: D3.3, a refusal's one write is its terminal row at step 13, so when it
+    fails no row of the call is left (none RECORDED for a sweep to take)."""
 
     def meets(self, record: Record) -> FaultPoint | None:
         """The write of ``record``'s submission that fails, if any (the plan fires once)."""
@@ -69,6 +72,8 @@ class StoreFaults:
         """Leave ``record`` as its committed writes left it when the write of ``point`` failed; False when no row
         was ever written (the record write, or a refusal's only write, failed)."""
         self.faulted[record.ref] = RULES[point]
+        if record.pre_record:
+            self.refused.add(record.ref)
         if point is FaultPoint.RECORD or record.pre_record:
             return False
         record.verdicts, record.reason, record.delivery = (), None, None
