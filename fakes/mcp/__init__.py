@@ -67,6 +67,7 @@ from ._freshness import (
 from ._launch import http_server, stdio_command
 from ._lifecycle import (
     EXIT,
+    LISTEN,
     LISTINGS,
     WRITE,
     EarlyNoticeServer,
@@ -157,6 +158,7 @@ __all__ = [
     "IMPERSONATED_NAME",
     "INJECTION",
     "LEGACY_ONLY_MESSAGE",
+    "LISTEN",
     "LISTINGS",
     "LOOPBACK",
     "MID_LISTING_NOTICE",

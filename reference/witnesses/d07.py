@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
@@ -410,6 +411,24 @@ witness(
 )(adapter_pipeline(_RestartForgetsEnv))
 
 
+class _ListenUnguarded(McpAdapter):
+    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # The defect: no boundary around the 2026-07-28 listen subscription ("it only ends when the connection
+        # does"), so a stream the server ends with an error takes the server's connection down with it.
+        async with link.client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            async for _ in subscription:
+                pass
+
+
+witness(
+    "listen_error_drops_server",
+    ("D7.5",),
+    "lets a 2026-07-28 listen stream the server ends with an error close the server's connection, so its tools "
+    "answer remote_unavailable",
+)(adapter_pipeline(_ListenUnguarded))
+
+
 class _ErrorAnswerLosesServer(McpAdapter):
     async def failed(self, link: Link, exc: Exception) -> None:
         # The defect: any request that did not succeed means the server is gone, a JSON-RPC error it answered to
@@ -494,6 +513,36 @@ witness(
     ("D7.6",),
     "waits nothing after a failed reconnect attempt, so every need at one instant makes another attempt",
 )(adapter_pipeline(_ReconnectsAtEveryNeed))
+
+
+class _WaitsAlternate(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: the wait follows the failed attempts' parity ("odd: 2 s, even: 1 s"), so every other wait is
+        # shorter than the one before it; each is positive and within 60 s.
+        return 2.0 if attempts % 2 else 1.0
+
+
+witness(
+    "reconnect_waits_alternate",
+    ("D7.6",),
+    "alternates the wait after a failed reconnect attempt between 2 s and 1 s, so every other wait is shorter than the "
+    "one before it",
+)(adapter_pipeline(_WaitsAlternate))
+
+
+class _BackoffStartsOverAtCap(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: once a wait has reached the cap the doubling starts over from 1 s ("a fresh cycle"), so the
+        # wait after a 60 s one is 1 s.
+        return super().backoff((attempts - 1) % 7 + 1)
+
+
+witness(
+    "backoff_starts_over_at_cap",
+    ("D7.6",),
+    "starts the reconnect backoff over from 1 s once a wait has reached the 60 s cap, so a wait is shorter than the one "
+    "before it",
+)(adapter_pipeline(_BackoffStartsOverAtCap))
 
 
 class _ReconnectsAtTheLoss(McpAdapter):
