@@ -3,7 +3,8 @@ long outage and the first need after it (D7.6), and a restarted stdio server's e
 
 D7.5: an error the server answers, to a call or to a listing, is not a lost connection and records no disconnected
 entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, and with the
-2026-07-28 era's listen stream ended by an error, in-memory, over stdio and over streamable HTTP); a loss is one server's, so the other servers' calls run at once, with no entry of
+2026-07-28 era's listen stream ended by an error or refused outright, in-memory, over stdio and over streamable
+HTTP); a loss is one server's, so the other servers' calls run at once, with no entry of
 theirs and no wait for the clock (which stands still).
 
 D7.6's limit (``_mcp.CAP_S``): attempts at most 60 s apart on the instance clock, each one catalog-history entry
@@ -32,6 +33,7 @@ import pytest
 from toolproof.fakes import EchoTool
 from toolproof.fakes.mcp import ENV_KEY, LISTEN, LISTINGS, stdio_command
 from toolproof.spec import (
+    CatalogChange,
     CatalogChangeKind,
     Disposition,
     InvocationStatus,
@@ -340,6 +342,43 @@ async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
         not lost,
         f"a server {erring} ({transport}, {protocol}) was recorded disconnected: "
         "an error the server answers is not a lost connection",
+    )
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(
+    "transport", [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
+)
+async def test_a_server_refusing_the_listen_stream_opens_and_serves(harness: Harness, transport: str) -> None:
+    # A 2026-07-28 server that serves no listen stream answers the request with an error: it only has no notices to
+    # give. Open is bounded here (a bound on waiting, never a timing claim): an adapter that waits for the stream forever
+    # never opens.
+    opened = False
+    history: list[CatalogChange] = []
+    with anyio.move_on_after(bound(harness, BOUND_S, "open with a server that refuses the listen stream")):
+        async with (
+            reached(harness, "deaf", "ListenRefusedServer", transport, protocol=ERAS[1]) as config,
+            harness.open(mcp_servers=[config]) as session,
+        ):
+            opened = True
+            for run in (session.run_id, "run-2"):
+                harness.success(
+                    "D7.5",
+                    await session.call("mcp.deaf.echo", {"text": run}, run_id=run),
+                    f"mcp.deaf.echo in {run}, its server refusing the listen stream",
+                )
+            history = await session.catalog_history()
+    harness.expect(
+        "D7.5",
+        opened,
+        f"open never returned with a {ERAS[1]} server ({transport}) that answers its listen request with an error",
+    )
+    lost = of_kind(history, CatalogChangeKind.DISCONNECTED, "deaf")
+    harness.expect(
+        "D7.5",
+        not lost,
+        f"a server refusing the listen stream ({transport}) was recorded disconnected: an error the server answers is "
+        "not a lost connection",
     )
 
 

@@ -73,6 +73,7 @@ from ._lifecycle import (
     EarlyNoticeServer,
     ExitsBetweenCallsServer,
     ExitsMidCallServer,
+    ListenRefusedServer,
     ListingErrorServer,
 )
 from ._names import (
@@ -216,6 +217,7 @@ __all__ = [
     "InjectingResourceServer",
     "LegacyOnlyServer",
     "ListChangedFloodServer",
+    "ListenRefusedServer",
     "ListingErrorServer",
     "LyingAnnotationsServer",
     "MultibyteOutputServer",

@@ -97,7 +97,7 @@ class FakeServer:
             handshake-era one).
         bus: The ``subscriptions/listen`` bus; None: a plain in-memory one.
         **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts; ``subscriptions/listen`` over
-            ``bus``'s own handler).
+            ``bus``'s own handler, None: no listen stream is served).
 
     Attributes:
         log: What clients asked, in arrival order. ``"tools/list CURSOR"`` per page asked for when paginated

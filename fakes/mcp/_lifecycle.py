@@ -215,3 +215,11 @@ ListingErrorServer = ServerFake(
     "2026-07-28 listen streams end with an error and later listen requests answer one",
     _listing_error,
 )
+
+
+ListenRefusedServer = ServerFake(
+    "ListenRefusedServer",
+    "serves no subscriptions/listen stream: a 2026-07-28 client's listen request is answered Method not found, while "
+    "its tools and listings answer",
+    lambda: FakeServer("ListenRefusedServer", lambda: [ECHO], {"echo": echo}, on_subscriptions_listen=None),
+)

@@ -4,6 +4,7 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any
@@ -427,6 +428,48 @@ witness(
     "lets a 2026-07-28 listen stream the server ends with an error close the server's connection, so its tools "
     "answer remote_unavailable",
 )(adapter_pipeline(_ListenUnguarded))
+
+
+class _ListenGuardedOnceAcknowledged(McpAdapter):
+    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # The defect: only a stream the server acknowledged is guarded ("a refused listen cannot happen, the era has
+        # it"), so a refusal escapes before the start is reported and the server's opening waits for it forever.
+        async with link.client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            with contextlib.suppress(Exception):
+                async for _ in subscription:
+                    pass
+
+
+witness(
+    "listen_refusal_hangs_open",
+    ("D7.5",),
+    "guards only an acknowledged listen stream: a 2026-07-28 server that answers the listen request with an error "
+    "leaves open waiting forever",
+)(adapter_pipeline(_ListenGuardedOnceAcknowledged))
+
+
+class _LongOpenErrorHalved(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        text = str(error)
+        if len(text) <= OPEN_ERROR_WIDTH:
+            return error
+        # The defect: a long error is shortened to its two ends with a half computed by true division (a Python 2
+        # habit), a float no slice takes: a server whose last words are long makes open raise TypeError.
+        half = OPEN_ERROR_WIDTH / 2
+        return ConfigurationError(text[:half] + " … " + text[-half:])  # type: ignore[misc]
+
+
+OPEN_ERROR_WIDTH = 600
+"""The longest open error ``_LongOpenErrorHalved`` leaves whole."""
+
+witness(
+    "long_open_error_crashes_open",
+    ("D7.7",),
+    "shortens a long open error with a slice index computed by true division, so a server whose last words are long "
+    "makes open raise TypeError instead of the one typed refusal",
+)(adapter_pipeline(_LongOpenErrorHalved))
 
 
 class _ErrorAnswerLosesServer(McpAdapter):
