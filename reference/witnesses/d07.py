@@ -458,7 +458,7 @@ class _LongOpenErrorHalved(McpAdapter):
         # The defect: a long error is shortened to its two ends with a half computed by true division (a Python 2
         # habit), a float no slice takes: a server whose last words are long makes open raise TypeError.
         half = OPEN_ERROR_WIDTH / 2
-        return ConfigurationError(text[:half] + " … " + text[-half:])  # type: ignore[misc]
+        return ConfigurationError(text[:half] + " … " + text[-half:])  # type: ignore[index]
 
 
 OPEN_ERROR_WIDTH = 600
