@@ -4,7 +4,7 @@ long outage and the first need after it (D7.6), and a restarted stdio server's e
 D7.5: an error the server answers, to a call or to a listing, is not a lost connection and records no disconnected
 entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, and with the
 2026-07-28 era's listen stream ended by an error or refused outright, in-memory, over stdio and over streamable
-HTTP); a loss is one server's, so the other servers' calls run at once, with no entry of
+HTTP; in-memory with JSON-RPC's internal error and with two codes the application's, -1 and 4242); a loss is one server's, so the other servers' calls run at once, with no entry of
 theirs and no wait for the clock (which stands still).
 
 D7.6's limit (``_mcp.CAP_S``): attempts at most 60 s apart on the instance clock, each one catalog-history entry
@@ -298,22 +298,36 @@ _ERRING = [(protocol, listing) for protocol in ERAS for listing in LISTINGS] + [
 """Each era with each listing answering an error, and the 2026-07-28 era's listen stream ended with one (the
 handshake era has no listen stream)."""
 
+ERROR_CODES = (-32603, -1, 4242)
+"""The codes the server's errors carry: JSON-RPC's internal error, and two of the codes JSON-RPC leaves to the
+application (outside -32768 to -32000), one each side of zero. In-memory every code; over stdio and HTTP the first."""
+
+
+def _erring_cells() -> list[object]:
+    cells: list[object] = []
+    for transport in TRANSPORTS:
+        for protocol, listing in _ERRING:
+            for code in ERROR_CODES if transport == "memory" else ERROR_CODES[:1]:
+                cell = f"{protocol}-{listing}-{transport}" + (f"-{code}" if code != ERROR_CODES[0] else "")
+                marks = () if transport == "memory" else pytest.mark.slow
+                cells.append(pytest.param(protocol, listing, transport, code, id=cell, marks=marks))
+    return cells
+
 
 @pytest.mark.rules("D7.5")
-@pytest.mark.parametrize(
-    "transport", [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
-)
-@pytest.mark.parametrize(("protocol", "listing"), _ERRING)
+@pytest.mark.parametrize(("protocol", "listing", "transport", "code"), _erring_cells())
 async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
-    harness: Harness, protocol: str, listing: str, transport: str
+    harness: Harness, protocol: str, listing: str, transport: str, code: int
 ) -> None:
     erring = "ending its listen stream with an error" if listing == LISTEN else f"answering {listing}/list an error"
+    erring += f" of code {code}"
     async with (
         reached(harness, "erring", "ListingErrorServer", transport, protocol=protocol) as config,
         harness.open(mcp_servers=[config]) as session,
     ):
         harness.success("D7.5", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
-        harness.success("D7.5", await session.call("mcp.erring.fail_listing", {"text": listing}), "fail_listing")
+        asked = {"text": listing, "code": code}
+        harness.success("D7.5", await session.call("mcp.erring.fail_listing", asked), f"fail_listing {asked}")
         # The next session lists the server again, and it answers that listing with a JSON-RPC error (listen: the
         # server already ended the stream it had open with one).
         d = await session.call("mcp.erring.echo", {"text": "still up"}, run_id="run-2")

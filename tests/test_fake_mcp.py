@@ -872,6 +872,10 @@ async def test_listing_error_server_answers_one_listing_with_an_error_and_stays_
         with pytest.raises(MCPError) as raised:
             await getattr(client, listings[listing])()
         assert raised.value.error.code == types.INTERNAL_ERROR
+        assert not (await client.call_tool("fail_listing", {"text": listing, "code": 4242})).is_error
+        with pytest.raises(MCPError) as raised:
+            await getattr(client, listings[listing])()
+        assert raised.value.error.code == 4242
         for other, method in listings.items():
             if other != listing:
                 await getattr(client, method)()

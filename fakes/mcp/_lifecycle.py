@@ -137,23 +137,29 @@ an error (every stream open, and every later listen request answered with one)."
 FAIL_LISTING = types.Tool(
     name="fail_listing",
     description=(
-        "From now on, answers the listing `text` names (tools, prompts or resources) with an error; `listen` ends "
-        "every open subscriptions/listen stream with an error and refuses later ones."
+        "From now on, answers the listing `text` names (tools, prompts or resources) with an error, of JSON-RPC code "
+        "`code` (default -32603, internal error); `listen` ends every open subscriptions/listen stream with an error "
+        "and refuses later ones."
     ),
-    input_schema=TEXT_SCHEMA,
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "code": {"type": "integer"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
 )
 """ListingErrorServer's tool that makes one of its listings answer a JSON-RPC error."""
 
 
 def _listing_error() -> FakeServer:
-    failing: set[str] = set()
+    failing: dict[str, int] = {}
     bus = InMemorySubscriptionBus()
     feeds = ListenHandler(bus)
     breaks: list[anyio.Event] = []
 
     async def listen(ctx: Context, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
         if LISTEN in failing:
-            raise MCPError(types.INTERNAL_ERROR, "the notice feed is offline")
+            raise MCPError(failing[LISTEN], "the notice feed is offline")
         broken = anyio.Event()
         breaks.append(broken)
         served: list[types.SubscriptionsListenResult] = []
@@ -167,12 +173,12 @@ def _listing_error() -> FakeServer:
             await broken.wait()
             group.cancel_scope.cancel()
         if not served:  # Broken by fail_listing: the stream ends with an error, not the graceful close.
-            raise MCPError(types.INTERNAL_ERROR, "the notice feed went offline")
+            raise MCPError(failing.get(LISTEN, types.INTERNAL_ERROR), "the notice feed went offline")
         return served[0]
 
     def answer(listing: str) -> None:
         if listing in failing:
-            raise MCPError(types.INTERNAL_ERROR, f"the {listing} store is offline")
+            raise MCPError(failing[listing], f"the {listing} store is offline")
 
     def list_tools() -> list[types.Tool]:
         answer("tools")
@@ -190,7 +196,10 @@ def _listing_error() -> FakeServer:
         listing = str((params.arguments or {}).get("text", ""))
         if listing not in (*LISTINGS, LISTEN):
             return error(f"`fail_listing` takes one of {', '.join((*LISTINGS, LISTEN))}")
-        failing.add(listing)
+        code = (params.arguments or {}).get("code", types.INTERNAL_ERROR)
+        if not isinstance(code, int):
+            return error("`code` must be an integer")
+        failing[listing] = code
         if listing == LISTEN:
             for broken in breaks:
                 broken.set()
@@ -211,7 +220,8 @@ def _listing_error() -> FakeServer:
 ListingErrorServer = ServerFake(
     "ListingErrorServer",
     "answers its listings at connect; after `fail_listing` (tools, prompts or resources) that listing answers a "
-    "JSON-RPC internal error while the connection and its tools stay up; after `fail_listing` listen, its "
+    "JSON-RPC error (internal error, or the code asked) while the connection and its tools stay up; after "
+    "`fail_listing` listen, its "
     "2026-07-28 listen streams end with an error and later listen requests answer one",
     _listing_error,
 )

@@ -472,6 +472,24 @@ witness(
 )(adapter_pipeline(_LongOpenErrorHalved))
 
 
+class _ApplicationErrorsLoseServer(McpAdapter):
+    async def failed(self, link: Link, exc: Exception) -> None:
+        if isinstance(exc, MCPError) and exc.error.code >= types.CONNECTION_CLOSED:
+            # The defect: -32000 is the SDK's own "Connection closed", and every code from it up is read as the
+            # transport's too, the codes JSON-RPC leaves to the application (-1, 4242) included.
+            await self.lose(link)
+            return
+        await super().failed(link, exc)
+
+
+witness(
+    "application_error_codes_lose_server",
+    ("D7.5",),
+    "takes a listing error the server answers with a code of -32000 or above (an application's -1 or 4242) for a lost "
+    "connection",
+)(adapter_pipeline(_ApplicationErrorsLoseServer))
+
+
 class _ErrorAnswerLosesServer(McpAdapter):
     async def failed(self, link: Link, exc: Exception) -> None:
         # The defect: any request that did not succeed means the server is gone, a JSON-RPC error it answered to
