@@ -592,6 +592,7 @@ def _score(killed: int, survived: int) -> str:
 def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str, Any]], out: Path, meta: str) -> str:
     """``score.md`` from the results; returns its one-line summary."""
     equivalent = {i for i, s in survivors.items() if s.get("classification") == "equivalent"}
+    free = {i for i, s in survivors.items() if s.get("classification") == "not-constrained"}
 
     def counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
         rows = list(rows)
@@ -600,6 +601,7 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         found["uncovered_open"] = sum(1 for r in rows if r["outcome"] == "uncovered" and r["id"] not in equivalent)
         found["killed_all"] = sum(found[name] for name in KILLED)
         found["survived_all"] = sum(found[name] for name in SURVIVED) - found["equivalent"]
+        found["not_constrained"] = sum(1 for r in rows if r["outcome"] in SURVIVED and r["id"] in free)
         return found
 
     total = counts(results)
@@ -607,7 +609,9 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         f"mutation score {_score(total['killed_all'], total['survived_all'])}: "
         f"{total['killed_all']} killed ({total['killed']} by a failing cell, {total['timeout']} timeout, "
         f"{total['crashed']} crashed), {total['survived_all']} survived ({total['uncovered_open']} of them uncovered), "
-        f"{total['equivalent']} equivalent, {total['incompetent']} incompetent; {len(results)} mutants"
+        f"{total['equivalent']} equivalent, {total['incompetent']} incompetent; {len(results)} mutants; "
+        f"{_score(total['killed_all'], total['survived_all'] - total['not_constrained'])} with the "
+        f"{total['not_constrained']} not-constrained survivors set apart"
     )
     timed = [r["seconds"] for r in results if r.get("seconds")]
     lines = ["# Mutation score of the reference", "", meta, "", f"**{summary}**", ""]
@@ -615,7 +619,9 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
         "Score = killed ÷ (killed + survived); killed counts timeouts and crashed children, survived counts",
         "uncovered mutants (no scenario executes their lines); equivalent mutants (`survivors.toml`) and",
         "incompetent ones (cosmic-ray's rewrite does not compile) are left out. In the table below the survived",
-        "and uncovered columns still count the equivalent ones.",
+        "and uncovered columns still count the equivalent ones. The last column sets the not-constrained",
+        "survivors apart too (the ADR leaves their behaviour open; `survivors.toml` names the clause): killed ÷",
+        "(killed + survived − equivalent − not-constrained).",
         "",
     ]
     if timed:
@@ -624,14 +630,18 @@ def write_score(results: Sequence[dict[str, Any]], survivors: dict[str, dict[str
             f"min {min(timed):.1f}, max {max(timed):.1f}, total {sum(timed) / 60:.1f} min over {len(timed)}.",
             "",
         ]
-    lines += ["| module | mutants | killed | timeout | crashed | survived | uncovered | equivalent | score |"]
-    lines += ["|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "| module | mutants | killed | timeout | crashed | survived | uncovered | equivalent | not-constrained | score "
+        "| score, not-constrained apart |"
+    ]
+    lines += ["|---|---|---|---|---|---|---|---|---|---|---|"]
     modules = sorted({r["module"] for r in results}, key=lambda m: CORE.index(m) if m in CORE else len(CORE))
     for module in modules:
         c = counts(r for r in results if r["module"] == module)
         rows = sum(1 for r in results if r["module"] == module)
         cells = [module, rows, c["killed"], c["timeout"], c["crashed"], c["survived"], c["uncovered"]]
-        cells += [c["equivalent"], _score(c["killed_all"], c["survived_all"])]
+        cells += [c["equivalent"], c["not_constrained"], _score(c["killed_all"], c["survived_all"])]
+        cells += [_score(c["killed_all"], c["survived_all"] - c["not_constrained"])]
         lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
     lines += ["", "## Survivors", ""]
     lines += ["Cells: how many passed against the mutant, chosen from the cells that executed its lines: every one,"]

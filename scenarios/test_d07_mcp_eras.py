@@ -9,7 +9,8 @@ ERA; the server ANSWER; cause: TYPE: TEXT', where ANSWER is its error, 'gave no 
 answering' (with the last lines of its stderr log) or 'wrote non-JSON to stdout (LINE)'. The reference also keeps a
 stdio server's stderr in STORE_DIR/mcp-SERVER_ID.stderr.log (appended across restarts, one marker line per start) and
 records the same text as a failed reconnect attempt's (D7.6); D7.7 judges only that the words an exit at start is
-quoted with are that start's, never an earlier start's.
+quoted with are that start's, never an earlier start's, and that however long they are (swept from one short line to
+10,000 characters) open still ends with the one typed error quoting them, whole or cut.
 
 D7.8 needs a probe because the SDK adopts a 2026-07-28 connection without sending anything: unprobed, a
 handshake-only server is accepted and every later request fails. The refusal names the era the server answered with
@@ -90,11 +91,27 @@ async def test_a_handshake_never_answered_is_one_typed_refusal(harness: Harness,
         await _refused(harness, "D7.7", server, ("no answer", "not answer", "timed out", "timeout"), "never answered")
 
 
+LAST_WORDS_LENGTHS = (0, 100, 1_000, 10_000)
+"""How long the line a server exits with is, in characters (0: the fake's own ``CRASH_MESSAGE``): however long its last
+words, open refuses it with the one typed error, quoting them whole or cut."""
+
+_FATAL = "fatal: WEATHER_API_KEY is not set; "
+"""The sentence long last words repeat, so any stretch of them an error quotes, its start or its end, holds one."""
+
+
+def _last_words(length: int) -> str:
+    return (_FATAL * (length // len(_FATAL) + 1))[:length] if length else CRASH_MESSAGE
+
+
 @pytest.mark.rules("D7.7")
 @pytest.mark.slow
+@pytest.mark.parametrize("length", LAST_WORDS_LENGTHS)
 @pytest.mark.parametrize("protocol", ERAS)
-async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(harness: Harness, protocol: str) -> None:
-    async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", protocol=protocol) as server:
+async def test_a_server_that_exits_at_start_is_refused_with_its_last_words(
+    harness: Harness, protocol: str, length: int
+) -> None:
+    fields: dict[str, Any] = {"env": {CRASH_MESSAGE_ENV: _last_words(length)}, "protocol": protocol}
+    async with reached(harness, "crashing", "CrashesAtStartServer", "stdio", **fields) as server:
         error = await _refused(harness, "D7.7", server, (CRASH_MESSAGE,), "exited at start, saying why on stderr")
     # It exited: it answered nothing, so the error names no era as the one it speaks (D7.8's refusal of a server of
     # another era, which would send the operator to reconfigure a server that only needs its key).

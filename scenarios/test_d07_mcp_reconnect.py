@@ -2,8 +2,9 @@
 long outage and the first need after it (D7.6), and a restarted stdio server's environment (D7.4).
 
 D7.5: an error the server answers, to a call or to a listing, is not a lost connection and records no disconnected
-entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, in-memory, over
-stdio and over streamable HTTP); a loss is one server's, so the other servers' calls run at once, with no entry of
+entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, and with the
+2026-07-28 era's listen stream ended by an error or refused outright, in-memory, over stdio and over streamable
+HTTP; in-memory with JSON-RPC's internal error and with two codes the application's, -1 and 4242); a loss is one server's, so the other servers' calls run at once, with no entry of
 theirs and no wait for the clock (which stands still).
 
 D7.6's limit (``_mcp.CAP_S``): attempts at most 60 s apart on the instance clock, each one catalog-history entry
@@ -14,7 +15,10 @@ up), so the outage runs past where a doubling backoff, or 10% on top of a 60 s c
 of the boundary (``_mcp.DOWN_SCHEDULE``). Once the server is back, the first need is a call in the running session.
 "With backoff": the instance clock passes between the loss and the first attempt and between two attempts, so needs
 at one instant make at most one attempt and none at the loss's instant: swept over the loss and three due instants,
-several needs at each, the clock standing still between them.
+several needs at each, the clock standing still between them. And the waits never shrink: with a need at every
+half-second of the instance clock, each wait (from the loss, then from each failed attempt, to the next attempt) is
+at least as long as the one before it, swept in both eras until two waits have reached the cap (a doubling from 1 s
+reaches it at the eighth attempt), so a schedule that alternates, shortens, or starts over at the cap is caught.
 A scenario advances the instance clock (past 60 s, or to exactly 60 s after the last attempt) and waits a bounded
 time for the attempt's entry; it never measures how long anything took.
 """
@@ -27,8 +31,9 @@ import anyio
 import pytest
 
 from toolproof.fakes import EchoTool
-from toolproof.fakes.mcp import ENV_KEY, LISTINGS, stdio_command
+from toolproof.fakes.mcp import ENV_KEY, LISTEN, LISTINGS, stdio_command
 from toolproof.spec import (
+    CatalogChange,
     CatalogChangeKind,
     Disposition,
     InvocationStatus,
@@ -222,22 +227,109 @@ async def test_needs_at_one_instant_make_at_most_one_reconnect_attempt(harness: 
     )
 
 
-@pytest.mark.rules("D7.5")
-@pytest.mark.parametrize(
-    "transport", [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
-)
-@pytest.mark.parametrize("listing", LISTINGS)
+WAIT_STEP_S = 0.5
+"""The instance-clock step between two needs while a reconnect wait is measured: each wait is known to within it."""
+
+WAITS_AT_CAP = 2
+"""How many waits at the cap the sweep sees before it ends (the cap is no place to start shrinking either)."""
+
+MOST_ATTEMPTS = 12
+"""The sweep ends after this many attempts, the cap reached or not (doubling from 1 s reaches it at the eighth)."""
+
+
+@pytest.mark.rules("D7.6")
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
+async def test_reconnect_waits_never_shrink(harness: Harness, protocol: str) -> None:
+    down = harness.directory / "kept-down"
+    config = McpServerConfig(
+        server_id="down",
+        transport=McpTransport.STDIO,
+        command=stdio_command("ExitsBetweenCallsServer", down_while=down),
+        classification=READ,
+        protocol=protocol,
+    )
+    harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {protocol}, kept down while {down}")
+    waits: list[float] = []
+    wrong: list[str] = []
+    needs = itertools.count(1)
+    async with harness.open(mcp_servers=[config]) as session:
+        harness.success("D7.6", await session.call("mcp.down.echo", {"text": "up"}), "mcp.down.echo")
+        down.touch()
+        harness.success("D7.6", await session.call("mcp.down.exit", {"text": "now"}), "mcp.down.exit")
+        await _lost(harness, session, "D7.6", "mcp.down.echo", "down")
+        last = harness.clock.now()  # The loss, then each attempt: where the next wait is measured from.
+        made = len(await _attempts(session, "down"))
+        while len(waits) < MOST_ATTEMPTS and sum(w >= CAP_S - 2 * WAIT_STEP_S for w in waits) < WAITS_AT_CAP:
+            # The first need comes two steps before the wait before it would pass again: an implementation whose
+            # waits never shrink makes no attempt there, however its due instants fall between the steps (each
+            # wait is measured to within one step, from an attempt made at the first need once due).
+            since = max(waits[-1] - 2 * WAIT_STEP_S, WAIT_STEP_S) if waits else WAIT_STEP_S
+            attempted = False
+            while since <= CAP_S:
+                harness.clock.advance(last + since - harness.clock.now())
+                d = await session.call("mcp.down.echo", {"text": "back?"}, run_id=f"wait-{next(needs)}")
+                harness.expect(
+                    "D7.6",
+                    _unavailable(d),
+                    f"the server kept down answered {describe(d)} (expected remote_unavailable)",
+                )
+                if attempted := len(await _attempts(session, "down")) > made:
+                    break
+                since += WAIT_STEP_S
+            if not attempted:
+                wrong.append(f"no attempt within {CAP_S:.0f} s after attempt {len(waits)} (0: the loss)")
+                break
+            made = len(await _attempts(session, "down"))
+            if waits and since < waits[-1] - WAIT_STEP_S:
+                wrong.append(f"wait {len(waits) + 1} was at most {since:g} s, after a wait of {waits[-1]:g} s")
+            waits.append(since)
+            last = harness.clock.now()
+        harness.log.append(f"waits before each attempt (0: from the loss), each to within {WAIT_STEP_S} s: {waits}")
+    harness.expect(
+        "D7.6",
+        not wrong,
+        f"reconnecting with backoff, each wait (from the loss, then from the last attempt) is at least as long as the "
+        f"one before it, and at most {CAP_S:.0f} s; measured {waits}: {'; '.join(wrong)}",
+    )
+
+
+_ERRING = [(protocol, listing) for protocol in ERAS for listing in LISTINGS] + [(ERAS[1], LISTEN)]
+"""Each era with each listing answering an error, and the 2026-07-28 era's listen stream ended with one (the
+handshake era has no listen stream)."""
+
+ERROR_CODES = (-32603, -1, 4242)
+"""The codes the server's errors carry: JSON-RPC's internal error, and two of the codes JSON-RPC leaves to the
+application (outside -32768 to -32000), one each side of zero. In-memory every code; over stdio and HTTP the first."""
+
+
+def _erring_cells() -> list[object]:
+    cells: list[object] = []
+    for transport in TRANSPORTS:
+        for protocol, listing in _ERRING:
+            for code in ERROR_CODES if transport == "memory" else ERROR_CODES[:1]:
+                cell = f"{protocol}-{listing}-{transport}" + (f"-{code}" if code != ERROR_CODES[0] else "")
+                marks = () if transport == "memory" else pytest.mark.slow
+                cells.append(pytest.param(protocol, listing, transport, code, id=cell, marks=marks))
+    return cells
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(("protocol", "listing", "transport", "code"), _erring_cells())
 async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
-    harness: Harness, protocol: str, listing: str, transport: str
+    harness: Harness, protocol: str, listing: str, transport: str, code: int
 ) -> None:
+    erring = "ending its listen stream with an error" if listing == LISTEN else f"answering {listing}/list an error"
+    erring += f" of code {code}"
     async with (
         reached(harness, "erring", "ListingErrorServer", transport, protocol=protocol) as config,
         harness.open(mcp_servers=[config]) as session,
     ):
         harness.success("D7.5", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
-        harness.success("D7.5", await session.call("mcp.erring.fail_listing", {"text": listing}), "fail_listing")
-        # The next session lists the server again, and it answers that listing with a JSON-RPC error.
+        asked = {"text": listing, "code": code}
+        harness.success("D7.5", await session.call("mcp.erring.fail_listing", asked), f"fail_listing {asked}")
+        # The next session lists the server again, and it answers that listing with a JSON-RPC error (listen: the
+        # server already ended the stream it had open with one).
         d = await session.call("mcp.erring.echo", {"text": "still up"}, run_id="run-2")
         if listing == "tools":
             # Its catalog cannot be listed: whether the session's call runs is the implementation's choice.
@@ -247,7 +339,7 @@ async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
                 f"mcp.erring.echo, its tools/list answering an error, was answered {describe(d)}",
             )
         else:
-            harness.success("D7.5", d, f"mcp.erring.echo in a new run, the server answering {listing}/list an error")
+            harness.success("D7.5", d, f"mcp.erring.echo in a new run, the server {erring}")
         pinned = await session.call("mcp.erring.echo", {"text": "pinned"}, run_id=session.run_id)
         if listing == "tools":
             harness.expect(
@@ -256,14 +348,51 @@ async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
                 f"mcp.erring.echo in the running session, its tools/list answering an error, was {describe(pinned)}",
             )
         else:
-            harness.success("D7.5", pinned, "mcp.erring.echo in the running session")
+            harness.success("D7.5", pinned, f"mcp.erring.echo in the running session, the server {erring}")
         history = await session.catalog_history()
     lost = of_kind(history, CatalogChangeKind.DISCONNECTED, "erring")
     harness.expect(
         "D7.5",
         not lost,
-        f"a server that answered {listing}/list with an error ({transport}, {protocol}) was recorded disconnected: "
+        f"a server {erring} ({transport}, {protocol}) was recorded disconnected: "
         "an error the server answers is not a lost connection",
+    )
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(
+    "transport", [t if t == "memory" else pytest.param(t, marks=pytest.mark.slow) for t in TRANSPORTS]
+)
+async def test_a_server_refusing_the_listen_stream_opens_and_serves(harness: Harness, transport: str) -> None:
+    # A 2026-07-28 server that serves no listen stream answers the request with an error: it only has no notices to
+    # give. Open is bounded here (a bound on waiting, never a timing claim): an adapter that waits for the stream forever
+    # never opens.
+    opened = False
+    history: list[CatalogChange] = []
+    with anyio.move_on_after(bound(harness, BOUND_S, "open with a server that refuses the listen stream")):
+        async with (
+            reached(harness, "deaf", "ListenRefusedServer", transport, protocol=ERAS[1]) as config,
+            harness.open(mcp_servers=[config]) as session,
+        ):
+            opened = True
+            for run in (session.run_id, "run-2"):
+                harness.success(
+                    "D7.5",
+                    await session.call("mcp.deaf.echo", {"text": run}, run_id=run),
+                    f"mcp.deaf.echo in {run}, its server refusing the listen stream",
+                )
+            history = await session.catalog_history()
+    harness.expect(
+        "D7.5",
+        opened,
+        f"open never returned with a {ERAS[1]} server ({transport}) that answers its listen request with an error",
+    )
+    lost = of_kind(history, CatalogChangeKind.DISCONNECTED, "deaf")
+    harness.expect(
+        "D7.5",
+        not lost,
+        f"a server refusing the listen stream ({transport}) was recorded disconnected: an error the server answers is "
+        "not a lost connection",
     )
 
 

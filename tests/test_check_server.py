@@ -282,6 +282,7 @@ EXPECTED: dict[str, Expected] = {
     "NonJsonServer": Expected(refused={era: "wrote non-JSON to stdout" for era in ERAS}),
     "CrashesAtStartServer": Expected(refused={era: "the server exited before answering;" for era in ERAS}),
     "ListingErrorServer": Expected(),
+    "ListenRefusedServer": Expected(),
     "AcceptsUnlistedServer": Expected(frozenset({K.UNLISTED_CALL_SUCCEEDS}), check=_accepts_unlisted),
     "ChangingResourcesServer": Expected(check=_read_tool(False)),
     "SchemaViolationServer": Expected(

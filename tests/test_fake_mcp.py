@@ -13,6 +13,7 @@ import pytest
 from mcp import Client, InputRequiredRoundsExceededError, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
@@ -871,11 +872,30 @@ async def test_listing_error_server_answers_one_listing_with_an_error_and_stays_
         with pytest.raises(MCPError) as raised:
             await getattr(client, listings[listing])()
         assert raised.value.error.code == types.INTERNAL_ERROR
+        assert not (await client.call_tool("fail_listing", {"text": listing, "code": 4242})).is_error
+        with pytest.raises(MCPError) as raised:
+            await getattr(client, listings[listing])()
+        assert raised.value.error.code == 4242
         for other, method in listings.items():
             if other != listing:
                 await getattr(client, method)()
         assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
         assert (await client.call_tool("fail_listing", {"text": "everything"})).is_error
+
+
+async def test_listing_error_server_ends_its_listen_streams_with_an_error_and_stays_up() -> None:
+    async with Client(fakes.ListingErrorServer(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert not (await client.call_tool("fail_listing", {"text": fakes.LISTEN})).is_error
+            with anyio.fail_after(5), pytest.raises(SubscriptionLost):
+                await subscription.__anext__()
+        with pytest.raises(MCPError) as raised:
+            async with client.listen(tools_list_changed=True):
+                pass
+        assert raised.value.error.code == types.INTERNAL_ERROR
+        assert _texts(await client.call_tool("echo", {"text": "still here"})) == "still here"
+        await client.list_tools(cache_mode="refresh")
 
 
 def test_down_while_keeps_a_server_from_starting(tmp_path: Path) -> None:

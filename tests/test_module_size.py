@@ -18,7 +18,7 @@ _WITNESSES = "one module per decision, so the tree answers which wrong pipelines
 LONGER: dict[str, str] = {
     "reference/witnesses/d03.py": _WITNESSES + " (the fourteen steps and store faults: 23 of them)",
     "reference/witnesses/d04.py": _WITNESSES + " (recovery and store faults: 37 of them)",
-    "reference/witnesses/d07.py": _WITNESSES + " (MCP transports and lifecycle: 27)",
+    "reference/witnesses/d07.py": _WITNESSES + " (MCP transports and lifecycle: 38)",
     "reference/witnesses/d09.py": _WITNESSES + " (the MCP catalog: 26)",
     "reference/witnesses/d11.py": _WITNESSES + " (labels and approvals: 26)",
     "reference/witnesses/d02.py": _WITNESSES + " (the context a tool is handed: 22)",

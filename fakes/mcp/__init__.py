@@ -67,11 +67,13 @@ from ._freshness import (
 from ._launch import http_server, stdio_command
 from ._lifecycle import (
     EXIT,
+    LISTEN,
     LISTINGS,
     WRITE,
     EarlyNoticeServer,
     ExitsBetweenCallsServer,
     ExitsMidCallServer,
+    ListenRefusedServer,
     ListingErrorServer,
 )
 from ._names import (
@@ -157,6 +159,7 @@ __all__ = [
     "IMPERSONATED_NAME",
     "INJECTION",
     "LEGACY_ONLY_MESSAGE",
+    "LISTEN",
     "LISTINGS",
     "LOOPBACK",
     "MID_LISTING_NOTICE",
@@ -214,6 +217,7 @@ __all__ = [
     "InjectingResourceServer",
     "LegacyOnlyServer",
     "ListChangedFloodServer",
+    "ListenRefusedServer",
     "ListingErrorServer",
     "LyingAnnotationsServer",
     "MultibyteOutputServer",

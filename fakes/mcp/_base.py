@@ -96,7 +96,8 @@ class FakeServer:
             the last); empty: the SDK's default, 0. Only a 2026-07-28 answer carries it (the SDK drops it from a
             handshake-era one).
         bus: The ``subscriptions/listen`` bus; None: a plain in-memory one.
-        **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts).
+        **handlers: Further ``Server`` ``on_*`` handlers (resources, prompts; ``subscriptions/listen`` over
+            ``bus``'s own handler, None: no listen stream is served).
 
     Attributes:
         log: What clients asked, in arrival order. ``"tools/list CURSOR"`` per page asked for when paginated
@@ -133,13 +134,9 @@ class FakeServer:
             key: self._logged(handler, _LOGGED_HANDLERS[key]) if key in _LOGGED_HANDLERS else handler
             for key, handler in handlers.items()
         }
+        logged.setdefault("on_subscriptions_listen", ListenHandler(self.bus))
         self.server: Server[Any] = Server(
-            name,
-            version="1.0.0",
-            on_list_tools=self._on_list_tools,
-            on_call_tool=self._on_call_tool,
-            on_subscriptions_listen=ListenHandler(self.bus),
-            **logged,
+            name, version="1.0.0", on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool, **logged
         )
 
     def _logged(

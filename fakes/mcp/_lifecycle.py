@@ -10,8 +10,9 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
-from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, ToolCall, echo, error, is_modern, text
@@ -129,20 +130,55 @@ ExitsMidCallServer = ServerFake(
 LISTINGS = ("tools", "prompts", "resources")
 """The listings ListingErrorServer's ``fail_listing`` can make answer an error (``tools/list``, ...)."""
 
+LISTEN = "listen"
+"""What ListingErrorServer's ``fail_listing`` also takes: the 2026-07-28 ``subscriptions/listen`` stream, ended with
+an error (every stream open, and every later listen request answered with one)."""
+
 FAIL_LISTING = types.Tool(
     name="fail_listing",
-    description="From now on, answers the listing `text` names (tools, prompts or resources) with an error.",
-    input_schema=TEXT_SCHEMA,
+    description=(
+        "From now on, answers the listing `text` names (tools, prompts or resources) with an error, of JSON-RPC code "
+        "`code` (default -32603, internal error); `listen` ends every open subscriptions/listen stream with an error "
+        "and refuses later ones."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "code": {"type": "integer"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
 )
 """ListingErrorServer's tool that makes one of its listings answer a JSON-RPC error."""
 
 
 def _listing_error() -> FakeServer:
-    failing: set[str] = set()
+    failing: dict[str, int] = {}
+    bus = InMemorySubscriptionBus()
+    feeds = ListenHandler(bus)
+    breaks: list[anyio.Event] = []
+
+    async def listen(ctx: Context, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        if LISTEN in failing:
+            raise MCPError(failing[LISTEN], "the notice feed is offline")
+        broken = anyio.Event()
+        breaks.append(broken)
+        served: list[types.SubscriptionsListenResult] = []
+        async with anyio.create_task_group() as group:
+
+            async def serve() -> None:
+                served.append(await feeds(ctx, params))
+                group.cancel_scope.cancel()
+
+            group.start_soon(serve)
+            await broken.wait()
+            group.cancel_scope.cancel()
+        if not served:  # Broken by fail_listing: the stream ends with an error, not the graceful close.
+            raise MCPError(failing.get(LISTEN, types.INTERNAL_ERROR), "the notice feed went offline")
+        return served[0]
 
     def answer(listing: str) -> None:
         if listing in failing:
-            raise MCPError(types.INTERNAL_ERROR, f"the {listing} store is offline")
+            raise MCPError(failing[listing], f"the {listing} store is offline")
 
     def list_tools() -> list[types.Tool]:
         answer("tools")
@@ -158,23 +194,42 @@ def _listing_error() -> FakeServer:
 
     async def fail_listing(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         listing = str((params.arguments or {}).get("text", ""))
-        if listing not in LISTINGS:
-            return error(f"`fail_listing` takes one of {', '.join(LISTINGS)}")
-        failing.add(listing)
+        if listing not in (*LISTINGS, LISTEN):
+            return error(f"`fail_listing` takes one of {', '.join((*LISTINGS, LISTEN))}")
+        code = (params.arguments or {}).get("code", types.INTERNAL_ERROR)
+        if not isinstance(code, int):
+            return error("`code` must be an integer")
+        failing[listing] = code
+        if listing == LISTEN:
+            for broken in breaks:
+                broken.set()
+            return text("every listen stream ended with an error; listen answers an error from now on")
         return text(f"{listing}/list answers an error from now on")
 
     return FakeServer(
         "ListingErrorServer",
         list_tools,
         {"echo": echo, "fail_listing": fail_listing},
+        bus=bus,
         on_list_prompts=list_prompts,
         on_list_resources=list_resources,
+        on_subscriptions_listen=listen,
     )
 
 
 ListingErrorServer = ServerFake(
     "ListingErrorServer",
     "answers its listings at connect; after `fail_listing` (tools, prompts or resources) that listing answers a "
-    "JSON-RPC internal error while the connection and its tools stay up",
+    "JSON-RPC error (internal error, or the code asked) while the connection and its tools stay up; after "
+    "`fail_listing` listen, its "
+    "2026-07-28 listen streams end with an error and later listen requests answer one",
     _listing_error,
+)
+
+
+ListenRefusedServer = ServerFake(
+    "ListenRefusedServer",
+    "serves no subscriptions/listen stream: a 2026-07-28 client's listen request is answered Method not found, while "
+    "its tools and listings answer",
+    lambda: FakeServer("ListenRefusedServer", lambda: [ECHO], {"echo": echo}, on_subscriptions_listen=None),
 )

@@ -24,7 +24,13 @@ from ._eras import (
     NonJsonServer,
 )
 from ._freshness import ChangedOnRestartServer, NoticeMidListingServer, TtlDriftServer
-from ._lifecycle import EarlyNoticeServer, ExitsBetweenCallsServer, ExitsMidCallServer, ListingErrorServer
+from ._lifecycle import (
+    EarlyNoticeServer,
+    ExitsBetweenCallsServer,
+    ExitsMidCallServer,
+    ListenRefusedServer,
+    ListingErrorServer,
+)
 from ._names import (
     CollidingNamesServer,
     DuplicateNamesServer,
@@ -101,6 +107,7 @@ SERVERS: dict[str, ServerFake] = {
         NonJsonServer,
         CrashesAtStartServer,
         ListingErrorServer,
+        ListenRefusedServer,
     )
 }
 """Every fake server by name."""

@@ -4,11 +4,13 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
@@ -410,6 +412,84 @@ witness(
 )(adapter_pipeline(_RestartForgetsEnv))
 
 
+class _ListenUnguarded(McpAdapter):
+    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # The defect: no boundary around the 2026-07-28 listen subscription ("it only ends when the connection
+        # does"), so a stream the server ends with an error takes the server's connection down with it.
+        async with link.client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            async for _ in subscription:
+                pass
+
+
+witness(
+    "listen_error_drops_server",
+    ("D7.5",),
+    "lets a 2026-07-28 listen stream the server ends with an error close the server's connection, so its tools "
+    "answer remote_unavailable",
+)(adapter_pipeline(_ListenUnguarded))
+
+
+class _ListenGuardedOnceAcknowledged(McpAdapter):
+    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # The defect: only a stream the server acknowledged is guarded ("a refused listen cannot happen, the era has
+        # it"), so a refusal escapes before the start is reported and the server's opening waits for it forever.
+        async with link.client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            with contextlib.suppress(Exception):
+                async for _ in subscription:
+                    pass
+
+
+witness(
+    "listen_refusal_hangs_open",
+    ("D7.5",),
+    "guards only an acknowledged listen stream: a 2026-07-28 server that answers the listen request with an error "
+    "leaves open waiting forever",
+)(adapter_pipeline(_ListenGuardedOnceAcknowledged))
+
+
+class _LongOpenErrorHalved(McpAdapter):
+    def open_error(self, opening: Opening, exc: BaseException) -> ConfigurationError:
+        error = super().open_error(opening, exc)
+        text = str(error)
+        if len(text) <= OPEN_ERROR_WIDTH:
+            return error
+        # The defect: a long error is shortened to its two ends with a half computed by true division (a Python 2
+        # habit), a float no slice takes: a server whose last words are long makes open raise TypeError.
+        half = OPEN_ERROR_WIDTH / 2
+        return ConfigurationError(text[:half] + " … " + text[-half:])  # type: ignore[index]
+
+
+OPEN_ERROR_WIDTH = 600
+"""The longest open error ``_LongOpenErrorHalved`` leaves whole."""
+
+witness(
+    "long_open_error_crashes_open",
+    ("D7.7",),
+    "shortens a long open error with a slice index computed by true division, so a server whose last words are long "
+    "makes open raise TypeError instead of the one typed refusal",
+)(adapter_pipeline(_LongOpenErrorHalved))
+
+
+class _ApplicationErrorsLoseServer(McpAdapter):
+    async def failed(self, link: Link, exc: Exception) -> None:
+        if isinstance(exc, MCPError) and exc.error.code >= types.CONNECTION_CLOSED:
+            # The defect: -32000 is the SDK's own "Connection closed", and every code from it up is read as the
+            # transport's too, the codes JSON-RPC leaves to the application (-1, 4242) included.
+            await self.lose(link)
+            return
+        await super().failed(link, exc)
+
+
+witness(
+    "application_error_codes_lose_server",
+    ("D7.5",),
+    "takes a listing error the server answers with a code of -32000 or above (an application's -1 or 4242) for a lost "
+    "connection",
+)(adapter_pipeline(_ApplicationErrorsLoseServer))
+
+
 class _ErrorAnswerLosesServer(McpAdapter):
     async def failed(self, link: Link, exc: Exception) -> None:
         # The defect: any request that did not succeed means the server is gone, a JSON-RPC error it answered to
@@ -494,6 +574,36 @@ witness(
     ("D7.6",),
     "waits nothing after a failed reconnect attempt, so every need at one instant makes another attempt",
 )(adapter_pipeline(_ReconnectsAtEveryNeed))
+
+
+class _WaitsAlternate(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: the wait follows the failed attempts' parity ("odd: 2 s, even: 1 s"), so every other wait is
+        # shorter than the one before it; each is positive and within 60 s.
+        return 2.0 if attempts % 2 else 1.0
+
+
+witness(
+    "reconnect_waits_alternate",
+    ("D7.6",),
+    "alternates the wait after a failed reconnect attempt between 2 s and 1 s, so every other wait is shorter than the "
+    "one before it",
+)(adapter_pipeline(_WaitsAlternate))
+
+
+class _BackoffStartsOverAtCap(McpAdapter):
+    def backoff(self, attempts: int) -> float:
+        # The defect: once a wait has reached the cap the doubling starts over from 1 s ("a fresh cycle"), so the
+        # wait after a 60 s one is 1 s.
+        return super().backoff((attempts - 1) % 7 + 1)
+
+
+witness(
+    "backoff_starts_over_at_cap",
+    ("D7.6",),
+    "starts the reconnect backoff over from 1 s once a wait has reached the 60 s cap, so a wait is shorter than the one "
+    "before it",
+)(adapter_pipeline(_BackoffStartsOverAtCap))
 
 
 class _ReconnectsAtTheLoss(McpAdapter):
