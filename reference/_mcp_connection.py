@@ -225,7 +225,7 @@ class McpConnections:
                     if server.protocol != "legacy":
                         listening = await stack.enter_async_context(anyio.create_task_group())
                         stack.callback(listening.cancel_scope.cancel)
-                        await listening.start(self._listen, link)
+                        await listening.start(self.listen, link)
                     answered = True
                     if keeper.attempted is None:
                         task_status.started()
@@ -247,7 +247,9 @@ class McpConnections:
             await keeper.wanted.wait()
             keeper.wanted = anyio.Event()
 
-    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """D7.5, a 2026-07-28 server: hold its listen subscription open for the connection's life (started once it is
+        asked for); a hook, so a witness can take the boundary around it away."""
         # 2026-07-28 has no standalone channel: tools/list_changed arrives on a listen subscription.
         # A server that cannot be listened to only loses notices; listings still record every change.
         # The subscription's events are only drained here: the SDK tees each one to the message handler,

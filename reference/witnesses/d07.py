@@ -413,7 +413,7 @@ witness(
 
 
 class _ListenUnguarded(McpAdapter):
-    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         # The defect: no boundary around the 2026-07-28 listen subscription ("it only ends when the connection
         # does"), so a stream the server ends with an error takes the server's connection down with it.
         async with link.client.listen(tools_list_changed=True) as subscription:
@@ -431,7 +431,7 @@ witness(
 
 
 class _ListenGuardedOnceAcknowledged(McpAdapter):
-    async def _listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def listen(self, link: Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         # The defect: only a stream the server acknowledged is guarded ("a refused listen cannot happen, the era has
         # it"), so a refusal escapes before the start is reported and the server's opening waits for it forever.
         async with link.client.listen(tools_list_changed=True) as subscription:
