@@ -147,3 +147,24 @@ def model_tour(bridge: Any) -> None:
     argument the script names no contributor for."""
     for name, arguments, provenance in MODEL_TOUR_CALLS:
         bridge.call(name, arguments, provenance)
+
+
+def reads_a_large_output(bridge: Any) -> None:
+    """Reads ``logs.dump`` once: the harness makes its output larger than the output limit."""
+    bridge.call("logs.dump", {}, {})
+
+
+def echoes_the_same_text_six_times(bridge: Any) -> None:
+    """Six identical calls of ``files.echo``, one more than the loop breaker's threshold (5) lets run and refuses."""
+    for _ in range(6):
+        bridge.call("files.echo", {"text": "again"}, {"text": ["user-1"]})
+
+
+def waits_on_a_slow_tool(bridge: Any) -> None:
+    """Calls ``slow.tool`` once: the harness makes it pause far past its deadline."""
+    bridge.call("slow.tool", {}, {})
+
+
+def looks_up_the_weather(bridge: Any) -> None:
+    """Calls ``weather.lookup`` once: the harness makes it fail TRANSIENT on its first attempt."""
+    bridge.call("weather.lookup", {}, {})

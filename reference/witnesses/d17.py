@@ -5,9 +5,12 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import dataclasses
 import hashlib
 import inspect
 import json
+import math
 import re
 import sys
 import uuid
@@ -21,16 +24,24 @@ from anyio.streams.text import TextReceiveStream
 
 from toolproof.reference.hooks import (
     DISPOSITION,
+    STEP_TABLE,
     Bridge,
+    CallState,
+    ContextParts,
     Pipeline,
+    PipelineHost,
+    Resolved,
     bridge_call_id,
     dump_json,
 )
 from toolproof.spec import (
     Disposition,
+    InvocationStatus,
     ProposedCall,
+    ReasonCode,
     ScriptRequest,
     ScriptRun,
+    Step,
     StepRequest,
     Success,
     Suspended,
@@ -449,3 +460,85 @@ class _OrderedDivergenceBridge(Bridge):
 )
 class _DivergenceReadsMemberOrder(Pipeline):
     bridge_class = _OrderedDivergenceBridge
+
+
+# -- Per-call rules skipped on the bridge's path: each witness treats a script's calls as the script's own business.
+
+_IN_A_SCRIPT: contextvars.ContextVar[bool] = contextvars.ContextVar("in_a_script", default=False)
+"""Whether the call being run was made by a script: set while the bridge runs one."""
+
+
+class _MarkingBridge(Bridge):
+    async def run(self, request: ScriptRequest) -> ScriptRun:
+        token = _IN_A_SCRIPT.set(True)
+        try:
+            return await super().run(request)
+        finally:
+            _IN_A_SCRIPT.reset(token)
+
+
+async def _excerpt_unless_in_a_script(p: PipelineHost, s: CallState) -> None:
+    if not _IN_A_SCRIPT.get():  # The defect: a script is a program, so it is handed the whole output.
+        await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness(
+    "script_outputs_never_excerpted",
+    ("D12.1",),
+    "delivers the output of a call a script made whole, however far over the limit, since a program reads it",
+)
+class _ScriptOutputsNeverExcerpted(Pipeline):
+    bridge_class = _MarkingBridge
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_unless_in_a_script}
+
+
+@witness(
+    "script_calls_never_trip_the_breaker",
+    ("D14.3",),
+    "never trips the loop breaker on a call a script made: a script's loops are taken for polling",
+)
+class _ScriptCallsNeverTripTheBreaker(Pipeline):
+    bridge_class = _MarkingBridge
+
+    def trip(self, prior: list[tuple[InvocationStatus, ReasonCode | None]]) -> ReasonCode | None:
+        return None if _IN_A_SCRIPT.get() else super().trip(prior)
+
+
+@witness(
+    "script_calls_without_a_deadline",
+    ("D2.4",),
+    "runs a call a script made with no deadline, leaving the sandbox to bound the whole script",
+)
+class _ScriptCallsWithoutADeadline(Pipeline):
+    bridge_class = _MarkingBridge
+
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        return dataclasses.replace(parts, deadline=math.inf) if _IN_A_SCRIPT.get() else parts
+
+
+class _OneAttempt:
+    """The pipeline as step 10 sees it on a script's call: one attempt allowed, everything else the pipeline's."""
+
+    def __init__(self, pipeline: PipelineHost) -> None:
+        self.pipeline = pipeline
+        self.config = pipeline.config.model_copy(update={"max_attempts": 1})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pipeline, name)
+
+
+async def _execute_once_in_a_script(p: PipelineHost, s: CallState) -> None:
+    # The defect: a script sees its call's TRANSIENT failure and may retry it itself, so the step never does.
+    host: Any = _OneAttempt(p) if _IN_A_SCRIPT.get() else p
+    await STEP_TABLE[Step.EXECUTE](host, s)
+
+
+@witness(
+    "script_transient_failures_never_retried",
+    ("D10.2",),
+    "never retries a TRANSIENT failure of a call a script made: the script is handed the failure to retry itself",
+)
+class _ScriptTransientFailuresNeverRetried(Pipeline):
+    bridge_class = _MarkingBridge
+    steps = STEP_TABLE | {Step.EXECUTE: _execute_once_in_a_script}
