@@ -24,6 +24,7 @@ from toolproof.spec import (
     Success,
     ToolExecutionContext,
     ToolResult,
+    ToolSource,
     TrustLabel,
 )
 
@@ -246,14 +247,21 @@ _NOT_VALID: dict[str, JsonObject] = {
 """Structures the schema refuses, each in one way: a type, a required member, and an extra member at every depth."""
 
 
+SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have (an MCP tool's structure is the adapter's: see D8's scenarios)."""
+
+
 @pytest.mark.rules("D1.4")
-async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Harness) -> None:
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
+async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Harness, source: ToolSource) -> None:
+    # Every source alike: a device's or a sandbox's structure is validated as a builtin's is.
     tools = [
         ReturnsTool(
             harness.world,
             ToolResult(ok=True, structured=structure),
             name=f"stats.count_{i}",
             output_schema=_NESTED_SCHEMA,
+            source=source,
         )
         for i, structure in enumerate([*_NOT_VALID.values(), {"count": 2, "items": [{"id": "a"}], "meta": {"page": 1}}])
     ]
@@ -263,12 +271,14 @@ async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Ha
     harness.expect(
         "D1.4",
         not wrong,
-        f"structures the output schema refuses were delivered: {wrong}; each must complete FAILED invalid_tool_result",
+        f"structures the output schema refuses were delivered by a {source.value} tool: {wrong}; each must complete "
+        "FAILED invalid_tool_result",
     )
     harness.expect(
         "D1.4",
         isinstance(answers[-1], Success),
-        f"a structure the output schema accepts was answered {describe(answers[-1])}; expected it delivered",
+        f"a structure the output schema accepts from a {source.value} tool was answered {describe(answers[-1])}; "
+        "expected it delivered",
     )
 
 
@@ -282,14 +292,18 @@ async def test_structure_refused_by_the_schema_in_any_way_is_invalid(harness: Ha
     ],
     ids=["structure-only", "content-and-structure", "empty-structure"],
 )
-async def test_structure_from_a_tool_without_output_schema_is_invalid(harness: Harness, result: ToolResult) -> None:
-    tool = ReturnsTool(harness.world, result, name="stats.count", output_schema=None)
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
+async def test_structure_from_a_tool_without_output_schema_is_invalid(
+    harness: Harness, result: ToolResult, source: ToolSource
+) -> None:
+    tool = ReturnsTool(harness.world, result, name="stats.count", output_schema=None, source=source)
     async with harness.open(tool) as session:
         d = await session.call(tool.spec.name)
     harness.expect(
         "D1.4",
         _invalid_result(d) and not isinstance(d, Success),
-        f"a tool with no output schema returned structure {result.structured!r} and was answered {d!r}; structure "
+        f"a {source.value} tool with no output schema returned structure {result.structured!r} and was answered "
+        f"{d!r}; structure "
         "that cannot be validated is an invalid result",
     )
 

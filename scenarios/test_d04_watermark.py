@@ -184,13 +184,16 @@ _OWES_THE_MARK = [
 
 
 @pytest.mark.rules("D4.10")
-async def test_consequential_tool_without_watermark_is_flagged(harness: Harness) -> None:
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
+async def test_consequential_tool_without_watermark_is_flagged(harness: Harness, source: ToolSource) -> None:
+    # Every source alike: a device's or a sandbox's unmarked effect has left the process as a builtin's has.
     forgetful = [
         ForgetsWatermarkTool(
             harness.world,
             name=f"unmarked.{side_effect.value.lower()}_{idempotency.value.lower()}",
             side_effect=side_effect,
             idempotency=idempotency,
+            source=source,
         )
         for side_effect, idempotency in _OWES_THE_MARK
     ]
@@ -209,7 +212,7 @@ async def test_consequential_tool_without_watermark_is_flagged(harness: Harness)
         "D4.10",
         counts == list(range(3 * len(forgetful) + 1)),
         f"{Metric.EFFECT_UNMARKED.value} was {counts[0]} after a marking write and a read, then {counts[1:]} after "
-        f"unmarked writes of {[f'{a.value}/{b.value}' for a, b in _OWES_THE_MARK]}, each called three times in turn; "
+        f"unmarked {source.value} writes of {[f'{a.value}/{b.value}' for a, b in _OWES_THE_MARK]}, each called three times in turn; "
         "expected 0, then one more per call",
     )
 

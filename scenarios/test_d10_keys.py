@@ -42,6 +42,7 @@ from toolproof.spec import (
     ToolExecutionContext,
     ToolFailure,
     ToolResult,
+    ToolSource,
 )
 
 from ._harness import Harness, Session, describe
@@ -139,13 +140,19 @@ class _MarksThenTransient(FakeTool):
         return ToolResult(ok=False, failure=ToolFailure(kind="TRANSIENT"))
 
 
+SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have (an MCP tool is the adapter's: see D7's and D8's scenarios)."""
+
+
 @pytest.mark.rules("D10.2")
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
 @pytest.mark.parametrize("max_attempts", [1, 2, 3])
 async def test_a_transient_failure_after_a_non_idempotent_mark_is_never_retried(
-    harness: Harness, max_attempts: int
+    harness: Harness, max_attempts: int, source: ToolSource
 ) -> None:
     # Every side effect and idempotency class, marked or not: a TRANSIENT failure runs again up to max_attempts,
     # unless the watermark is set on a NON_IDEMPOTENT tool (its effect may have escaped; D10.2's interpretation).
+    # Every source alike: a sandbox discarded after the call does not take back what left it.
     tools = [
         _MarksThenTransient(
             harness.world,
@@ -154,6 +161,7 @@ async def test_a_transient_failure_after_a_non_idempotent_mark_is_never_retried(
             side_effect=side_effect,
             idempotency=idempotency,
             input_schema={"type": "object"},
+            source=source,
         )
         for side_effect in SideEffect
         for idempotency in IdempotencyClass
@@ -171,7 +179,7 @@ async def test_a_transient_failure_after_a_non_idempotent_mark_is_never_retried(
     harness.expect(
         "D10.2",
         not wrong,
-        f"with max_attempts {max_attempts}, tools reporting TRANSIENT every time: {wrong}; a marked NON_IDEMPOTENT "
+        f"with max_attempts {max_attempts}, {source.value} tools reporting TRANSIENT every time: {wrong}; a marked NON_IDEMPOTENT "
         "call may have left its mark, so it is never run again, and every other is retried up to the bound",
     )
 
@@ -287,10 +295,12 @@ async def test_array_order_and_value_types_change_the_key(harness: Harness, kind
 
 
 @pytest.mark.rules("D10.5")
-async def test_new_tool_version_gets_a_new_key(harness: Harness) -> None:
+@pytest.mark.parametrize("source", SOURCES, ids=[s.value for s in SOURCES])
+async def test_new_tool_version_gets_a_new_key(harness: Harness, source: ToolSource) -> None:
+    # Every source alike: a device tool's version names its firmware's behaviour as a builtin's names its code's.
     keys = []
     for version in ("1", "2"):
-        tool = WriteTool(harness.world, version=version)
+        tool = WriteTool(harness.world, version=version, source=source)
         async with harness.open(tool) as session:
             harness.success(
                 "D10.5", await session.call(tool.spec.name, {"title": "t"}, call_id="call-1", step_number=1)
@@ -299,7 +309,7 @@ async def test_new_tool_version_gets_a_new_key(harness: Harness) -> None:
     harness.expect(
         "D10.5",
         len(set(keys)) == 2 and len(harness.world.effects) == 2,
-        f"the same call under tool_version 1 then 2 left {len(set(keys))} key(s) and {len(harness.world.effects)} effect(s)",
+        f"the same {source.value} call under tool_version 1 then 2 left {len(set(keys))} key(s) and {len(harness.world.effects)} effect(s)",
     )
 
 

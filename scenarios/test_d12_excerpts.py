@@ -29,6 +29,7 @@ from toolproof.spec import (
     SimulatedCrash,
     Success,
     Suspended,
+    ToolSource,
     TrustLabel,
     excerpt_marker_text,
 )
@@ -492,23 +493,26 @@ async def test_outputs_at_the_limit_ending_a_part_in_a_wide_character_are_whole(
     )
 
 
-# The same outputs from a builtin tool and from an MCP server whose own cap (its default, 16 MiB) is far above the
-# limit: step 12 bounds what the pipeline delivers whatever tool produced it; the server's cap is no excerpt limit.
+# The same outputs from a tool of every source and from an MCP server whose own cap (its default, 16 MiB) is far
+# above the limit: step 12 bounds what the pipeline delivers whatever tool produced it; the server's cap is no
+# excerpt limit.
 _AROUND = [(SMALL - 1, 1), (SMALL, 1), (SMALL + 1, 1), (5 * SMALL, 1), (SMALL // 2, 2), (SMALL // 2 + 10, 2)]
 """(count, parts): ``parts`` parts of ``count`` ASCII bytes each, under, at and over the limit."""
+_PORT_SOURCES = {"builtin": ToolSource.BUILTIN, "device": ToolSource.DEVICE, "sandbox": ToolSource.SANDBOX}
+"""Every source a tool of the port can have, by its cell id."""
 _SOURCES = [
-    "builtin",
+    *_PORT_SOURCES,
     pytest.param("mcp", marks=pytest.mark.profiles("mcp")),
     pytest.param("mcp-resource", marks=pytest.mark.profiles("mcp")),
 ]
-"""A builtin tool, an MCP server's tool, and the server's synthetic read_resource tool reading a resource of that
-size (D8.1: it runs the full pipeline, step 12 included)."""
+"""A tool of every source of the port, an MCP server's tool, and the server's synthetic read_resource tool reading a
+resource of that size (D8.1: it runs the full pipeline, step 12 included)."""
 
 
 async def _from_source(harness: Harness, source: str, count: int, parts: int, rule: str = "D12.1") -> Success:
     what = f"a {count * parts}-byte output of {parts} part(s) from a {source} tool"
-    if source == "builtin":
-        tool = PartsTool(harness.world, [("a" * count, None)] * parts)
+    if source in _PORT_SOURCES:
+        tool = PartsTool(harness.world, [("a" * count, None)] * parts, source=_PORT_SOURCES[source])
         async with harness.open(tool, max_output_bytes=SMALL) as session:
             return harness.success(rule, await session.call(tool.spec.name), what)
     config, _ = memory(harness, "big", "MultibyteOutputServer", classification=READ)

@@ -31,6 +31,7 @@ from toolproof.spec import (
     Success,
     ToolFailure,
     ToolResult,
+    ToolSource,
     ToolSpec,
     TrustLabel,
 )
@@ -294,3 +295,10 @@ async def _excerpt_leaving_out_empty_parts(p: PipelineHost, s: CallState) -> Non
 @witness("empty_parts_left_out", ("D1.5",), "leaves a result's empty content parts out of the delivered content")
 class _EmptyPartsLeftOut(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_leaving_out_empty_parts}
+
+
+@witness("device_structure_unvalidated", ("D1.4",), "delivers a DEVICE tool's structure without validating it")
+class _DeviceStructureUnvalidated(Pipeline):
+    def accepts_structure(self, spec: ToolSpec, result: ToolResult) -> bool:
+        # The defect: a device's firmware shapes its readings, so its structure is taken as it comes.
+        return spec.source is ToolSource.DEVICE or super().accepts_structure(spec, result)

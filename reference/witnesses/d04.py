@@ -671,3 +671,11 @@ async def _device_raise_trusts_the_channel(p: PipelineHost, s: CallState) -> Non
 )
 class _DeviceRaiseIgnoresWatermark(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _device_raise_trusts_the_channel}
+
+
+@witness("unmarked_flag_builtin_only", ("D4.10",), "flags an unmarked consequential call of a BUILTIN tool only")
+class _UnmarkedFlagBuiltinOnly(Pipeline):
+    def unmarked(self, s: CallState) -> bool:
+        # The defect: a device or a sandbox "reports its own effects", so only a builtin is held to the watermark.
+        builtin = s.resolved is not None and s.resolved.spec.source is ToolSource.BUILTIN
+        return builtin and super().unmarked(s)

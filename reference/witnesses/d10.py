@@ -22,6 +22,7 @@ from toolproof.reference.hooks import (
 from toolproof.spec import (
     JsonObject,
     Step,
+    ToolSource,
 )
 
 from ._registry import key_without, witness
@@ -180,11 +181,16 @@ async def _execute_retrying_escaped(p: PipelineHost, s: CallState) -> None:
     # The defect: a TRANSIENT failure is retried up to max_attempts whatever the watermark, so a NON_IDEMPOTENT
     # call that marked its effect (and may have left it) runs, and acts, again.
     while _transient(p, s) and s.attempt < p.config.max_attempts:
-        s.attempt += 1
-        p.store.update(s.invocation_id, {"attempt": s.attempt})
-        s.raw_result, s.error, s.timed_out = None, None, False
-        await p.steps[Step.PREPARE](p, s)
-        await STEP_TABLE[Step.EXECUTE](p, s)
+        await _run_again(p, s)
+
+
+async def _run_again(p: PipelineHost, s: CallState) -> None:
+    """Steps 9 and 10 once more, as the next attempt under the same key."""
+    s.attempt += 1
+    p.store.update(s.invocation_id, {"attempt": s.attempt})
+    s.raw_result, s.error, s.timed_out = None, None, False
+    await p.steps[Step.PREPARE](p, s)
+    await STEP_TABLE[Step.EXECUTE](p, s)
 
 
 @witness(
@@ -194,3 +200,45 @@ async def _execute_retrying_escaped(p: PipelineHost, s: CallState) -> None:
 )
 class _TransientRetryIgnoresWatermark(Pipeline):
     steps = STEP_TABLE | {Step.EXECUTE: _execute_retrying_escaped}
+
+
+def _source(s: CallState) -> ToolSource | None:
+    return s.resolved.spec.source if s.resolved is not None else None
+
+
+async def _execute_retrying_marked_sandbox(p: PipelineHost, s: CallState) -> None:
+    await _execute(p, s)
+    # The defect: a sandbox is discarded after each run, so what it marked is taken to have gone with it, and its
+    # TRANSIENT failure is retried up to max_attempts as if nothing had left.
+    while _source(s) is ToolSource.SANDBOX and _transient(p, s) and s.attempt < p.config.max_attempts:
+        await _run_again(p, s)
+
+
+@witness(
+    "sandbox_marked_transient_retried",
+    ("D10.2",),
+    "retries a SANDBOX tool's TRANSIENT failure up to max_attempts even after its NON_IDEMPOTENT effect was marked",
+)
+class _SandboxMarkedTransientRetried(Pipeline):
+    steps = STEP_TABLE | {Step.EXECUTE: _execute_retrying_marked_sandbox}
+
+
+async def _resolve_device_key_unversioned(p: PipelineHost, s: CallState) -> None:
+    await _resolve(p, s)
+    if _source(s) is not ToolSource.DEVICE:
+        return
+    # The defect: a device tool's version is its firmware's, which the device keeps, so the key leaves it out.
+    s.key = idempotency_key(
+        tenant=s.request.tenant,
+        run_id=s.request.run_id,
+        step_number=s.request.step_number,
+        call_id=s.call.call_id,
+        tool_name=s.call.tool_name,
+        tool_version=None,
+        arguments=s.call.arguments,
+    )
+
+
+@witness("device_key_versionless", ("D10.5",), "leaves tool_version out of a DEVICE tool's key")
+class _DeviceKeyVersionless(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_device_key_unversioned}

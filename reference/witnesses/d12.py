@@ -377,3 +377,14 @@ async def _excerpt_all_but_resources(p: PipelineHost, s: CallState) -> None:
 )
 class _ResourceReadsDeliveredWhole(Pipeline):
     steps = STEP_TABLE | {Step.EXCERPT: _excerpt_all_but_resources}
+
+
+async def _excerpt_all_but_sandbox_output(p: PipelineHost, s: CallState) -> None:
+    if s.resolved is not None and s.resolved.spec.source is ToolSource.SANDBOX:
+        return  # The defect: "the sandbox runner caps its own output", so step 12 lets it through whole.
+    await STEP_TABLE[Step.EXCERPT](p, s)
+
+
+@witness("sandbox_output_not_excerpted", ("D12.1", "D12.2"), "delivers a SANDBOX tool's output over the limit whole")
+class _SandboxOutputNotExcerpted(Pipeline):
+    steps = STEP_TABLE | {Step.EXCERPT: _excerpt_all_but_sandbox_output}
