@@ -26,6 +26,7 @@ time for the attempt's entry; it never measures how long anything took.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import anyio
 import pytest
@@ -87,11 +88,8 @@ async def _lost(harness: Harness, session: Session, rule: str, name: str, server
     harness.fail(rule, f"the server {server_id} exited and no disconnected entry was ever recorded for it")
 
 
-@pytest.mark.rules("D7.6")
-@pytest.mark.slow
-@pytest.mark.parametrize("protocol", ERAS)
-async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harness: Harness, protocol: str) -> None:
-    # The server's restarts fail while the flag exists: every attempt in the down phase is a reconnect_failed.
+def _kept_down_server(harness: Harness, protocol: str) -> tuple[Path, McpServerConfig]:
+    """ExitsBetweenCallsServer over stdio as server ``down``, whose restarts fail while the returned file exists."""
     down = harness.directory / "kept-down"
     config = McpServerConfig(
         server_id="down",
@@ -101,6 +99,15 @@ async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harn
         protocol=protocol,
     )
     harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {protocol}, kept down while {down}")
+    return down, config
+
+
+@pytest.mark.rules("D7.6")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_reconnect_attempts_keep_their_schedule_through_a_long_outage(harness: Harness, protocol: str) -> None:
+    # The server's restarts fail while the flag exists: every attempt in the down phase is a reconnect_failed.
+    down, config = _kept_down_server(harness, protocol)
     async with harness.open(mcp_servers=[config]) as session:
         harness.success("D7.6", await session.call("mcp.down.echo", {"text": "up"}), "mcp.down.echo")
         down.touch()
@@ -175,15 +182,7 @@ _NEEDS_PER_INSTANT = 4
 @pytest.mark.rules("D7.6")
 @pytest.mark.slow
 async def test_needs_at_one_instant_make_at_most_one_reconnect_attempt(harness: Harness) -> None:
-    down = harness.directory / "kept-down"
-    config = McpServerConfig(
-        server_id="down",
-        transport=McpTransport.STDIO,
-        command=stdio_command("ExitsBetweenCallsServer", down_while=down),
-        classification=READ,
-        protocol=ERAS[0],
-    )
-    harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {ERAS[0]}, kept down while {down}")
+    down, config = _kept_down_server(harness, ERAS[0])
     wrong: list[str] = []
     async with harness.open(mcp_servers=[config]) as session:
         harness.success("D7.6", await session.call("mcp.down.echo", {"text": "up"}), "mcp.down.echo")
@@ -241,15 +240,7 @@ MOST_ATTEMPTS = 12
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_reconnect_waits_never_shrink(harness: Harness, protocol: str) -> None:
-    down = harness.directory / "kept-down"
-    config = McpServerConfig(
-        server_id="down",
-        transport=McpTransport.STDIO,
-        command=stdio_command("ExitsBetweenCallsServer", down_while=down),
-        classification=READ,
-        protocol=protocol,
-    )
-    harness.log.append(f"mcp server down: ExitsBetweenCallsServer over stdio, {protocol}, kept down while {down}")
+    down, config = _kept_down_server(harness, protocol)
     waits: list[float] = []
     wrong: list[str] = []
     needs = itertools.count(1)

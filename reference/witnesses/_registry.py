@@ -121,20 +121,25 @@ def key_without(*blank: str) -> StepFunction:
 
     async def resolve(p: PipelineHost, s: CallState) -> None:
         await STEP_TABLE[Step.RESOLVE](p, s)
-        inputs = {
-            "tenant": s.request.tenant,
-            "run_id": s.request.run_id,
-            "step_number": s.request.step_number,
-            "call_id": s.call.call_id,
-            "tool_name": s.call.tool_name,
-            "tool_version": s.resolved.spec.version if s.resolved else None,
-            "arguments": s.call.arguments,
-        }
-        for name in blank:
-            inputs[name] = 0 if name == "step_number" else ""
-        s.key = idempotency_key(**inputs)  # type: ignore[arg-type]
+        s.key = key_blanking(s, *blank)
 
     return resolve
+
+
+def key_blanking(s: CallState, *blank: str) -> str:
+    """The call's idempotency key with the ``blank`` inputs blanked (after step 1 resolved the tool)."""
+    inputs = {
+        "tenant": s.request.tenant,
+        "run_id": s.request.run_id,
+        "step_number": s.request.step_number,
+        "call_id": s.call.call_id,
+        "tool_name": s.call.tool_name,
+        "tool_version": s.resolved.spec.version if s.resolved else None,
+        "arguments": s.call.arguments,
+    }
+    for name in blank:
+        inputs[name] = 0 if name == "step_number" else ""
+    return idempotency_key(**inputs)  # type: ignore[arg-type]
 
 
 def reads_a_resource(s: CallState) -> bool:

@@ -25,7 +25,7 @@ from toolproof.spec import (
     ToolSource,
 )
 
-from ._registry import key_without, witness
+from ._registry import key_blanking, key_without, witness
 
 
 @witness("tenantless_key", ("D10.1",), "leaves the tenant out of the key")
@@ -225,18 +225,9 @@ class _SandboxMarkedTransientRetried(Pipeline):
 
 async def _resolve_device_key_unversioned(p: PipelineHost, s: CallState) -> None:
     await _resolve(p, s)
-    if _source(s) is not ToolSource.DEVICE:
-        return
-    # The defect: a device tool's version is its firmware's, which the device keeps, so the key leaves it out.
-    s.key = idempotency_key(
-        tenant=s.request.tenant,
-        run_id=s.request.run_id,
-        step_number=s.request.step_number,
-        call_id=s.call.call_id,
-        tool_name=s.call.tool_name,
-        tool_version=None,
-        arguments=s.call.arguments,
-    )
+    if _source(s) is ToolSource.DEVICE:
+        # The defect: a device tool's version is its firmware's, which the device keeps, so the key leaves it out.
+        s.key = key_blanking(s, "tool_version")
 
 
 @witness("device_key_versionless", ("D10.5",), "leaves tool_version out of a DEVICE tool's key")
