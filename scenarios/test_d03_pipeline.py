@@ -11,6 +11,7 @@ import pytest
 from toolproof.fakes import (
     EchoTool,
     FailsTool,
+    FakeTool,
     MarkThenProbeTool,
     Probe,
     ProbeTool,
@@ -19,6 +20,7 @@ from toolproof.fakes import (
     World,
     WriteTool,
 )
+from toolproof.fakes.mcp import BROKEN, NO_STRUCTURE, SCHEMA_BREAKS
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     LOOP_THRESHOLD,
@@ -34,10 +36,14 @@ from toolproof.spec import (
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
+    JsonObject,
+    McpClassification,
     Outcome,
     PortViolation,
     ProposedCall,
     ReasonCode,
+    Risk,
+    SideEffect,
     StoreFault,
     Success,
     Suspended,
@@ -49,6 +55,7 @@ from toolproof.spec import (
 )
 
 from ._harness import Harness, Session, describe
+from ._mcp import ERAS, memory
 
 
 def _own_row(session: Session) -> Probe:
@@ -433,44 +440,143 @@ def _expect_replayed(harness: Harness, what: str, first: Disposition, again: Dis
     )
 
 
-_INVALID_RESULTS: dict[str, object] = {
+class _ActsThenReturns(FakeTool):
+    """Marks its effect (when ``marks``), leaves it in the world, then returns ``returns`` as it is, every time."""
+
+    def __init__(self, world: World, name: str, returns: object, marks: bool, **spec: Any) -> None:
+        super().__init__(world, name=name, **spec)
+        self.returns = returns
+        self.marks = marks
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        if self.marks:
+            await context.mark_effect_sent()
+        self.world.leave_mark(self.spec.name, arguments, context)
+        return self.returns
+
+
+_REJECTED_RESULTS: dict[str, object] = {
+    "claims-a-status": {"ok": True, "status": "SUCCEEDED", "content": [{"text": "sent"}]},
+    "claims-transient": {"ok": False, "status": "RETRY", "failure": {"kind": "TRANSIENT"}},
     "undefined-field": {"ok": True, "verdict": "approved"},
-    "structure-without-schema": {"ok": True, "structured": {"verdict": "approved"}},
     "ok-with-failure": {"ok": True, "failure": {"kind": "ERROR"}},
+    "failed-without-failure": {"ok": False},
+    "unknown-failure-kind": {"ok": False, "failure": {"kind": "RETRY_LATER"}},
+    "structure-without-schema": {"ok": True, "structured": {"verdict": "approved"}},
+    "text": "sent",
+    "none": None,
+    "list": [{"ok": True, "content": [{"text": "sent"}]}],
 }
-"""Results step 11 rejects (invalid_tool_result), each returned after the tool marked and made its effect."""
+"""What step 11 rejects (invalid_tool_result), returned after the tool acted: a mapping that claims a status (one a
+TRANSIENT failure inside, which begs a retry), carries a field ToolResult does not define, disagrees with itself or
+names no failure kind; structure from a tool without an output schema (a ToolResult step 11 still refuses, D1.4); and
+no mapping at all."""
+
+_PORT_SOURCES = [ToolSource.BUILTIN, ToolSource.DEVICE, ToolSource.SANDBOX]
+"""Every source a tool of the port can have (an MCP tool's result is the adapter's: the MCP cells below)."""
 
 
 @pytest.mark.rules("D3.5")
-@pytest.mark.parametrize("idempotency", list(IdempotencyClass))
-@pytest.mark.parametrize("result", list(_INVALID_RESULTS))
-async def test_a_rejected_result_of_every_class_is_never_run_again(
-    harness: Harness, result: str, idempotency: IdempotencyClass
+@pytest.mark.parametrize("source", _PORT_SOURCES, ids=[s.value for s in _PORT_SOURCES])
+@pytest.mark.parametrize("result", list(_REJECTED_RESULTS))
+async def test_a_rejected_result_of_every_source_and_class_is_never_run_again(
+    harness: Harness, result: str, source: ToolSource
 ) -> None:
-    # However harmless running it again looks (an IDEMPOTENT tool), the effect was made and its result rejected
-    # after step 10: nothing after step 10 undoes or repeats step 10 in that submission.
-    wrong: list[str] = []
-    for side_effect in ("WORKSPACE_WRITE", "EXTERNAL_WRITE"):
-        name = f"payments.send_{side_effect.lower()}"
-        tool = ReturnsTool(
+    # Every side effect and idempotency class, marked or not, of every source: however harmless running it again
+    # looks (an IDEMPOTENT tool, an unmarked one, a result that claims TRANSIENT), the tool acted and step 11 rejected
+    # what it returned after step 10; nothing after step 10 repeats step 10 in that submission (D3.5's
+    # interpretation). Judged by the world: one execution and one effect per call.
+    tools = [
+        _ActsThenReturns(
             harness.world,
-            _INVALID_RESULTS[result],
-            name=name,
-            act_first=True,
+            f"payments.send_{side_effect.value.lower()}_{idempotency.value.lower()}_{'marked' if marks else 'unmarked'}",
+            _REJECTED_RESULTS[result],
+            marks,
             side_effect=side_effect,
-            idempotency=idempotency.value,
+            idempotency=idempotency,
             input_schema={"type": "object"},
+            source=source,
         )
-        async with harness.open(tool, max_attempts=3) as session:
-            d = await session.call(name, {"amount": 5})
-        runs = len(harness.world.executions_of(name))
-        if not (isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT) or runs != 1:
-            wrong.append(f"{side_effect}: answered {describe(d)} after {runs} execution(s)")
+        for side_effect in SideEffect
+        for idempotency in IdempotencyClass
+        for marks in (True, False)
+    ]
+    wrong: list[str] = []
+    async with harness.open(*tools, max_attempts=3) as session:
+        for tool in tools:
+            d = await session.call(tool.spec.name, {"amount": 5})
+            runs, effects = (
+                len(harness.world.executions_of(tool.spec.name)),
+                len(harness.world.effects_of(tool.spec.name)),
+            )
+            rejected = isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT
+            if not rejected or (runs, effects) != (1, 1):
+                wrong.append(f"{tool.spec.name}: answered {describe(d)} after {runs} execution(s), {effects} effect(s)")
     harness.expect(
         "D3.5",
         not wrong,
-        f"a {idempotency.value} tool that acted and returned a rejected result ({result}), with max_attempts 3: "
-        f"{wrong}; expected invalid_tool_result after one execution",
+        f"{source.value} tools that acted and returned a rejected result ({result}), with max_attempts 3: {wrong}; "
+        "expected invalid_tool_result after one execution and one effect each",
+    )
+
+
+_MCP_REJECTED = {
+    "schema-break": ("SchemaViolationServer", sorted(SCHEMA_BREAKS)),
+    "no-structure": ("SchemaViolationServer", [NO_STRUCTURE]),
+    "era-break": ("EraViolatorServer", [BROKEN.name]),
+}
+"""MCP answers step 11 rejects, by fake and tool: structure its pinned output schema refuses (D8.11), a success
+without the structure it declares (D8.12), and an answer that is no result of the era (D7.9)."""
+
+
+def _mcp_classification(idempotency: IdempotencyClass | None) -> McpClassification:
+    """A server's tools as read-only (None: the adapter marks nothing) or as writes of ``idempotency`` (marked)."""
+    if idempotency is None:
+        return McpClassification(
+            side_effect=SideEffect.READ_ONLY, risk=Risk.LOW, idempotency=IdempotencyClass.IDEMPOTENT
+        )
+    return McpClassification(side_effect=SideEffect.EXTERNAL_WRITE, risk=Risk.LOW, idempotency=idempotency)
+
+
+_MCP_SERVER_IDS: dict[IdempotencyClass | None, str] = {
+    None: "readonly",
+    **{c: c.value.lower().replace("_", "") for c in IdempotencyClass},
+}
+"""A server id per classification: read-only (None), or a write of each idempotency class."""
+
+
+@pytest.mark.rules("D3.5")
+@pytest.mark.profiles("mcp")
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("answer", list(_MCP_REJECTED))
+async def test_a_rejected_mcp_result_of_every_class_is_never_sent_again(
+    harness: Harness, answer: str, protocol: str
+) -> None:
+    # The server is the world: its log holds every tools/call it received. A read-only classification leaves the call
+    # unmarked, a write of any class marked; either way the server answered, and step 11 rejected the answer.
+    fake_name, remote_names = _MCP_REJECTED[answer]
+    # A server per class, all in one session (a run pins its servers' tools when it first calls one of them).
+    servers = {
+        _MCP_SERVER_IDS[c]: (
+            "read-only" if c is None else f"{c.value} write",
+            *memory(harness, _MCP_SERVER_IDS[c], fake_name, classification=_mcp_classification(c), protocol=protocol),
+        )
+        for c in _MCP_SERVER_IDS
+    }
+    wrong: list[str] = []
+    async with harness.open(mcp_servers=[config for _, config, _ in servers.values()], max_attempts=3) as session:
+        for server, (what, _, fake) in servers.items():
+            for remote in remote_names:
+                d = await session.call(f"mcp.{server}.{remote}", {"text": "x"})
+                sent = [e for e in fake.log if e == f"tools/call {remote}" or e.startswith(f"tools/call {remote}:")]
+                rejected = isinstance(d, Outcome) and d.reason_code is ReasonCode.INVALID_TOOL_RESULT
+                if not rejected or len(sent) != 1:
+                    wrong.append(f"{remote} ({what}): answered {describe(d)} after {len(sent)} tools/call(s)")
+    harness.expect(
+        "D3.5",
+        not wrong,
+        f"MCP tools whose server answered what step 11 rejects ({answer}, {protocol}), with max_attempts 3: {wrong}; "
+        "expected invalid_tool_result after one tools/call each",
     )
 
 

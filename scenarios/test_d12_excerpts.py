@@ -527,7 +527,7 @@ async def _from_source(harness: Harness, source: str, count: int, parts: int, ru
 @pytest.mark.rules("D12.5")
 @pytest.mark.parametrize("source", _SOURCES)
 @pytest.mark.parametrize(("count", "parts"), [(count, parts) for count, parts in _AROUND if count * parts <= SMALL])
-async def test_builtin_and_mcp_output_within_the_limit_is_delivered_whole_alike(
+async def test_output_of_every_source_within_the_limit_is_delivered_whole_alike(
     harness: Harness, source: str, count: int, parts: int
 ) -> None:
     d = await _from_source(harness, source, count, parts, rule="D12.5")
@@ -539,7 +539,7 @@ async def test_builtin_and_mcp_output_within_the_limit_is_delivered_whole_alike(
 @pytest.mark.rules("D12.1")
 @pytest.mark.parametrize("source", _SOURCES)
 @pytest.mark.parametrize(("count", "parts"), [(count, parts) for count, parts in _AROUND if count * parts > SMALL])
-async def test_builtin_and_mcp_output_over_the_limit_is_excerpted_alike(
+async def test_output_of_every_source_over_the_limit_is_excerpted_alike(
     harness: Harness, source: str, count: int, parts: int
 ) -> None:
     d = await _from_source(harness, source, count, parts)
@@ -552,7 +552,7 @@ async def test_builtin_and_mcp_output_over_the_limit_is_excerpted_alike(
 @pytest.mark.rules("D12.2")
 @pytest.mark.parametrize("source", _SOURCES)
 @pytest.mark.parametrize(("count", "parts"), [(count, parts) for count, parts in _AROUND if count * parts > SMALL])
-async def test_builtin_and_mcp_output_over_the_limit_are_artifacts_alike(
+async def test_outputs_of_every_source_over_the_limit_are_artifacts_alike(
     harness: Harness, source: str, count: int, parts: int
 ) -> None:
     d = await _from_source(harness, source, count, parts, rule="D12.2")

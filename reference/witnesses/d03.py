@@ -497,6 +497,37 @@ class _InvalidResultOfIdempotentToolRetried(Pipeline):
     steps = STEP_TABLE | {Step.NORMALIZE: _reruns_invalid_idempotent_results}
 
 
+async def _reruns_garbled_device_results(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.NORMALIZE](p, s)
+    spec = s.resolved.spec if s.resolved else None
+    # The defect: a device's answer that is no ToolResult at all is taken for a garbled transmission and asked for
+    # again, up to the retry bound, watermark or not; the last answer is judged as step 11 judges any.
+    while (
+        spec is not None
+        and spec.source is ToolSource.DEVICE
+        and s.error is None
+        and not s.timed_out
+        and p.parse_result(s.raw_result) is None
+        and s.attempt < p.config.max_attempts
+    ):
+        s.disposition = None
+        s.attempt += 1
+        p.store.update(s.invocation_id, {"attempt": s.attempt})
+        s.raw_result = None
+        await p.steps[Step.PREPARE](p, s)
+        await p.steps[Step.EXECUTE](p, s)
+        await STEP_TABLE[Step.NORMALIZE](p, s)
+
+
+@witness(
+    "device_garbled_result_rerun",
+    ("D3.5",),
+    "runs a DEVICE tool again, marked or not, when what it returned is no ToolResult at all",
+)
+class _DeviceGarbledResultRerun(Pipeline):
+    steps = STEP_TABLE | {Step.NORMALIZE: _reruns_garbled_device_results}
+
+
 @witness("events_share_one_seq", ("D3.7",), "reads a run's events back in order but with seq 0 for every one")
 class _EventsShareOneSeq(Pipeline):
     def __init__(self, **kwargs: Any) -> None:

@@ -4,7 +4,9 @@ Each is the reference with one deliberate defect, named for it; ``breaks`` names
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Integer, MetaData, Table
+import json
+
+from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
 
 from toolproof.reference.hooks import (
     CatalogRow,
@@ -45,3 +47,33 @@ class _RegistrySnapshotsUnlisted(_RegistrySnapshots):
         listed = self.store.tables
         # The defect: the listing is edited rather than the schema.
         self.store.tables = lambda: [name for name in listed() if name != "tool_registry_snapshots"]  # type: ignore[method-assign]
+
+
+@witness(
+    "registry_copied_under_another_name",
+    ("D18.1",),
+    "snapshots its registry (each tool's name and spec) into a table not named tool_registry_snapshots, at every start",
+)
+class _RegistryCopiedUnderAnotherName(Pipeline):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        metadata = MetaData()
+        # The defect: the snapshot decision 18 rejects, kept under a name no check of names looks for.
+        copy = Table(
+            "worker_boot_state",
+            metadata,
+            Column("id", Integer, primary_key=True),
+            Column("worker_id", String),
+            Column("tool_name", String),
+            Column("spec_json", Text),
+        )
+        metadata.create_all(self.store.engine)
+        rows = []
+        for name in self.registry.names:
+            found = self.registry.resolve(name)
+            if found is not None:
+                spec = json.dumps(found[0].model_dump(mode="json"), sort_keys=True)
+                rows.append({"worker_id": self.worker_id, "tool_name": name, "spec_json": spec})
+        if rows:
+            with self.store.engine.begin() as connection:
+                connection.execute(insert(copy), rows)
