@@ -5,7 +5,8 @@ D7.5: an error the server answers, to a call or to a listing, is not a lost conn
 entry (judged with a call, tools/list, prompts/list and resources/list answering an error, in both eras, and with the
 2026-07-28 era's listen stream ended by an error or refused outright, in-memory, over stdio and over streamable
 HTTP; in-memory with JSON-RPC's internal error, with -32000 (the code the MCP SDK also gives its own closed
-connection) and with two codes the application's, -1 and 4242; a call over stdio and HTTP with -32000 too); a loss is
+connection) and with two codes the application's, -1 and 4242; a call over stdio and HTTP with -32000 too, and
+in-memory with every other code in the SDK's own closure words, "Connection closed ..."); a loss is
 one server's, so the other servers' calls run at once, with no entry of theirs and no wait for the clock (which stands
 still).
 
@@ -354,28 +355,36 @@ async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
     )
 
 
+CLOSURE_WORDS = "Connection closed by the record service"
+"""A server's error message in the words the MCP SDK gives its own closed connection ("Connection closed"): with any
+code but -32000, the SDK's, the code alone says the server answered it."""
+
+
 def _refused_call_cells() -> list[object]:
     cells: list[object] = []
     for transport in TRANSPORTS:
         for protocol in ERAS:
             for code in ERROR_CODES if transport == "memory" else ERROR_CODES[:2]:
                 marks = () if transport == "memory" else pytest.mark.slow
-                cells.append(pytest.param(protocol, transport, code, id=f"{protocol}-{transport}-{code}", marks=marks))
+                cell = f"{protocol}-{transport}-{code}"
+                cells.append(pytest.param(protocol, transport, code, "", id=cell, marks=marks))
+                if transport == "memory" and code != -32000:
+                    cells.append(pytest.param(protocol, transport, code, CLOSURE_WORDS, id=f"{cell}-closure-words"))
     return cells
 
 
 @pytest.mark.rules("D7.5")
-@pytest.mark.parametrize(("protocol", "transport", "code"), _refused_call_cells())
+@pytest.mark.parametrize(("protocol", "transport", "code", "message"), _refused_call_cells())
 async def test_a_call_the_server_answers_with_an_error_is_no_lost_connection(
-    harness: Harness, protocol: str, transport: str, code: int
+    harness: Harness, protocol: str, transport: str, code: int, message: str
 ) -> None:
-    where = f"{transport}, {protocol}"
+    where = f"{transport}, {protocol}" + (f", the error's message {message!r}" if message else "")
     async with (
         reached(harness, "erring", "ListingErrorServer", transport, protocol=protocol) as config,
         harness.open(mcp_servers=[config]) as session,
     ):
         harness.success("D7.5", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
-        refused = await session.call("mcp.erring.refuse", {"code": code})
+        refused = await session.call("mcp.erring.refuse", {"code": code} | ({"message": message} if message else {}))
         harness.expect(
             "D7.5",
             not isinstance(refused, Success) and not _unavailable(refused),

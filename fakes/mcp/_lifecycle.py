@@ -152,14 +152,20 @@ FAIL_LISTING = types.Tool(
 
 REFUSE = types.Tool(
     name="refuse",
-    description="Answers its own call with a JSON-RPC error of code `code` (default -32603, internal error).",
+    description=(
+        "Answers its own call with a JSON-RPC error of code `code` (default -32603, internal error) and message "
+        "`message` (default: the record service refused the call)."
+    ),
     input_schema={
         "type": "object",
-        "properties": {"code": {"type": "integer"}},
+        "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
         "additionalProperties": False,
     },
 )
 """ListingErrorServer's tool whose every call the server answers with a JSON-RPC error, the connection staying up."""
+
+REFUSAL = "the record service refused the call"
+"""The message of ``refuse``'s error when the call names none."""
 
 
 def _listing_error() -> FakeServer:
@@ -219,7 +225,10 @@ def _listing_error() -> FakeServer:
 
     async def refuse(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         code = (params.arguments or {}).get("code", types.INTERNAL_ERROR)
-        raise MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR, "the record service refused the call")
+        message = (params.arguments or {}).get("message", REFUSAL)
+        raise MCPError(
+            code if isinstance(code, int) else types.INTERNAL_ERROR, message if isinstance(message, str) else REFUSAL
+        )
 
     return FakeServer(
         "ListingErrorServer",
