@@ -21,7 +21,7 @@ class McpAdapter(McpSessions):
     """Connects the configured servers, keeps catalog history and session pins, and resolves ``mcp.*`` names.
 
     Witnesses subclass it and override one public hook: ``check``, ``client_options``, ``stdio_parameters``,
-    ``verify``, ``open_error``, ``prefix``, ``lose``, ``backoff``, ``reconnect`` (connection); ``notified``, ``invalidate``,
+    ``verify``, ``open_error``, ``prefix``, ``lost``, ``lose``, ``backoff``, ``reconnect`` (connection); ``notified``, ``invalidate``,
     ``fresh_for``, ``connection_changed``, ``normalize``, ``lists_resources``, ``register``, ``definition_hash``,
     ``refresh``, ``record`` (catalog); ``classify``, ``spec_for``, ``output_cap``, ``over_cap``, ``malformed``
     (classification); ``prefetch``, ``listed``, ``reusable``, ``failed``, ``skills``, ``start``, ``advertise``,

@@ -27,7 +27,7 @@ from toolproof.spec import (
 )
 
 from ._mcp_catalog import READ_RESOURCE_SCHEMA, McpCatalog
-from ._mcp_link import Link, RemoteTool, connection_lost
+from ._mcp_link import Link, RemoteTool
 
 
 class McpClassifier(McpCatalog):
@@ -156,7 +156,7 @@ class McpTool:
                 )
             result = await self._link.client.call_tool(self._remote_name, dict(arguments))
         except Exception as exc:
-            if connection_lost(exc):
+            if self._adapter.lost(exc):
                 await self._adapter.lose(self._link)
                 if marked:
                     raise

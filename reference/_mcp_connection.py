@@ -44,6 +44,7 @@ from ._mcp_link import (
     Link,
     Opening,
     answers,
+    connection_lost,
     one_line,
     server_answered,
     stderr_log,
@@ -282,6 +283,11 @@ class McpConnections:
 
     async def connection_changed(self, link: Link, kind: CatalogChangeKind, detail: str = "") -> None:
         """The link was lost, or an attempt to reconnect it succeeded or failed (the catalog layer records it)."""
+
+    def lost(self, exc: BaseException) -> bool:
+        """D7.5: whether a request's failure says the server's connection is gone (the transport closed or dropped),
+        never an error the server answered, whatever its code."""
+        return connection_lost(exc)
 
     async def lose(self, link: Link) -> None:
         """The link's connection is lost: its tools answer remote_unavailable until a reconnect succeeds."""

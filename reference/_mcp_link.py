@@ -100,19 +100,25 @@ HANDSHAKE_ONLY_ANSWERS = frozenset(
 )
 """The errors handshake-era servers answer ``server/discover`` with: Method not found; a Python-SDK server of an
 earlier major, -32602 (a request before initialize) or -32603; a streamable-HTTP one, -32000 (no session)."""
-SDK_CLOSED = "Connection closed"
-"""The message of the SDK's own -32000 error for a connection that closed, which no server sent."""
+SDK_CLOSED = ("Connection closed", "SSE stream failed: ", "SSE stream ended ")
+"""How the messages of the SDK's own -32000 errors for a transport that is gone begin (the dispatcher's closed
+connection; streamable HTTP's dropped or unresumable response stream), which no server sent."""
 
 
 def server_answered(exc: MCPError) -> bool:
-    """Whether the server sent this error, rather than the SDK raising it for a closed connection."""
-    return not (exc.error.code == types.CONNECTION_CLOSED and exc.error.message == SDK_CLOSED)
+    """Whether the server sent this error, rather than the SDK raising it for a closed connection.
+
+    The code cannot tell: -32000 is also one a server may answer (JSON-RPC leaves it to the implementation), and
+    D7.5 reads no error a server answers as a loss, whatever its code. Only the SDK's own words can; a server that
+    answers -32000 in exactly those words is taken for a closed connection.
+    """
+    return not (exc.error.code == types.CONNECTION_CLOSED and exc.error.message.startswith(SDK_CLOSED))
 
 
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` says the connection is gone, rather than that the server answered an error."""
     if isinstance(exc, MCPError):
-        return exc.error.code == types.CONNECTION_CLOSED
+        return not server_answered(exc)
     return isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)) or (
         isinstance(exc, BaseExceptionGroup) and any(connection_lost(e) for e in exc.exceptions)
     )

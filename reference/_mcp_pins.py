@@ -26,7 +26,7 @@ from toolproof.spec import (
 
 from ._mcp_catalog import collector_paused_async
 from ._mcp_classify import McpClassifier, McpTool
-from ._mcp_link import Link, connection_lost
+from ._mcp_link import Link
 from ._tables import PinRow, SessionPinTable
 
 SESSION_MARKER = "session"
@@ -152,7 +152,7 @@ class McpSessions(McpClassifier):
 
     async def failed(self, link: Link, exc: Exception) -> None:
         """A request to the server failed: a lost connection makes the link lost (to be reconnected)."""
-        if connection_lost(exc):
+        if self.lost(exc):
             await self.lose(link)
 
     async def skills(self, link: Link) -> list[Skill]:

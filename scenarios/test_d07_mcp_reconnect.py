@@ -2,10 +2,13 @@
 long outage and the first need after it (D7.6), and a restarted stdio server's environment (D7.4).
 
 D7.5: an error the server answers, to a call or to a listing, is not a lost connection and records no disconnected
-entry (judged with tools/list, prompts/list and resources/list answering an error, in both eras, and with the
+entry (judged with a call, tools/list, prompts/list and resources/list answering an error, in both eras, and with the
 2026-07-28 era's listen stream ended by an error or refused outright, in-memory, over stdio and over streamable
-HTTP; in-memory with JSON-RPC's internal error and with two codes the application's, -1 and 4242); a loss is one server's, so the other servers' calls run at once, with no entry of
-theirs and no wait for the clock (which stands still).
+HTTP; in-memory with JSON-RPC's internal error, with -32000 (the code the MCP SDK also gives its own closed
+connection) and with two codes the application's, -1 and 4242; a call over stdio and HTTP with -32000 too, and
+in-memory with every other code in the SDK's own closure words, "Connection closed ..."); a loss is
+one server's, so the other servers' calls run at once, with no entry of theirs and no wait for the clock (which stands
+still).
 
 D7.6's limit (``_mcp.CAP_S``): attempts at most 60 s apart on the instance clock, each one catalog-history entry
 (reconnected or reconnect_failed), as the loss is (disconnected). The bound is inclusive: a need exactly 60 s after
@@ -289,9 +292,11 @@ _ERRING = [(protocol, listing) for protocol in ERAS for listing in LISTINGS] + [
 """Each era with each listing answering an error, and the 2026-07-28 era's listen stream ended with one (the
 handshake era has no listen stream)."""
 
-ERROR_CODES = (-32603, -1, 4242)
-"""The codes the server's errors carry: JSON-RPC's internal error, and two of the codes JSON-RPC leaves to the
-application (outside -32768 to -32000), one each side of zero. In-memory every code; over stdio and HTTP the first."""
+ERROR_CODES = (-32603, -32000, -1, 4242)
+"""The codes the server's errors carry: JSON-RPC's internal error; -32000, the first of JSON-RPC's implementation-defined
+server errors, which the MCP SDK also gives its own closed connection (a server's -32000 is still an answer); and two
+of the codes JSON-RPC leaves to the application (outside -32768 to -32000), one each side of zero. In-memory every
+code; over stdio and HTTP the first (a call: -32000 too)."""
 
 
 def _erring_cells() -> list[object]:
@@ -347,6 +352,60 @@ async def test_a_listing_the_server_answers_with_an_error_is_no_lost_connection(
         not lost,
         f"a server {erring} ({transport}, {protocol}) was recorded disconnected: "
         "an error the server answers is not a lost connection",
+    )
+
+
+CLOSURE_WORDS = "Connection closed by the record service"
+"""A server's error message in the words the MCP SDK gives its own closed connection ("Connection closed"): with any
+code but -32000, the SDK's, the code alone says the server answered it."""
+
+
+def _refused_call_cells() -> list[object]:
+    cells: list[object] = []
+    for transport in TRANSPORTS:
+        for protocol in ERAS:
+            for code in ERROR_CODES if transport == "memory" else ERROR_CODES[:2]:
+                marks = () if transport == "memory" else pytest.mark.slow
+                cell = f"{protocol}-{transport}-{code}"
+                cells.append(pytest.param(protocol, transport, code, "", id=cell, marks=marks))
+                if transport == "memory" and code != -32000:
+                    cells.append(pytest.param(protocol, transport, code, CLOSURE_WORDS, id=f"{cell}-closure-words"))
+    return cells
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(("protocol", "transport", "code", "message"), _refused_call_cells())
+async def test_a_call_the_server_answers_with_an_error_is_no_lost_connection(
+    harness: Harness, protocol: str, transport: str, code: int, message: str
+) -> None:
+    where = f"{transport}, {protocol}" + (f", the error's message {message!r}" if message else "")
+    async with (
+        reached(harness, "erring", "ListingErrorServer", transport, protocol=protocol) as config,
+        harness.open(mcp_servers=[config]) as session,
+    ):
+        harness.success("D7.5", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
+        refused = await session.call("mcp.erring.refuse", {"code": code} | ({"message": message} if message else {}))
+        harness.expect(
+            "D7.5",
+            not isinstance(refused, Success) and not _unavailable(refused),
+            f"mcp.erring.refuse, whose call the server answers with a JSON-RPC error of code {code} ({where}), was "
+            f"answered {describe(refused)}: the server answered, so the call fails and its connection is not lost "
+            "(remote_unavailable is a lost connection's)",
+        )
+        # The instance clock stands still: were the server taken for lost, no reconnect would be due yet.
+        for run in (session.run_id, "run-2"):
+            harness.success(
+                "D7.5",
+                await session.call("mcp.erring.echo", {"text": run}, run_id=run),
+                f"mcp.erring.echo in {run}, right after the server answered a call with error {code} ({where})",
+            )
+        history = await session.catalog_history()
+    lost = of_kind(history, CatalogChangeKind.DISCONNECTED, "erring")
+    harness.expect(
+        "D7.5",
+        not lost,
+        f"a server that answered a call with a JSON-RPC error of code {code} ({where}) was recorded disconnected: an "
+        "error the server answers is not a lost connection",
     )
 
 

@@ -16,24 +16,31 @@ age), under one below it (inside, at and past the ttlMs), under 0, and under two
 order (``TTL_CASES``); a consequential call of each classification inside a positive ttlMs; an idempotent read 1 s
 after a listing during which the server sent a notice, in both eras; and the first idempotent read once a reconnect
 is due, inside the max age, after a lost stdio connection whose restarted server lists a changed tool, in both eras
-(a process has to exit and start again, so over stdio, marked slow). The rest is in-memory. D9.5: a change found by
+(a process has to exit and start again, so over stdio, marked slow); and, in both eras over stdio, a listing in flight
+when the connection is lost (a new session's tools/list answered, its resources/list cut off with a call the server
+held), the server reconnected and its first listing answering an error: the next idempotent read must not run on
+the listing that began before the loss. The rest is in-memory. D9.5: a change found by
 an idempotent read once a ttlMs shorter than the max age has passed.
 """
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
-from toolproof.fakes.mcp import HOLD_S, MID_LISTING_NOTICE, TTL_MS, stdio_command, ttl_drift_server
+from toolproof.fakes.mcp import ARRIVED, EXITED, HOLD_S, MID_LISTING_NOTICE, TTL_MS, stdio_command, ttl_drift_server
 from toolproof.spec import (
     CatalogChange,
     CatalogChangeKind,
     Disposition,
+    InvocationStatus,
     McpServerConfig,
     McpTransport,
+    ReasonCode,
     Success,
 )
 
+from ._bounds import bound
 from ._harness import Harness, describe
 from ._listing import (
     CONSEQUENTIAL,
@@ -43,7 +50,7 @@ from ._listing import (
     drift_session,
     judge_second_calls,
 )
-from ._mcp import CAP_S, ERAS, READ, memory, notified, of_kind
+from ._mcp import BOUND_S, CAP_S, ERAS, READ, memory, notified, of_kind
 
 MODERN = "2026-07-28"
 """The era whose tools/list carries ttlMs."""
@@ -236,3 +243,73 @@ async def test_the_first_read_once_a_reconnect_is_due_lists_the_restarted_catalo
         "in which lookup changed (expected UNAVAILABLE tool_definition_changed)",
     )
     harness.success("D9.4", then, f"mcp.restart.echo, unchanged by the restart, after it ({where})")
+
+
+@pytest.mark.rules("D9.4")
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_listing_in_flight_when_the_connection_is_lost_is_never_reused(harness: Harness, protocol: str) -> None:
+    state = harness.directory / "held-state"
+    config = McpServerConfig(
+        server_id="held",
+        transport=McpTransport.STDIO,
+        command=stdio_command("LossMidListingServer", state_dir=state),
+        classification=READ,
+        protocol=protocol,
+        listing_max_age_s=INSIDE_AGE_S,
+    )
+    harness.log.append(
+        f"mcp server held: LossMidListingServer over stdio, {protocol}, state in {state}, "
+        f"listing_max_age_s={INSIDE_AGE_S:g}"
+    )
+    async with harness.open(mcp_servers=[config]) as session:
+        await session.advertise()
+        harness.success("D9.4", await session.call("mcp.held.lookup", {"text": "k"}), "the first mcp.held.lookup")
+        exited: list[Disposition] = []
+        async with anyio.create_task_group() as group:
+
+            async def exit_call() -> None:
+                exited.append(await session.call("mcp.held.exit", {"text": "now"}))
+
+            group.start_soon(exit_call)
+            # A bound on waiting for the server to hold the call, never a claim about how long it took.
+            with anyio.move_on_after(bound(harness, BOUND_S, "the server to receive mcp.held.exit")):
+                while True:
+                    if (state / ARRIVED).exists():
+                        break
+                    await anyio.sleep(0.02)
+            if not (state / ARRIVED).exists():
+                harness.fail("D9.4", "mcp.held.exit, an idempotent read of a live server, never reached the server")
+            harness.log.append("the server holds mcp.held.exit; a new session (run-2) lists the catalog meanwhile")
+            # The new session's listing: tools/list answered, then the process ends as resources/list arrives, the
+            # held call cut off with it, so the loss is found while that listing is in flight.
+            await session.advertise("run-2")
+        harness.log.append(f"mcp.held.exit was answered {describe(exited[0]) if exited else 'nothing'}")
+        if not (state / EXITED).exists():
+            # The server ends its process at the first resources/list after the held call: a new session's listing
+            # that asks none stages no loss mid-listing, and leaves this scenario nothing to judge.
+            harness.log.append("the new session's listing asked no resources/list: no loss was staged mid-listing")
+            return
+        session.advance(CAP_S)  # D7.6: a reconnect is due this long after the loss, well inside the max age.
+        first = await session.call("mcp.held.lookup", {"text": "k"})
+        harness.log.append(
+            f"the first read once a reconnect was due (the restarted server answers that tools/list with an error) "
+            f"was answered {describe(first)}"
+        )
+        then = await session.call("mcp.held.lookup", {"text": "k"})
+    where = (
+        f"stdio, {protocol}: the connection was lost while a new session's listing was in flight (tools/list "
+        f"answered, resources/list not), {CAP_S:g} s later the server was reconnected and answered its first "
+        f"tools/list with an error, inside listing_max_age_s={INSIDE_AGE_S:g}"
+    )
+    unavailable = (then.status, getattr(then, "reason_code", None)) == (
+        InvocationStatus.UNAVAILABLE,
+        ReasonCode.REMOTE_UNAVAILABLE,
+    )
+    harness.expect(
+        "D9.4",
+        definition_changed(then) or unavailable,
+        f"the next idempotent read ({where}) was answered {describe(then)}: it ran on a listing that began before "
+        "the connection was lost, which a lost connection makes stale, so it lists again and finds lookup changed "
+        "(expected UNAVAILABLE tool_definition_changed, or remote_unavailable were the catalog still unlisted)",
+    )

@@ -260,6 +260,8 @@ EXPECTED: dict[str, Expected] = {
     "ExitsMidCallServer": Expected(frozenset({K.CONNECTION_LOST}), ("--call", "write"), check=_lost_mid_call),
     # Without --state-dir every start is a first start: as ExitsBetweenCallsServer.
     "ChangedOnRestartServer": Expected(frozenset({K.CONNECTION_LOST}), ("--call", "exit"), check=_lost),
+    # Its exit waits for a resources/list nothing sends: not called.
+    "LossMidListingServer": Expected(),
     "HangsAtInitializeServer": Expected(
         options=("--timeout", "3"),
         refused={"legacy": "gave no answer within 3 s", "2026-07-28": "no answer within 3 s"},

@@ -55,11 +55,13 @@ from ._eras import (
     NonJsonServer,
 )
 from ._freshness import (
+    ARRIVED,
     EXITED,
     HOLD_S,
     MID_LISTING_NOTICE,
     TTL_MS,
     ChangedOnRestartServer,
+    LossMidListingServer,
     NoticeMidListingServer,
     TtlDriftServer,
     ttl_drift_server,
@@ -140,6 +142,7 @@ from ._volume import (
 __all__ = [
     "ACCEPTED_UNLISTED",
     "ANSI",
+    "ARRIVED",
     "BROKEN",
     "COLLIDING_NAMES",
     "CRASH_MESSAGE",
@@ -219,6 +222,7 @@ __all__ = [
     "ListChangedFloodServer",
     "ListenRefusedServer",
     "ListingErrorServer",
+    "LossMidListingServer",
     "LyingAnnotationsServer",
     "MultibyteOutputServer",
     "NonJsonServer",

@@ -6,15 +6,17 @@ change is never announced in time for a client that keeps a listing it should ha
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from toolproof.fakes import load_factor
 
-from ._base import ECHO, Context, FakeServer, ServerFake, echo, text
+from ._base import ECHO, TEXT_SCHEMA, Context, FakeServer, ServerFake, echo, error, text
 from ._drift import DRIFTING, LOOKUP_AFTER, LOOKUP_BEFORE, silent_drift
 from ._lifecycle import EXIT, exits_between_calls
 
@@ -128,4 +130,71 @@ ChangedOnRestartServer = ServerFake(
     "ExitsBetweenCallsServer's `exit`; started again after it (stdio or HTTP with --state-dir, which remembers the "
     "exit), lists `lookup` changed (description, schema, annotations) and never says so (2026-07-28: ttlMs an hour)",
     _changed_on_restart,
+)
+
+
+ARRIVED = "exit-arrived"
+"""The file LossMidListingServer leaves in its state directory once its `exit` call has arrived (and waits)."""
+
+WARMING = "listed-after-restart"
+"""The file LossMidListingServer leaves once its restarted process has answered tools/list with an error."""
+
+EXIT_AT_LISTING = types.Tool(
+    name="exit",
+    description="Holds its call until a resources/list arrives, then ends the process (neither is ever answered).",
+    input_schema=TEXT_SCHEMA,
+)
+"""LossMidListingServer's tool that ends the process while a listing of its catalog is in flight."""
+
+
+def _loss_mid_listing() -> FakeServer:
+    exiting = {"armed": False}
+
+    def marked(name: str) -> bool:
+        return fake.state_dir is not None and (fake.state_dir / name).exists()
+
+    def mark(name: str) -> None:
+        if fake.state_dir is not None:
+            fake.state_dir.mkdir(parents=True, exist_ok=True)
+            (fake.state_dir / name).touch()
+
+    def catalog() -> list[types.Tool]:
+        if marked(EXITED) and not marked(WARMING):
+            mark(WARMING)
+            raise MCPError(types.INTERNAL_ERROR, "the catalog is still loading")
+        return [ECHO, EXIT_AT_LISTING, LOOKUP_AFTER if marked(EXITED) else LOOKUP_BEFORE]
+
+    async def lookup(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return text("found")
+
+    async def exit_at_listing(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not fake.served or fake.state_dir is None:
+            return error("`exit` only exits a server running as a subprocess with a state directory")
+        exiting["armed"] = True
+        mark(ARRIVED)
+        await anyio.sleep_forever()  # The process ends at the next resources/list, this call still unanswered.
+        raise AssertionError("unreachable")
+
+    async def list_resources(ctx: Context, params: Any) -> types.ListResourcesResult:
+        if exiting["armed"]:
+            mark(EXITED)  # Read by the next start: its catalog differs.
+            os._exit(0)  # Mid-listing: tools/list was answered, resources/list never is, nor the held exit call.
+        return types.ListResourcesResult(resources=[])
+
+    fake = FakeServer(
+        "LossMidListingServer",
+        catalog,
+        {"echo": echo, "lookup": lookup, "exit": exit_at_listing},
+        ttl_ms=[LONG_TTL_MS],
+        on_list_resources=list_resources,
+    )
+    return fake
+
+
+LossMidListingServer = ServerFake(
+    "LossMidListingServer",
+    "an `exit` call is held until a resources/list arrives, and the process ends then, while a listing is in flight "
+    "(stdio or HTTP with --state-dir); started again, its first tools/list answers an error and later ones list "
+    "`lookup` changed, never announced (2026-07-28: ttlMs an hour)",
+    _loss_mid_listing,
 )

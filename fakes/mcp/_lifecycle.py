@@ -150,6 +150,23 @@ FAIL_LISTING = types.Tool(
 )
 """ListingErrorServer's tool that makes one of its listings answer a JSON-RPC error."""
 
+REFUSE = types.Tool(
+    name="refuse",
+    description=(
+        "Answers its own call with a JSON-RPC error of code `code` (default -32603, internal error) and message "
+        "`message` (default: the record service refused the call)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+        "additionalProperties": False,
+    },
+)
+"""ListingErrorServer's tool whose every call the server answers with a JSON-RPC error, the connection staying up."""
+
+REFUSAL = "the record service refused the call"
+"""The message of ``refuse``'s error when the call names none."""
+
 
 def _listing_error() -> FakeServer:
     failing: dict[str, int] = {}
@@ -182,7 +199,7 @@ def _listing_error() -> FakeServer:
 
     def list_tools() -> list[types.Tool]:
         answer("tools")
-        return [ECHO, FAIL_LISTING]
+        return [ECHO, FAIL_LISTING, REFUSE]
 
     async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
         answer("prompts")
@@ -206,10 +223,17 @@ def _listing_error() -> FakeServer:
             return text("every listen stream ended with an error; listen answers an error from now on")
         return text(f"{listing}/list answers an error from now on")
 
+    async def refuse(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        code = (params.arguments or {}).get("code", types.INTERNAL_ERROR)
+        message = (params.arguments or {}).get("message", REFUSAL)
+        raise MCPError(
+            code if isinstance(code, int) else types.INTERNAL_ERROR, message if isinstance(message, str) else REFUSAL
+        )
+
     return FakeServer(
         "ListingErrorServer",
         list_tools,
-        {"echo": echo, "fail_listing": fail_listing},
+        {"echo": echo, "fail_listing": fail_listing, "refuse": refuse},
         bus=bus,
         on_list_prompts=list_prompts,
         on_list_resources=list_resources,
@@ -219,7 +243,8 @@ def _listing_error() -> FakeServer:
 
 ListingErrorServer = ServerFake(
     "ListingErrorServer",
-    "answers its listings at connect; after `fail_listing` (tools, prompts or resources) that listing answers a "
+    "answers its listings at connect; `refuse` answers its call with a JSON-RPC error (the code asked); after "
+    "`fail_listing` (tools, prompts or resources) that listing answers a "
     "JSON-RPC error (internal error, or the code asked) while the connection and its tools stay up; after "
     "`fail_listing` listen, its "
     "2026-07-28 listen streams end with an error and later listen requests answer one",

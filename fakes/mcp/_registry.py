@@ -23,7 +23,7 @@ from ._eras import (
     LegacyOnlyServer,
     NonJsonServer,
 )
-from ._freshness import ChangedOnRestartServer, NoticeMidListingServer, TtlDriftServer
+from ._freshness import ChangedOnRestartServer, LossMidListingServer, NoticeMidListingServer, TtlDriftServer
 from ._lifecycle import (
     EarlyNoticeServer,
     ExitsBetweenCallsServer,
@@ -96,6 +96,7 @@ SERVERS: dict[str, ServerFake] = {
         ExitsBetweenCallsServer,
         ExitsMidCallServer,
         ChangedOnRestartServer,
+        LossMidListingServer,
         SchemaViolationServer,
         HangsAtInitializeServer,
         LegacyOnlyServer,

@@ -490,6 +490,40 @@ witness(
 )(adapter_pipeline(_ApplicationErrorsLoseServer))
 
 
+class _ClosureCodeReadAsLoss(McpAdapter):
+    def lost(self, exc: BaseException) -> bool:
+        # The defect: -32000 is the code of the SDK's own "Connection closed", so every error of that code is read as
+        # the transport's, one a live server answered to a call or a listing included.
+        if isinstance(exc, MCPError) and exc.error.code == types.CONNECTION_CLOSED:
+            return True
+        return super().lost(exc)
+
+
+witness(
+    "code_32000_answer_read_as_loss",
+    ("D7.5",),
+    "takes every JSON-RPC error of code -32000 for a lost connection, one a live server answered to a call or a "
+    "listing included (the code the MCP SDK also gives its own closed connection)",
+)(adapter_pipeline(_ClosureCodeReadAsLoss))
+
+
+class _ClosureWordsReadAsLoss(McpAdapter):
+    def lost(self, exc: BaseException) -> bool:
+        # The defect: the SDK's closed connection is told by its words alone, "Connection closed", so a server's
+        # error in those words is read as the transport's whatever its code.
+        if isinstance(exc, MCPError) and exc.error.message.startswith("Connection closed"):
+            return True
+        return super().lost(exc)
+
+
+witness(
+    "closure_words_read_as_loss",
+    ("D7.5",),
+    "takes a server's error in the MCP SDK's closure words ('Connection closed ...') for a lost connection whatever "
+    "its code, -32603 or an application's -1 or 4242 included",
+)(adapter_pipeline(_ClosureWordsReadAsLoss))
+
+
 class _ErrorAnswerLosesServer(McpAdapter):
     async def failed(self, link: Link, exc: Exception) -> None:
         # The defect: any request that did not succeed means the server is gone, a JSON-RPC error it answered to

@@ -580,3 +580,20 @@ witness(
     "runs every call of the synthetic read_resource tool on the last listing, so once the server withdraws its "
     "resources mid-session the read is still sent instead of being answered tool_withdrawn",
 )(adapter_pipeline(_ResourceReadOnPinnedListing))
+
+
+class _LossSparesListingInFlight(McpAdapter):
+    async def lose(self, link: Link) -> None:
+        generation = link.generation
+        await super().lose(link)
+        # The defect: a loss drops the last listing only ("nothing listed since"), so a listing still in flight
+        # when the loss is found is kept as fresh once it ends, though it began on the lost connection.
+        link.generation = generation
+
+
+witness(
+    "listing_in_flight_survives_loss",
+    ("D9.4",),
+    "keeps a listing that was in flight when the connection was lost as fresh once it ends, so after a reconnect "
+    "whose listing failed an idempotent read runs on a catalog from before the loss",
+)(adapter_pipeline(_LossSparesListingInFlight))
