@@ -121,10 +121,14 @@ def test_a_shard_reports_and_exits_on_its_own_cells_only(tmp_path: Path) -> None
 
 
 def test_an_expectation_met_in_one_shard_is_not_stale_in_the_others(tmp_path: Path) -> None:
-    # A rule of few cells (D18.1's), so that some of five shards runs none of them.
+    # A rule of few cells (D18.1's), so that some of five shards runs none of them. The entry names the scenario the
+    # witness fails: D18.1's other scenario (no copy of the registry under any name) passes against it, so an entry
+    # for the whole rule would be stale everywhere, as an unexpected pass.
     expectations = tmp_path / "registry_snapshots.toml"
     expectations.write_text(
-        'implementation = "witness:registry_snapshots"\n[[expect]]\nrule = "D18.1"\nverdict = "fail"\nreason = "known"\n'
+        'implementation = "witness:registry_snapshots"\n[[expect]]\nrule = "D18.1"\n'
+        'scenario = "test_d18_storage.py::test_the_store_has_no_registry_snapshot_table"\nverdict = "fail"\n'
+        'reason = "known"\n'
     )
     whole = run_suite([SNAPSHOT_WITNESS], RULES, tmp_path / "whole", expectations=[expectations])
     shards = _sharded(SNAPSHOT_WITNESS, tmp_path, 5, expectations=[expectations])
