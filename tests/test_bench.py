@@ -214,7 +214,7 @@ def test_each_decisions_run_is_timed_on_its_own_with_the_cpu_of_what_it_started(
     (run,) = decisions["runs"]
     assert run["decision"] == "D18"
     assert run["exit_code"] == 0
-    assert run["cells"] == 4  # D18's cells, read from the run's own results.
+    assert run["cells"] == 5  # D18's cells, read from the run's own results.
     assert run["cpu_s"] > 0  # The child process's CPU time, counted once it was reaped.
     assert run["waiting_s"] == max(run["wall_s"] - run["cpu_s"], 0.0)
     console = Console(record=True, width=220)
