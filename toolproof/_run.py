@@ -220,12 +220,8 @@ def _run_and_write(
         args += ["--toolproof-database-url", database_url]
     for cell in cells:
         args += ["--toolproof-cell", cell]
-    if stops.first_failure:
-        args.append("--toolproof-first-failure")
-    if stops.first_rule_failure:
-        args.append("--toolproof-first-rule-failure")
-    if stops.first_failure_of_any:
-        args.append("--toolproof-first-failure-of-any")
+    # Each stop is the plugin's option of its name: first_rule_failure is --toolproof-first-rule-failure.
+    args += [f"--toolproof-{name.replace('_', '-')}" for name, on in vars(stops).items() if on]
     for ref, own in (impl_rules or {}).items():
         if ref not in refs:
             raise ConfigurationError(f"impl_rules names {ref!r}, which is not one of the implementations {refs}")
