@@ -58,6 +58,10 @@ DATABASE_URL = pytest.StashKey[str | None]()
 SELECTED = pytest.StashKey[frozenset[str]]()
 FAILED_SCENARIOS = pytest.StashKey[set[tuple[str, str]]]()
 """With --toolproof-first-failure: (implementation, scenario function) pairs that have a failed cell."""
+FAILED_ANYWHERE = pytest.StashKey[set[str]]()
+"""With --toolproof-first-failure-of-any: the scenario functions that have a failed cell, for any implementation."""
+FAILED_RULES = pytest.StashKey[dict[str, set[str]]]()
+"""With --toolproof-first-rule-failure: implementation name to the rules a cell has failed for it."""
 IMPL_SELECTED = pytest.StashKey[dict[str, frozenset[str]]]()
 """Implementation name to the rules it alone is judged on, for implementations given a narrower selection."""
 RUN_ID = pytest.StashKey[str]()
@@ -105,8 +109,10 @@ class NotClaimed(Skipped):
 
 
 class Spared(Skipped):
-    """With --toolproof-first-failure, skips a cell of a scenario that already failed for its implementation: it
-    leaves no row (one failed cell rejects the implementation on the scenario's rules)."""
+    """With --toolproof-first-failure, skips a cell of a scenario that already failed for its implementation (with
+    --toolproof-first-failure-of-any, for any implementation; with --toolproof-first-rule-failure, also a cell whose
+    every rule the implementation is judged on has failed for it already): it leaves no row (one failed cell rejects
+    the implementation on the rule that failed)."""
 
 
 def scenario_names(item: pytest.Item) -> tuple[str, str]:
@@ -369,6 +375,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run no more cells of a scenario for an implementation once one of them failed for it",
     )
     group.addoption(
+        "--toolproof-first-failure-of-any",
+        action="store_true",
+        default=False,
+        help="run no more cells of a scenario once one of them failed, for any implementation",
+    )
+    group.addoption(
+        "--toolproof-first-rule-failure",
+        action="store_true",
+        default=False,
+        help="run no more cells for an implementation whose every rule it is judged on has failed for it already",
+    )
+    group.addoption(
         "--toolproof-cell",
         action="append",
         default=[],
@@ -406,6 +424,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_ID] = config.getoption("--toolproof-run-id") or new_run_id()
     if config.getoption("--toolproof-first-failure"):
         config.stash[FAILED_SCENARIOS] = set()
+    if config.getoption("--toolproof-first-rule-failure"):
+        config.stash[FAILED_RULES] = {}
+    if config.getoption("--toolproof-first-failure-of-any"):
+        config.stash[FAILED_ANYWHERE] = set()
 
 
 _RULE_LITERAL = re.compile(r"""["'](D\d+\.\d+)["']""")
@@ -425,13 +447,16 @@ def may_judge(module: Path) -> frozenset[str]:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """A scenario module that cannot judge a selected rule is not even imported (``--rules D18`` imports D18's)."""
+    """A scenario module that cannot judge a selected rule is not even imported (``--rules D18`` imports D18's), nor
+    one no ``--toolproof-cell`` names when some do."""
     if not (collection_path.name.startswith("test_") and collection_path.suffix == ".py"):
         return None
     selected = config.stash.get(SELECTED, None)
-    if selected is None or config.stash[CELLS] or selected.intersection(may_judge(collection_path)):
+    if selected is None:
         return None
-    return True
+    if config.stash[CELLS]:
+        return None if collection_path.name in {cell.split("::", 1)[0] for cell in config.stash[CELLS]} else True
+    return None if selected.intersection(may_judge(collection_path)) else True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -547,6 +572,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     failed = item.config.stash.get(FAILED_SCENARIOS, None)
     if failed is not None and _scenario_of(item) in failed:
         raise Spared(f"spared: {impl.name} already failed a cell of this scenario")
+    anywhere = item.config.stash.get(FAILED_ANYWHERE, None)
+    if anywhere is not None and item.nodeid.split("[", 1)[0] in anywhere:
+        raise Spared("spared: a cell of this scenario already failed for an implementation")
+    failed_rules = item.config.stash.get(FAILED_RULES, None)
+    if failed_rules is not None:
+        own = item.config.stash[IMPL_SELECTED].get(impl.name, item.config.stash[SELECTED]).intersection(rules)
+        if own and own <= failed_rules.get(impl.name, set()):
+            raise Spared(f"spared: {impl.name} already failed {', '.join(sorted(own))} in another cell")
     catalog = load_catalog()
     needed = {catalog.rule(r).profile for r in rules}
     extra = item.get_closest_marker("profiles")
@@ -576,10 +609,18 @@ def pytest_runtest_makereport(
     report = yield
     failed = item.config.stash.get(FAILED_SCENARIOS, None)
     # Only a conformance failure counts: a cell that errored proves nothing, so the scenario's next cell still runs.
-    if failed is not None and call.excinfo is not None and _conformance_failure(call.excinfo.value) is not None:
+    failure = _conformance_failure(call.excinfo.value) if call.excinfo is not None else None
+    if failed is not None and failure is not None:
         scenario = _scenario_of(item)
         if scenario is not None:
             failed.add(scenario)
+    anywhere = item.config.stash.get(FAILED_ANYWHERE, None)
+    if anywhere is not None and failure is not None:
+        anywhere.add(item.nodeid.split("[", 1)[0])
+    failed_rules = item.config.stash.get(FAILED_RULES, None)
+    case = item.stash.get(CASE, None)
+    if failed_rules is not None and failure is not None and case is not None:
+        failed_rules.setdefault(case.implementation, set()).add(failure.rule_id)
     # What this phase raised, for the collector to judge by type rather than by the report's text.
     item.stash[RAISED] = call.excinfo.value if call.excinfo is not None else None
     harness = getattr(item, "funcargs", {}).get("harness")

@@ -64,3 +64,22 @@ def test_first_failure_runs_no_more_cells_of_a_scenario_that_failed(tmp_path: Pa
     # The verdicts are the run's all the same, and a scenario that passes runs every cell.
     assert first.outcome.verdicts == every.outcome.verdicts
     assert first.outcome.exit_code == every.outcome.exit_code == 1
+
+
+PROMPTS_AS_TOOLS = "toolproof.reference.witnesses:prompts_named_as_tools"
+"""Breaks D5.9: fails more than one of its scenarios."""
+
+
+def _failed_scenarios(run: Run) -> set[str]:
+    return {row.scenario.split("[", 1)[0] for row in run.rows if row.verdict is Verdict.FAIL}
+
+
+def test_first_rule_failure_runs_no_more_cells_of_a_rule_that_failed(tmp_path: Path) -> None:
+    every = run_and_load([PROMPTS_AS_TOOLS], "D5.9", tmp_path / "every", first_failure=True)
+    first = run_and_load([PROMPTS_AS_TOOLS], "D5.9", tmp_path / "first", first_failure=True, first_rule_failure=True)
+    assert len(_failed_scenarios(every)) > 1
+    assert len(_failed_scenarios(first)) == 1
+    assert {row.scenario for row in first.rows} < {row.scenario for row in every.rows}
+    # The witness is rejected on the rule all the same.
+    assert first.outcome.verdicts == every.outcome.verdicts
+    assert first.outcome.exit_code == every.outcome.exit_code == 1

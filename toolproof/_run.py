@@ -84,6 +84,8 @@ def run_suite(
     shard_durations: Path | None = None,
     impl_rules: Mapping[str, str] | None = None,
     first_failure: bool = False,
+    first_rule_failure: bool = False,
+    first_failure_of_any: bool = False,
     announce: Callable[[], None] | None = None,
     maxfail: int | None = None,
 ) -> RunOutcome:
@@ -104,6 +106,9 @@ def run_suite(
     ``notes`` hears a long scenario say how far it has gone while it runs (examples done, of how many).
     ``first_failure`` runs no more cells of a scenario for an implementation once one failed for it (they leave no
     row): one failed cell rejects it on the scenario's rules, which is all the witness matrix asks of a run.
+    ``first_rule_failure`` runs no more cells for an implementation whose every rule it is judged on in the cell has
+    failed for it already, in any scenario (they leave no row either); ``first_failure_of_any`` runs no more cells of
+    a scenario once one failed for any of the implementations (the witness matrix asks that some witness fails each).
     ``announce`` is called once everything is checked, just before the scenarios start; ``maxfail`` stops the run after
     that many failed cells (the report then holds the rules the cells that ran judge).
 
@@ -135,7 +140,8 @@ def run_suite(
     with hold_out_dir(out_dir):
         if announce is not None:
             announce()
-        asked = _Asked(database_url, cells, write_expectations, shard, impl_rules, first_failure, maxfail)
+        stops = _Stops(first_failure, first_rule_failure, first_failure_of_any)
+        asked = _Asked(database_url, cells, write_expectations, shard, impl_rules, stops, maxfail)
         return _run_and_write(refs, loaded, rules, selection, out_dir, expected, selector, asked, progress, notes)
 
 
@@ -148,8 +154,17 @@ class _Asked:
     write_expectations: Path | None
     shard: Shard | None
     impl_rules: Mapping[str, str] | None
-    first_failure: bool
+    stops: _Stops
     maxfail: int | None
+
+
+@dataclass(frozen=True)
+class _Stops:
+    """Which cells a run spares once others failed (``run_suite``'s arguments of those names)."""
+
+    first_failure: bool
+    first_rule_failure: bool
+    first_failure_of_any: bool
 
 
 def _run_and_write(
@@ -170,7 +185,7 @@ def _run_and_write(
         asked.write_expectations,
         asked.shard,
     )
-    impl_rules, first_failure, maxfail = asked.impl_rules, asked.first_failure, asked.maxfail
+    impl_rules, stops, maxfail = asked.impl_rules, asked.stops, asked.maxfail
     names = [impl.name for impl in loaded]
 
     started = datetime.now(UTC)
@@ -205,8 +220,8 @@ def _run_and_write(
         args += ["--toolproof-database-url", database_url]
     for cell in cells:
         args += ["--toolproof-cell", cell]
-    if first_failure:
-        args.append("--toolproof-first-failure")
+    # Each stop is the plugin's option of its name: first_rule_failure is --toolproof-first-rule-failure.
+    args += [f"--toolproof-{name.replace('_', '-')}" for name, on in vars(stops).items() if on]
     for ref, own in (impl_rules or {}).items():
         if ref not in refs:
             raise ConfigurationError(f"impl_rules names {ref!r}, which is not one of the implementations {refs}")

@@ -7,7 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -40,12 +40,25 @@ def run_and_load(
     out: Path,
     impl_rules: dict[str, str] | None = None,
     first_failure: bool = False,
+    *,
+    first_rule_failure: bool = False,
+    first_failure_of_any: bool = False,
+    cells: Sequence[str] = (),
 ) -> Run:
     """Run the suite on ``impls`` side by side (all rules when ``rules`` is None; ``impl_rules`` narrows some
-    implementations to rules of their own; ``first_failure`` stops a scenario at its first failed cell) and read
-    back what it stored."""
+    implementations to rules of their own; ``first_failure`` stops a scenario at its first failed cell,
+    ``first_rule_failure`` runs no cell whose rules have all failed already, ``first_failure_of_any`` stops a scenario
+    at its first failed cell for any implementation; ``cells`` narrows the run to those scenarios) and read back
+    what it stored."""
     outcome = run_suite(
-        [impls] if isinstance(impls, str) else impls, rules, out, impl_rules=impl_rules, first_failure=first_failure
+        [impls] if isinstance(impls, str) else impls,
+        rules,
+        out,
+        impl_rules=impl_rules,
+        first_failure=first_failure,
+        first_rule_failure=first_rule_failure,
+        first_failure_of_any=first_failure_of_any,
+        cells=cells,
     )
     return Run(outcome, load_run(out, outcome.run_id)[1], out)
 
@@ -129,7 +142,12 @@ def try_shared_run(
     impl_rules: dict[str, str] | None = None,
     first_failure: bool = False,
     *,
+    first_rule_failure: bool = False,
     wait: bool = False,
 ) -> Run | None:
     """``shared_run``, or None at once when another worker is making that run now (and ``wait`` is false)."""
-    return _once(root, key, lambda: run_and_load(impls, rules, root / key, impl_rules, first_failure), wait=wait)
+
+    def make() -> Run:
+        return run_and_load(impls, rules, root / key, impl_rules, first_failure, first_rule_failure=first_rule_failure)
+
+    return _once(root, key, make, wait=wait)

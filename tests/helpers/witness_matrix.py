@@ -14,9 +14,9 @@ import itertools
 import pytest
 
 from toolproof.reference.witnesses import WITNESSES
-from toolproof.spec import Verdict
+from toolproof.spec import ResultRow, Verdict, load_catalog
 
-from ._runs import Run, shared_root, try_shared_run
+from ._runs import Run, run_and_load, shared_root, try_shared_run
 
 SOLO_DECISIONS = frozenset({"D4", "D17"})
 """Decisions whose scenarios include a crash matrix: their witnesses run alone, on their own rules only (a shared run
@@ -27,7 +27,11 @@ EVERY_CELL = frozenset({"watermark_after_effect", "answer_forgotten_by_recovery"
 both modes and at after_claim, after_watermark and after_effect (D3's ``no_dedupe`` fails it at after_complete), which
 ``test_witnesses.py`` asks of the matrix; and ``retries_with_new_key``, whose D4.5 fails only in a cell of a scenario
 after the cell where its D4.4 failed. Every other run stops a scenario at its first failed cell: one is enough to
-reject a witness, and the rest of a crash or fault matrix (hundreds of cells for a D4.7 witness) proves nothing more."""
+reject a witness, and the rest of a crash or fault matrix (hundreds of cells for a D4.7 witness) proves nothing more.
+Every other run also runs no cell for a witness once each of its rules the cell judges has failed for it (in any
+scenario): a witness that never records a notice waits out a real-time bound once, not once per scenario of its rule.
+The scenarios whose only failures were spared that way are run again for the witnesses that spared them
+(``spared_failures``), so that each still fails against some witness."""
 
 CHUNK = 4
 """At most this many witnesses of one decision share a run: a run per witness would repeat the suite's fixed start-up,
@@ -73,7 +77,9 @@ def _made(factory: pytest.TempPathFactory, key: str, *, wait: bool) -> Run | Non
     # matrix's modes and points are each asked to fail somewhere.
     first_failure = key not in EVERY_CELL
     root = shared_root(factory, "witness-runs")
-    return try_shared_run(root, key, list(refs), ",".join(rules), refs, first_failure, wait=wait)
+    return try_shared_run(
+        root, key, list(refs), ",".join(rules), refs, first_failure, first_rule_failure=first_failure, wait=wait
+    )
 
 
 def matrix_runs(factory: pytest.TempPathFactory, wanted: list[str]) -> dict[str, Run]:
@@ -103,3 +109,35 @@ def judge_witness(name: str, run: Run) -> None:
     for rule in witness.breaks:
         assert f"### witness:{name}: {rule}," in report
     assert "reproduction:" in report
+
+
+def scenario_function(cell: str) -> str:
+    """A cell's scenario function (``module.py::test_name``): a parametrized scenario's cells share one check."""
+    return cell.split("[", 1)[0]
+
+
+def spared_failures(
+    factory: pytest.TempPathFactory, reference: list[ResultRow], runs: dict[str, Run], functions: set[str]
+) -> Run | None:
+    """A run of the scenario ``functions`` (none failed in the matrix) for every witness whose matrix run spared a cell
+    of one of them after its rules had failed elsewhere, stopping a scenario at its first failed cell for any of
+    them; None when no witness spared one (``reference`` is the reference's rows: which cells each function has,
+    judging what)."""
+    judged: dict[str, set[str]] = {}
+    for row in reference:
+        if row.scenario and scenario_function(row.scenario) in functions:
+            judged.setdefault(row.scenario, set()).add(row.rule_id)
+    refs: dict[str, str] = {}
+    spared: set[str] = set()
+    for name, run in runs.items():
+        own = {rule.id for rule in load_catalog().select(WITNESSES[name].selection)}
+        ran = {row.scenario for row in run.rows if row.implementation == f"witness:{name}"}
+        missed = {cell for cell, rules in judged.items() if rules & own} - ran
+        if missed:
+            refs[f"toolproof.reference.witnesses:{name}"] = WITNESSES[name].selection
+            spared |= {scenario_function(cell) for cell in missed}
+    if not refs:
+        return None
+    rules = sorted({rule.id for selection in refs.values() for rule in load_catalog().select(selection)})
+    out = factory.mktemp("spared-failures")
+    return run_and_load(list(refs), ",".join(rules), out, refs, first_failure_of_any=True, cells=sorted(spared))
