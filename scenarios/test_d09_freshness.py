@@ -207,25 +207,30 @@ async def test_a_notice_while_a_listing_is_in_flight_makes_that_listing_stale(ha
     )
 
 
+def _stateful_stdio_server(harness: Harness, server_id: str, fake: str, protocol: str) -> McpServerConfig:
+    """A fake over stdio that keeps its state across restarts in ``<server_id>-state``, read-classified, its listings
+    fresh for ``INSIDE_AGE_S``."""
+    state = harness.directory / f"{server_id}-state"
+    harness.log.append(
+        f"mcp server {server_id}: {fake} over stdio, {protocol}, state in {state}, listing_max_age_s={INSIDE_AGE_S:g}"
+    )
+    return McpServerConfig(
+        server_id=server_id,
+        transport=McpTransport.STDIO,
+        command=stdio_command(fake, state_dir=state),
+        classification=READ,
+        protocol=protocol,
+        listing_max_age_s=INSIDE_AGE_S,
+    )
+
+
 @pytest.mark.rules("D9.4")
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_the_first_read_once_a_reconnect_is_due_lists_the_restarted_catalog(
     harness: Harness, protocol: str
 ) -> None:
-    state = harness.directory / "restart-state"
-    config = McpServerConfig(
-        server_id="restart",
-        transport=McpTransport.STDIO,
-        command=stdio_command("ChangedOnRestartServer", state_dir=state),
-        classification=READ,
-        protocol=protocol,
-        listing_max_age_s=INSIDE_AGE_S,
-    )
-    harness.log.append(
-        f"mcp server restart: ChangedOnRestartServer over stdio, {protocol}, state in {state}, "
-        f"listing_max_age_s={INSIDE_AGE_S:g}"
-    )
+    config = _stateful_stdio_server(harness, "restart", "ChangedOnRestartServer", protocol)
     async with harness.open(mcp_servers=[config]) as session:
         await session.advertise()
         harness.success("D9.4", await session.call("mcp.restart.exit", {"text": "now"}), "mcp.restart.exit")
@@ -249,19 +254,8 @@ async def test_the_first_read_once_a_reconnect_is_due_lists_the_restarted_catalo
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_listing_in_flight_when_the_connection_is_lost_is_never_reused(harness: Harness, protocol: str) -> None:
-    state = harness.directory / "held-state"
-    config = McpServerConfig(
-        server_id="held",
-        transport=McpTransport.STDIO,
-        command=stdio_command("LossMidListingServer", state_dir=state),
-        classification=READ,
-        protocol=protocol,
-        listing_max_age_s=INSIDE_AGE_S,
-    )
-    harness.log.append(
-        f"mcp server held: LossMidListingServer over stdio, {protocol}, state in {state}, "
-        f"listing_max_age_s={INSIDE_AGE_S:g}"
-    )
+    config = _stateful_stdio_server(harness, "held", "LossMidListingServer", protocol)
+    state = harness.directory / "held-state"  # Where the fake records what it saw (_stateful_stdio_server's).
     async with harness.open(mcp_servers=[config]) as session:
         await session.advertise()
         harness.success("D9.4", await session.call("mcp.held.lookup", {"text": "k"}), "the first mcp.held.lookup")
