@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from toolproof.fakes.mcp import FakeServer
+from toolproof.fakes import EchoTool
+from toolproof.fakes.mcp import FakeServer, http_server, served_calls, stdio_command
 from toolproof.spec import (
     Advertisement,
     CatalogChange,
@@ -15,14 +17,15 @@ from toolproof.spec import (
     InvocationStatus,
     McpClassification,
     McpServerConfig,
+    McpTransport,
     Outcome,
     ReasonCode,
     Risk,
     SideEffect,
 )
 
-from ._harness import Harness, describe
-from ._mcp import memory, reached
+from ._harness import Harness, Session, describe
+from ._mcp import READ, memory, reached
 
 DRIFTS = {
     "lookup": "its description, input schema and annotations",
@@ -118,3 +121,121 @@ def judge_second_calls(harness: Harness, second: dict[str, Disposition], where: 
             f"the second mcp.drift.{tool} of the session, after the server silently changed {change}, was answered "
             f"{describe(d)} ({where}): expected UNAVAILABLE tool_definition_changed",
         )
+
+
+Calls = Callable[[], list[str]]
+"""Reads the ``"tools/call NAME"`` lines a fake server received so far, in arrival order: the server's own record."""
+
+
+@asynccontextmanager
+async def logged_server(
+    harness: Harness,
+    server_id: str,
+    fake: str,
+    transport: str,
+    *,
+    classification: McpClassification = READ,
+    protocol: str = "legacy",
+    **fields: Any,
+) -> AsyncIterator[tuple[McpServerConfig, Calls]]:
+    """The fake ``fake`` reached over ``transport`` (``_mcp.TRANSPORTS``) for the block, and a reader of the calls it
+    received: in-process its ``log``; over stdio and streamable HTTP the call log it keeps in its state directory."""
+    if transport == "memory":
+        config, built = memory(harness, server_id, fake, classification=classification, protocol=protocol, **fields)
+        yield config, lambda: [line for line in built.log if line.startswith("tools/call ")]
+        return
+    state = harness.directory / f"{server_id}-state"
+    common: dict[str, Any] = {"server_id": server_id, "classification": classification, "protocol": protocol}
+    harness.log.append(f"mcp server {server_id}: {fake} over {transport}, {protocol}, call log in {state} {fields}")
+    if transport == "stdio":
+        command = stdio_command(fake, state_dir=state)
+        yield (
+            McpServerConfig(transport=McpTransport.STDIO, command=command, **common, **fields),
+            lambda: served_calls(state),
+        )
+        return
+    async with http_server(fake, state_dir=state) as url:
+        yield McpServerConfig(transport=McpTransport.HTTP, url=url, **common, **fields), lambda: served_calls(state)
+
+
+STALE_AGE_S = 30.0
+"""listing_max_age_s of a read-classified server whose listing a scenario lets go stale (moving the clock past it)."""
+
+ERRING_KINDS: dict[str, tuple[McpClassification, float, float]] = {
+    **{name: (classified(name), INSIDE_AGE_S, 0.0) for name in CONSEQUENTIAL},
+    "read-stale": (READ, STALE_AGE_S, STALE_AGE_S + 1.0),
+    "read-fresh": (READ, INSIDE_AGE_S, 0.0),
+}
+"""ListingErrorServer's classification, listing_max_age_s, and the seconds the clock moves once a listing fails: every
+consequential classification and an idempotent read past the max age list before the call (D9.4); an idempotent read
+inside it may run on the last listing."""
+
+
+def must_list(kind: str) -> bool:
+    """Whether a call under ``ERRING_KINDS[kind]`` lists the catalog before it runs (D9.4)."""
+    return kind != "read-fresh"
+
+
+@dataclass
+class Erring:
+    """What ListingErrorServer's ``echo`` met once one of its listings answered an error (``erring_calls``)."""
+
+    answered: dict[str, Disposition]
+    """Run -> its call of ``echo`` after the listing failed: the running session (run-1) and a new one (run-2)."""
+    received: dict[str, int]
+    """Run -> the calls of ``echo`` the server received for it (its own record)."""
+    builtin: Disposition
+    """A builtin call (files.echo) made meanwhile."""
+    history: list[CatalogChange]
+    where: str
+
+
+async def erring_calls(
+    harness: Harness, transport: str, protocol: str, kind: str, listing: str, code: int, *, restart: bool = False
+) -> Erring:
+    """ListingErrorServer classified as ``ERRING_KINDS[kind]``: a session calls ``echo``, ``fail_listing`` makes
+    ``listing`` answer errors of ``code``, the clock moves as the kind says, then (in a fresh instance over the same
+    store and server, with ``restart``) the session and a new one call ``echo``, and a builtin is called."""
+    classification, age, advance_s = ERRING_KINDS[kind]
+    where = (
+        f"{transport}, {protocol}, {kind} (listing_max_age_s={age:g}, the clock moved {advance_s:g} s), {listing}/list "
+        f"answering an error of code {code} while connected"
+        + (", then a fresh instance over the same store" if restart else "")
+    )
+    fields: dict[str, Any] = {"classification": classification, "protocol": protocol, "listing_max_age_s": age}
+    answered: dict[str, Disposition] = {}
+    received: dict[str, int] = {}
+    async with logged_server(harness, "erring", "ListingErrorServer", transport, **fields) as (config, calls):
+        tools = [EchoTool(harness.world)]
+        async with harness.open(*tools, mcp_servers=[config]) as session:
+            harness.success("D9.4", await session.call("mcp.erring.echo", {"text": "up"}), "mcp.erring.echo")
+            asked = {"text": listing, "code": code}
+            harness.success("D9.4", await session.call("mcp.erring.fail_listing", asked), f"fail_listing {asked}")
+            session.advance(advance_s)
+            if not restart:
+                builtin = await _erring_echoes(session, calls, answered, received)
+                history = await session.catalog_history()
+        if restart:
+            harness.log.append("close the instance; open a fresh one over the same store and the same server")
+            async with harness.open(*tools, mcp_servers=[config]) as session:
+                builtin = await _erring_echoes(session, calls, answered, received)
+                history = await session.catalog_history()
+    return Erring(answered, received, builtin, history, where)
+
+
+async def _erring_echoes(
+    session: Session, calls: Calls, answered: dict[str, Disposition], received: dict[str, int]
+) -> Disposition:
+    for run in ("run-1", "run-2"):
+        before = calls().count("tools/call echo")
+        answered[run] = await session.call("mcp.erring.echo", {"text": run}, run_id=run, step_number=10)
+        received[run] = calls().count("tools/call echo") - before
+    return await session.call("files.echo", {"text": "builtin"}, step_number=11)
+
+
+def remote_unavailable(d: Disposition) -> bool:
+    """Whether ``d`` is UNAVAILABLE remote_unavailable."""
+    return isinstance(d, Outcome) and (d.status, d.reason_code) == (
+        InvocationStatus.UNAVAILABLE,
+        ReasonCode.REMOTE_UNAVAILABLE,
+    )

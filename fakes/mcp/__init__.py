@@ -19,7 +19,7 @@ from ._attacker import (
     ShadowingResourceServer,
     shadowing_resource_server,
 )
-from ._base import FakeServer, ServerFake
+from ._base import CALL_LOG, FakeServer, ServerFake, served_calls
 from ._classification import (
     ACCEPTED_UNLISTED,
     TRUST_CLAIMS,
@@ -144,6 +144,7 @@ __all__ = [
     "ANSI",
     "ARRIVED",
     "BROKEN",
+    "CALL_LOG",
     "COLLIDING_NAMES",
     "CRASH_MESSAGE",
     "CRASH_MESSAGE_ENV",
@@ -251,6 +252,7 @@ __all__ = [
     "serve",
     "serve_http",
     "serve_stdio",
+    "served_calls",
     "shadowing_resource_server",
     "stdio_command",
     "ttl_drift_server",

@@ -76,6 +76,17 @@ _SAMPLING = types.ClientCapabilities(sampling=types.SamplingCapability())
 _ROOTS = types.ClientCapabilities(roots=types.RootsCapability())
 
 
+CALL_LOG = "tools-calls.log"
+"""The file, in a served fake's state directory, to which it appends one ``"tools/call NAME"`` line per call it
+receives: what a subprocess fake was asked, for a scenario that cannot read its ``log`` (``served_calls``)."""
+
+
+def served_calls(state_dir: Path) -> list[str]:
+    """The ``"tools/call NAME"`` lines a fake served with ``state_dir`` received, in arrival order (none yet: [])."""
+    path = state_dir / CALL_LOG
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
 def _advertised(ctx: Context) -> str:
     # Handshake era: the initialize capabilities; 2026-07-28: this request's `_meta` envelope.
     sampling = ctx.session.check_client_capability(_SAMPLING)
@@ -171,6 +182,11 @@ class FakeServer:
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         self.log.append(f"tools/call {params.name}")
+        if self.state_dir is not None:
+            # Written before the behaviour runs: a call that arrived is on record even if the tool ends the process.
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            with (self.state_dir / CALL_LOG).open("a", encoding="utf-8") as calls:
+                calls.write(f"tools/call {params.name}\n")
         self.log.append(_advertised(ctx))
         for key, response in (params.input_responses or {}).items():
             self.log.append(f"input_responses {key}={response.model_dump_json(by_alias=True, exclude_none=True)}")

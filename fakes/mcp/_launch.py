@@ -51,7 +51,8 @@ def stdio_command(
     ``StdioServerParameters(command=cmd[0], args=cmd[1:])`` connects an ``mcp.Client`` to it. With ``down_while``,
     each start while that path exists exits at once (status 3) without serving: a restart that keeps failing until
     the path is removed. With ``state_dir``, the fake keeps there what must outlive its process, so a restart can
-    serve something else than the first start (ChangedOnRestartServer).
+    serve something else than the first start (ChangedOnRestartServer), and appends each tools/call it receives to
+    its call log (``served_calls``).
 
     Raises:
         ValueError: Unknown ``name``.
@@ -104,12 +105,13 @@ async def _stop(process: Process) -> None:
 
 
 @contextlib.asynccontextmanager
-async def http_server(name: str) -> AsyncIterator[str]:
+async def http_server(name: str, *, state_dir: str | os.PathLike[str] | None = None) -> AsyncIterator[str]:
     """Serve the fake ``name`` from a subprocess over streamable HTTP on a free loopback port.
 
     Runs ``python -m toolproof.fakes.mcp NAME --transport http --port P`` and yields once
     the port accepts TCP connections. On exit the subprocess gets SIGTERM, then SIGKILL
-    after ``GRACE_S``, and is waited for (even when the block is cancelled).
+    after ``GRACE_S``, and is waited for (even when the block is cancelled). ``state_dir``: as
+    ``stdio_command``'s (its call log included, ``served_calls``).
 
     Yields:
         The server's URL, ``http://127.0.0.1:P/mcp``.
@@ -121,7 +123,8 @@ async def http_server(name: str) -> AsyncIterator[str]:
     """
     _lookup(name, "http")
     port = _free_port()
-    command = _module_command(name, "--transport", "http", "--port", str(port))
+    state = () if state_dir is None else ("--state-dir", os.fspath(state_dir))
+    command = _module_command(name, "--transport", "http", "--port", str(port), *state)
     # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
     with tempfile.TemporaryFile() as stderr:
         process = await anyio.open_process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
