@@ -597,3 +597,48 @@ witness(
     "keeps a listing that was in flight when the connection was lost as fresh once it ends, so after a reconnect "
     "whose listing failed an idempotent read runs on a catalog from before the loss",
 )(adapter_pipeline(_LossSparesListingInFlight))
+
+
+class _FreshListingUnchecked(McpAdapter):
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        await self.start(run_id)
+        found = self.pinned(run_id, name)
+        if found is None or not self.reusable(found[1].link, found[0]):
+            return await super().resolve(run_id, name)
+        # The defect: a listing still fresh is taken for the one the session pinned, so only a withdrawal is looked
+        # for; a definition another session's listing found changed since is called under this session's pin.
+        return found if name in found[1].link.catalog else ReasonCode.TOOL_WITHDRAWN
+
+
+witness(
+    "fresh_listing_skips_pin_check",
+    ("D9.4",),
+    "lets an idempotent read on a fresh listing skip comparing the tool with the session's pin, so a change another "
+    "session's listing found is still called",
+)(adapter_pipeline(_FreshListingUnchecked))
+
+
+class _PinsCachedByName(McpAdapter):
+    def __init__(self, config: InstanceConfig, store: Store, clock: Clock) -> None:
+        super().__init__(config, store, clock)
+        self.resolved: dict[str, tuple[ToolSpec, McpTool]] = {}
+        """Registered name -> the pinned spec and tool first read for it, by whichever session."""
+
+    def pinned(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | None:
+        # The defect: a pin read once is cached by the tool's name alone, so every later session resolves the
+        # definition the first session to call the tool pinned, not its own.
+        if name not in self.resolved:
+            found = super().pinned(run_id, name)
+            if found is None:
+                return None
+            self.resolved[name] = found
+        return self.resolved[name]
+
+
+witness(
+    "pin_cache_shared_by_sessions",
+    ("D9.6", "D9.1", "D9.4"),
+    "caches a resolved pin by the tool's name across sessions, so a session calls the definition another session "
+    "pinned, not its own: a session started after a change is answered it changed, and once the later session "
+    "resolves first (after a restart) the earlier ones run the changed definition",
+)(adapter_pipeline(_PinsCachedByName))
