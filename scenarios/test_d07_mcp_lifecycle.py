@@ -6,7 +6,11 @@ run and in new runs, while builtin calls run; whether the adapter already restar
 A READ_ONLY call whose server exits after receiving it is D7.5's too (UNAVAILABLE remote_unavailable: it marked
 nothing, so no effect can be pending and a retry is safe), never D4.20's tool_crashed, which is for a tool that
 raises; the same loss after a marked NON_IDEMPOTENT call is D4.2's, UNCERTAIN effect_unknown. Over stdio and
-streamable HTTP, both eras. ``test_d07_mcp_reconnect`` sweeps the rest: a server error is no loss, one loss is one
+streamable HTTP, both eras. A tools/list the server refuses while connected is no loss either, but the call that had to
+list first (D9.4: a consequential one, or an idempotent read past its max age) answers UNAVAILABLE remote_unavailable,
+in the running session and a new one, while a refused prompts/list or resources/list leaves the call running; builtins
+run beside it and nothing is recorded disconnected (both eras, in-memory, after a restart, over stdio and HTTP; that it
+is never sent is D9.4's, ``test_d09_listing_errors``). ``test_d07_mcp_reconnect`` sweeps the rest: a server error is no loss, one loss is one
 server's, and D7.6's schedule.
 """
 
@@ -19,7 +23,7 @@ import anyio
 import pytest
 
 from toolproof.fakes import EchoTool
-from toolproof.fakes.mcp import http_server, stdio_command
+from toolproof.fakes.mcp import LISTINGS, http_server, stdio_command
 from toolproof.spec import (
     CatalogChangeKind,
     Disposition,
@@ -36,7 +40,11 @@ from toolproof.spec import (
 
 from ._bounds import bound
 from ._harness import Harness, Session, describe
+from ._listing import erring_calls, remote_unavailable
 from ._mcp import BOUND_S, ERAS, READ, of_kind
+
+ERROR_CODE = -32603
+"""The JSON-RPC error code a refused listing answers with (internal error)."""
 
 RECONNECT_WAIT_S = 61.0
 """Instance-clock seconds a scenario lets pass before it expects a reconnect attempt (D7.6: at most 60 s apart)."""
@@ -202,4 +210,64 @@ async def test_connection_lost_after_a_marked_call_is_judged_by_the_watermark(
         (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.UNCERTAIN, ReasonCode.EFFECT_UNKNOWN),
         f"a NON_IDEMPOTENT MCP call whose server exited after receiving it ({transport}, {protocol}) was answered "
         f"{got}; it was marked and sent, so UNCERTAIN effect_unknown",
+    )
+
+
+_LISTING_ERROR_KINDS = ("external-write-non-idempotent", "read-non-idempotent", "read-stale")
+"""Classifications whose calls list first (``_listing.ERRING_KINDS``): a write, a read one step from IDEMPOTENT, and an
+idempotent read past its max age."""
+
+
+def _listing_error_cells() -> list[object]:
+    cells: list[object] = []
+    for protocol in ERAS:
+        for listing in LISTINGS:
+            for kind in _LISTING_ERROR_KINDS:
+                cells.append(pytest.param("memory", protocol, kind, listing, False, id=f"{protocol}-{kind}-{listing}"))
+        cells.append(pytest.param("memory", protocol, _LISTING_ERROR_KINDS[0], "tools", True, id=f"{protocol}-restart"))
+        for transport in ("stdio", "http"):
+            cell = f"{protocol}-{transport}"
+            marks = pytest.mark.slow
+            cells.append(
+                pytest.param(transport, protocol, _LISTING_ERROR_KINDS[0], "tools", False, id=cell, marks=marks)
+            )
+    return cells
+
+
+@pytest.mark.rules("D7.5")
+@pytest.mark.parametrize(("transport", "protocol", "kind", "listing", "restart"), _listing_error_cells())
+async def test_a_call_whose_listing_the_server_refused_answers_remote_unavailable(
+    harness: Harness, transport: str, protocol: str, kind: str, listing: str, restart: bool
+) -> None:
+    # A tools/list answered with an error, the connection up, is no loss, but the call that had to list first cannot
+    # be checked against the pin (D9.4): it answers as a lost server's would, UNAVAILABLE remote_unavailable, and only
+    # that server's calls do. A prompts/list or resources/list error leaves tools/list answering: the call runs.
+    erring = await erring_calls(harness, transport, protocol, kind, listing, ERROR_CODE, restart=restart)
+    for run, d in erring.answered.items():
+        if listing == "tools" and restart and run == "run-2":
+            # A session that starts in an instance that has never listed the server: what it pins is left open (the
+            # last recorded catalog, as for a lost server, or nothing, its call then unknown_tool); never a call run.
+            harness.expect(
+                "D7.5",
+                remote_unavailable(d)
+                or (d.status, getattr(d, "reason_code", None)) == (InvocationStatus.DENIED, ReasonCode.UNKNOWN_TOOL),
+                f"mcp.erring.echo in {run} ({erring.where}), a session started after the restart, was answered "
+                f"{describe(d)}: expected UNAVAILABLE remote_unavailable, or DENIED unknown_tool had it pinned nothing",
+            )
+        elif listing == "tools":
+            harness.expect(
+                "D7.5",
+                remote_unavailable(d),
+                f"mcp.erring.echo in {run} ({erring.where}) was answered {describe(d)}: it had to list the catalog "
+                "first and the server refused the listing, so expected UNAVAILABLE remote_unavailable (retryable)",
+            )
+        else:
+            harness.success("D7.5", d, f"mcp.erring.echo in {run} ({erring.where}), tools/list still answering,")
+    harness.success("D7.5", erring.builtin, f"files.echo, beside the server refusing a listing ({erring.where}),")
+    lost = of_kind(erring.history, CatalogChangeKind.DISCONNECTED, "erring")
+    harness.expect(
+        "D7.5",
+        not lost,
+        f"a server refusing a listing ({erring.where}) was recorded disconnected: an error the server answers is not "
+        "a lost connection",
     )

@@ -642,3 +642,22 @@ witness(
     "pinned, not its own: a session started after a change is answered it changed, and once the later session "
     "resolves first (after a restart) the earlier ones run the changed definition",
 )(adapter_pipeline(_PinsCachedByName))
+
+
+class _ListingErrorCallsPinned(McpAdapter):
+    async def resolve(self, run_id: str, name: str) -> tuple[ToolSpec, McpTool] | ReasonCode:
+        found = await super().resolve(run_id, name)
+        if found is not ReasonCode.REMOTE_UNAVAILABLE:
+            return found
+        pinned = self.pinned(run_id, name)
+        # The defect: a listing the server answered with an error, its connection still up, is no reason to hold the
+        # call back, so the pinned tool is called without its catalog having been checked.
+        return pinned if pinned is not None and not pinned[1].link.lost else found
+
+
+witness(
+    "listing_error_calls_anyway",
+    ("D9.4", "D7.5"),
+    "calls a pinned tool whose server answered the listing before it with an error while still connected, so a "
+    "consequential call runs unchecked",
+)(adapter_pipeline(_ListingErrorCallsPinned))
