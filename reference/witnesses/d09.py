@@ -637,10 +637,11 @@ class _PinsCachedByName(McpAdapter):
 
 witness(
     "pin_cache_shared_by_sessions",
-    ("D9.6", "D9.1", "D9.4"),
+    ("D9.6", "D9.1", "D9.4", "D8.9"),
     "caches a resolved pin by the tool's name across sessions, so a session calls the definition another session "
-    "pinned, not its own: a session started after a change is answered it changed, and once the later session "
-    "resolves first (after a restart) the earlier ones run the changed definition",
+    "pinned, not its own: a session started after a change is answered it changed, once the later session resolves "
+    "first (after a restart) the earlier ones run the changed definition, and a session without the read tool "
+    "resolves another session's",
 )(adapter_pipeline(_PinsCachedByName))
 
 
