@@ -104,12 +104,13 @@ async def _stop(process: Process) -> None:
 
 
 @contextlib.asynccontextmanager
-async def http_server(name: str) -> AsyncIterator[str]:
+async def http_server(name: str, *, state_dir: str | os.PathLike[str] | None = None) -> AsyncIterator[str]:
     """Serve the fake ``name`` from a subprocess over streamable HTTP on a free loopback port.
 
     Runs ``python -m toolproof.fakes.mcp NAME --transport http --port P`` and yields once
     the port accepts TCP connections. On exit the subprocess gets SIGTERM, then SIGKILL
-    after ``GRACE_S``, and is waited for (even when the block is cancelled).
+    after ``GRACE_S``, and is waited for (even when the block is cancelled). With ``state_dir``,
+    the fake keeps there what it records beyond its process (as ``stdio_command``'s).
 
     Yields:
         The server's URL, ``http://127.0.0.1:P/mcp``.
@@ -121,7 +122,8 @@ async def http_server(name: str) -> AsyncIterator[str]:
     """
     _lookup(name, "http")
     port = _free_port()
-    command = _module_command(name, "--transport", "http", "--port", str(port))
+    state = () if state_dir is None else ("--state-dir", os.fspath(state_dir))
+    command = _module_command(name, "--transport", "http", "--port", str(port), *state)
     # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
     with tempfile.TemporaryFile() as stderr:
         process = await anyio.open_process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
