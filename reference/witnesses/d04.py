@@ -725,3 +725,25 @@ class _OrphansOnePerStep(Pipeline):
                 seen.add((row.run_id, row.step_number))
                 kept.append(row)
         return kept
+
+
+async def _record_then_decide_again(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RECORD](p, s)
+    found = s.existing
+    if found is None or s.resolved is None or s.disposition is not None:
+        return
+    # The mistake: a replay adopts the row but decides policy again from its own request's labels.
+    s.existing = None
+    try:
+        await STEP_TABLE[Step.DECIDE](p, s)
+    finally:
+        s.existing = found
+
+
+@witness(
+    "replay_redecides_with_its_own_labels",
+    ("D4.14", "D4.17"),
+    "a submission that finds the call's row decides policy again from its own context's labels, not the row's",
+)
+class _ReplayRedecidesWithItsOwnLabels(Pipeline):
+    steps = STEP_TABLE | {Step.RECORD: _record_then_decide_again}
