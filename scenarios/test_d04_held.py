@@ -189,29 +189,39 @@ UNTRUSTED = ([USER_ITEM, PAGE], {"to": [PAGE.id]})
 """A request whose labels hold it for approval: the argument from the EXTERNAL_UNTRUSTED page."""
 
 
-def _replay_cells() -> list[object]:
-    """(recorded decision, crash point before the replay, the replay's labels, a sweep first). A row recorded for
-    approval (D4.14): held and alive, or its worker dead after step 6 or step 7. A row recorded as allowed (D4.17):
-    its worker dead after step 6 or step 7 (alive, it ran and is terminal: D4.12)."""
-    cells: list[object] = []
-    for recorded in ("approval", "allow"):
-        rule = "D4.14" if recorded == "approval" else "D4.17"
-        crashes = (None, CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD)
-        for point in crashes if recorded == "approval" else crashes[1:]:
-            for labels in ("same", "other"):
-                for swept in (False, True) if point is not None else (False,):
-                    ident = f"{recorded}-{point.value if point else 'alive'}-{labels}-labels{'-swept' if swept else ''}"
-                    cells.append(pytest.param(recorded, point, labels, swept, marks=pytest.mark.rules(rule), id=ident))
-    return cells
+REPLAYED_BY = {False: "replay", True: "swept-then-replay"}
 
 
-@pytest.mark.parametrize(("recorded", "point", "labels", "swept"), _replay_cells())
-async def test_a_replay_follows_the_recorded_decision_whatever_its_own_labels(
+# One scenario per rule: a witness is stopped at a scenario's first failed cell, so each rule gets cells of its own.
+@pytest.mark.rules("D4.14")
+@pytest.mark.parametrize("swept", [False, True], ids=list(REPLAYED_BY.values()))
+@pytest.mark.parametrize("labels", ["same", "other"])
+@pytest.mark.parametrize(
+    "point", [None, CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD], ids=["alive", "after_record", "after_hold"]
+)
+async def test_a_replay_keeps_a_recorded_hold_whatever_its_own_labels(
+    harness: Harness, point: CrashPoint | None, labels: str, swept: bool
+) -> None:
+    await _replay_with_labels(harness, "approval", point, labels, swept)
+
+
+@pytest.mark.rules("D4.17")
+@pytest.mark.parametrize("swept", [False, True], ids=list(REPLAYED_BY.values()))
+@pytest.mark.parametrize("labels", ["same", "other"])
+@pytest.mark.parametrize("point", [CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD], ids=["after_record", "after_hold"])
+async def test_a_replay_runs_a_call_recorded_as_allowed_whatever_its_own_labels(
+    harness: Harness, point: CrashPoint, labels: str, swept: bool
+) -> None:
+    await _replay_with_labels(harness, "allow", point, labels, swept)
+
+
+async def _replay_with_labels(
     harness: Harness, recorded: str, point: CrashPoint | None, labels: str, swept: bool
 ) -> None:
-    # The recorded decision is the row's: a later submission of the same call (same run, step, call_id, arguments:
-    # the same key) with other context and provenance than the one that recorded it follows the row, so trusted
-    # labels never release a recorded hold, and untrusted ones never hold a call recorded as allowed.
+    """Record the call as ``recorded`` decides (its worker alive, or dead at ``point``), then, a lease later, replay
+    the step (after a sweep if ``swept``) with the ``same`` labels or the ``other`` ones: the replay is the same call
+    (same run, step, call_id, arguments: the same key) and follows its row, so trusted labels never release a
+    recorded hold, and untrusted ones never hold a call recorded as allowed."""
     rule = "D4.14" if recorded == "approval" else "D4.17"
     first = UNTRUSTED if recorded == "approval" else TRUSTED
     flipped = TRUSTED if recorded == "approval" else UNTRUSTED
