@@ -20,7 +20,7 @@ from toolproof.spec import ConfigurationError, ContractViolation, IdempotencyCla
 
 from ._arguments import arguments_strategy
 from ._confine import confinement_unavailable
-from ._example import PROBE_DEADLINE_S
+from ._example import PROBE_DEADLINE_S, probe_deadline_s
 from ._execute import Runner
 from ._findings import CONTRACT_RULES, ContractReport, Finding, sort_findings
 from ._judge import judge_deadline_probe, judge_example, judge_reads_only, judge_remote_probe, owes_watermark, repeats
@@ -166,9 +166,9 @@ def _check(factory: Callable[[], Any], settings: hypothesis.settings | None, opt
         deadline_run = runner.run(
             minimal,
             mode=TransportMode.HOLD,
-            deadline_s=PROBE_DEADLINE_S,
+            deadline_s=probe_deadline_s(),
             stall=True,
-            label=f"deadline probe: {PROBE_DEADLINE_S}s deadline, the context and the transport stall",
+            label=f"deadline probe: {PROBE_DEADLINE_S}s deadline times the load factor, the context and the transport stall",
         )
         findings += judge_deadline_probe(spec, deadline_run)
         remote_run = runner.run(minimal, mode=TransportMode.FAIL, label="remote-failure probe: the service answers 503")

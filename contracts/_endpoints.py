@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable
 from typing import BinaryIO
 
+from toolproof.fakes import load_factor
+
 from ._transport import REMOTE_ERROR_TEXT, ArrivalKind, Conversation, Recorder, Request, TransportMode, preview
 
 _GREET_AFTER_S = 0.3
-"""Silence after which a client is taken to wait for a server greeting."""
+"""Silence after which a client is taken to wait for a server greeting, on an idle machine (times the load factor)."""
 _WAIT_S = 5.0
 """How long a conversation waits for the client."""
 _QUIET_S = 0.3
@@ -75,13 +77,18 @@ def serve(recorder: Recorder, tcp: socket.socket, udp: socket.socket) -> Callabl
 def _converse(recorder: Recorder, conn: Conversation) -> None:
     sock = conn.sock
     try:
-        if recorder.first_bytes(conn, _GREET_AFTER_S):
+        if recorder.first_bytes(conn, _GREET_AFTER_S * load_factor()):
             head = sock.recv(64, socket.MSG_PEEK)
             if _REQUEST_LINE.match(head):
                 _http(recorder, conn)
             else:
                 _raw(recorder, conn)
         else:
+            session = recorder.session()
+            if session is not None and session.mode is TransportMode.HOLD:
+                # The greeting is the server's answer: the deadline probe holds it as it holds HTTP answers, so a
+                # tool waiting for it is inside a call it made when cancelled, whatever the machine's load.
+                session.release.wait(session.hold_s)
             sock.sendall(b"220 toolproof recording endpoint ESMTP\r\n")
             if recorder.first_bytes(conn, _WAIT_S):
                 _smtp(recorder, conn)

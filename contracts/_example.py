@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolproof.fakes import load_factor
 from toolproof.spec import JsonObject
 
 from ._attempts import AttemptRun
@@ -16,9 +17,20 @@ from ._trace import Trace
 NORMAL_DEADLINE_S = 1.0
 """Cap on the deadline of an ordinary example (the spec's ``deadline_s`` when shorter)."""
 PROBE_DEADLINE_S = 0.2
-"""The deadline of the deadline probe."""
+"""The deadline of the deadline probe on an idle machine (``probe_deadline_s`` scales it by the load)."""
 GRACE_S = 0.5
 """How long a tool may take to stop once cancelled before it is abandoned."""
+
+
+def probe_deadline_s() -> float:
+    """The deadline probe's deadline now: ``PROBE_DEADLINE_S`` times the machine's load factor.
+
+    The probe cancels a tool once it is inside a call it made (the context and the transport stall); on a loaded
+    machine a right tool takes longer to get there (a thread started, a client built), and a fixed 0.2 s would cancel
+    it before its request, which its abandoned thread then sends after cancellation: a verdict of the machine's load,
+    not of the tool.
+    """
+    return PROBE_DEADLINE_S * load_factor()
 
 
 @dataclass

@@ -175,7 +175,7 @@ def judge_deadline_probe(spec: ToolSpec, run: ExampleRun) -> list[Finding]:
     if run.abandoned:
         judge.add(
             "D2.4",
-            f"with a {PROBE_DEADLINE_S}s deadline the tool was still running {GRACE_S}s after it: "
+            f"with a {PROBE_DEADLINE_S}s deadline (times the load factor) the tool was still running {GRACE_S}s after it: "
             "it swallows cancellation, shields itself, or blocks the event loop",
         )
     elif cancel is not None:
@@ -183,7 +183,7 @@ def judge_deadline_probe(spec: ToolSpec, run: ExampleRun) -> list[Finding]:
         if late:
             judge.add(
                 "D2.4",
-                f"after its {PROBE_DEADLINE_S}s deadline passed and cancellation was set, the tool still went on: "
+                f"after its {PROBE_DEADLINE_S}s deadline (times the load factor) passed and cancellation was set, the tool still went on: "
                 f"{late[0].text} ({judge.at(late[0])})",
             )
     return judge.findings

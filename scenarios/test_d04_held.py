@@ -11,6 +11,13 @@ D4.17 is judged by two workers, each in its own thread, event loop and connectio
 the same untrusted consequential step at the same instant (a barrier), the exploration profile's
 lease races / 20 times (at least 10; each race of the reference's old adopt path executed the
 call): no race may execute the call, and exactly one approval_requested event may be recorded.
+
+A replay of the step follows the row's recorded decision, not its own request's labels: a call recorded for approval
+(an argument from the EXTERNAL_UNTRUSTED page), held and alive or its worker dead after step 6 or step 7, replayed
+with the same labels or with trusted ones (USER context, the argument from the USER item), by a replay alone or a
+sweep then a replay, stays held and unexecuted with one approval_requested (D4.14); a call recorded as allowed whose
+worker died after step 6 or 7, replayed with the same labels or with untrusted ones, runs once and is never held
+(D4.17).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from toolproof.spec import (
     ProposedCall,
     RecoveryVia,
     SimulatedCrash,
+    Success,
     Suspended,
     Tool,
 )
@@ -173,3 +181,87 @@ async def test_two_first_submissions_of_an_untrusted_call_both_wait_for_approval
         f"call was not held once and left unexecuted: {wrong[:5]}; the worker that finds the row recorded must "
         "follow its recorded decision",
     )
+
+
+TRUSTED = ([USER_ITEM], {"to": [USER_ITEM.id]})
+"""A request whose labels allow the consequential call: USER context, the argument from the USER item."""
+UNTRUSTED = ([USER_ITEM, PAGE], {"to": [PAGE.id]})
+"""A request whose labels hold it for approval: the argument from the EXTERNAL_UNTRUSTED page."""
+
+
+REPLAYED_BY = {False: "replay", True: "swept-then-replay"}
+
+
+# One scenario per rule: a witness is stopped at a scenario's first failed cell, so each rule gets cells of its own.
+@pytest.mark.rules("D4.14")
+@pytest.mark.parametrize("swept", [False, True], ids=list(REPLAYED_BY.values()))
+@pytest.mark.parametrize("labels", ["same", "other"])
+@pytest.mark.parametrize(
+    "point", [None, CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD], ids=["alive", "after_record", "after_hold"]
+)
+async def test_a_replay_keeps_a_recorded_hold_whatever_its_own_labels(
+    harness: Harness, point: CrashPoint | None, labels: str, swept: bool
+) -> None:
+    await _replay_with_labels(harness, "approval", point, labels, swept)
+
+
+@pytest.mark.rules("D4.17")
+@pytest.mark.parametrize("swept", [False, True], ids=list(REPLAYED_BY.values()))
+@pytest.mark.parametrize("labels", ["same", "other"])
+@pytest.mark.parametrize("point", [CrashPoint.AFTER_RECORD, CrashPoint.AFTER_HOLD], ids=["after_record", "after_hold"])
+async def test_a_replay_runs_a_call_recorded_as_allowed_whatever_its_own_labels(
+    harness: Harness, point: CrashPoint, labels: str, swept: bool
+) -> None:
+    await _replay_with_labels(harness, "allow", point, labels, swept)
+
+
+async def _replay_with_labels(
+    harness: Harness, recorded: str, point: CrashPoint | None, labels: str, swept: bool
+) -> None:
+    """Record the call as ``recorded`` decides (its worker alive, or dead at ``point``), then, a lease later, replay
+    the step (after a sweep if ``swept``) with the ``same`` labels or the ``other`` ones: the replay is the same call
+    (same run, step, call_id, arguments: the same key) and follows its row, so trusted labels never release a
+    recorded hold, and untrusted ones never hold a call recorded as allowed."""
+    rule = "D4.14" if recorded == "approval" else "D4.17"
+    first = UNTRUSTED if recorded == "approval" else TRUSTED
+    flipped = TRUSTED if recorded == "approval" else UNTRUSTED
+    context, provenance = first if labels == "same" else flipped
+    call = MAIL.model_copy(update={"arguments": {"to": "finance-team@example.com"}, "provenance": first[1]})
+    replayed = call.model_copy(update={"provenance": provenance})
+    async with harness.open(_mail(harness), crash=CrashPlan(point=point) if point else None, lease_s=LEASE_S) as s:
+        try:
+            [d] = await s.step([call], step_number=1, context=first[0])
+            if point is not None:
+                harness.fail(
+                    rule, f"the worker did not die at {point.value}: the implementation ignored its crash plan"
+                )
+            if not isinstance(d, Suspended):
+                harness.fail(rule, f"the untrusted consequential call was answered {describe(d)}; expected a hold")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append(f"  the worker died at {point.value if point else None}")
+    harness.clock.advance(LEASE_S + 1)
+    shown = ", ".join(f"{i.id}:{i.trust.value}" for i in context)
+    harness.log.append(f"another worker{' sweeps, then' if swept else ''} replays the step with context [{shown}]")
+    async with harness.open(_mail(harness), lease_s=LEASE_S) as session:
+        if swept:
+            await session.sweep()
+        [d] = await session.step([replayed], step_number=1, context=context)
+        kinds = [e.kind for e in await session.events()]
+    held = kinds.count(EventKind.APPROVAL_REQUESTED.value)
+    ran = len(harness.world.executions)
+    how = f"{'after a crash at ' + point.value if point else 'held and alive'}{', swept,' if swept else ''}"
+    if recorded == "approval":
+        harness.expect(
+            rule,
+            isinstance(d, Suspended) and d.reason == "approval" and not ran and held == 1,
+            f"a call recorded for approval ({how}) replayed with {labels} labels ({shown}) was answered {describe(d)} "
+            f"with {ran} execution(s) and {held} approval_requested; it must stay held until approved",
+        )
+    else:
+        harness.expect(
+            rule,
+            isinstance(d, Success) and len(harness.world.effects) == 1 and not held,
+            f"a call recorded as allowed ({how}) replayed with {labels} labels ({shown}) was answered {describe(d)} "
+            f"with {len(harness.world.effects)} effect(s) and {held} approval_requested; it follows its recorded "
+            "decision and runs once",
+        )

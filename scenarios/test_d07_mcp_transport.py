@@ -1,5 +1,14 @@
 """Decision 7: tenant servers over HTTP to allowlisted hosts only; stdio from the operator.
 
+D7.2 is judged by the refusal and by the connection. A tenant server is refused naming D7.2 for every allowlist that
+does not list its host: absent, empty, entries naming no host (empty, a dot, a star), another host or address, a name
+resolving to the same address, and the host written with a port (its own and another), a scheme or as the whole URL;
+and for each, a loopback listener the harness owns in front of the server sees no connection from the pipeline. On
+the other side, an allowlist listing the host (as written, absolute, among others, a name) admits it, the call
+succeeds and the listener sees the connection; an operator's HTTP server needs no allowlist. Near-miss hosts, hosts
+borrowed from the userinfo or after the authority, and the same host written another way (case, trailing dot, IDNA,
+IP forms) are judged by the refusal, since no listener can sit at a host that resolves nowhere.
+
 D7.4 is judged by value and by name. By value: the worker's own key is planted in the harness's process (seen only
 by a driver in that process), and the server has to see the configured key or none. By name, wherever the driver
 runs: the server reports the names of its environment variables, and any beyond the SDK's safe list (HOME, LOGNAME,
@@ -14,13 +23,20 @@ earlier revision still accepts the configuration.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
 import pytest
 
-from toolproof.fakes.mcp import ENV_KEY, SAFE_ENV_NAMES, http_server, stdio_command
+from toolproof.fakes.mcp import ENV_KEY, LOOPBACK, SAFE_ENV_NAMES, http_server, stdio_command
 from toolproof.spec import ConfigurationError, McpOrigin, McpServerConfig, McpTransport, Success
 
+from ._bounds import bound
 from ._harness import Harness, describe
-from ._mcp import DEFAULT_NAMES, ERAS, READ, configured_defaults, memory
+from ._mcp import BOUND_S, DEFAULT_NAMES, ERAS, READ, configured_defaults, memory
 
 
 async def _refusal(harness: Harness, *servers: McpServerConfig, **config: object) -> ConfigurationError | None:
@@ -209,6 +225,143 @@ async def test_allowlist_compares_hosts_case_folded_idna_encoded_trailing_dot_as
                     await session.call("mcp.tenant.echo", {"text": "hi"}),
                     f"a call to a tenant server at {host!r} with the allowlist [{entry!r}]",
                 )
+
+
+class _Watch:
+    """A loopback listener the harness owns, in front of a fake's HTTP server: it forwards every connection made to
+    it and records each one's peer port, so whether a pipeline connected is a fact the harness saw."""
+
+    def __init__(self, harness: Harness, port: int) -> None:
+        self.harness = harness
+        self.port = port
+        self.peers: list[int] = []
+        self.sentinels: set[int] = set()
+        self.arrived = anyio.Event()
+
+    async def connections(self) -> int:
+        """How many connections the pipeline has made so far (the harness's own sentinels aside).
+
+        The harness connects a sentinel and waits until it is accepted: connections are accepted in the order they
+        arrived, so any the pipeline made before this call has been counted by then (no real-time window).
+        """
+        async with await anyio.connect_tcp(LOOPBACK, self.port) as sentinel:
+            own = sentinel.extra(anyio.abc.SocketAttribute.local_port)
+            self.sentinels.add(own)
+            with anyio.fail_after(bound(self.harness, BOUND_S, "the harness's own connection to be accepted")):
+                while own not in self.peers:
+                    await self.arrived.wait()
+        return len([p for p in self.peers if p not in self.sentinels])
+
+
+async def _pump(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        async for chunk in source:
+            await sink.send(chunk)
+        await sink.send_eof()
+
+
+@contextlib.asynccontextmanager
+async def _watched(harness: Harness, upstream: str) -> AsyncIterator[_Watch]:
+    """A ``_Watch`` forwarding to the HTTP server at ``upstream``, for the block."""
+    target = urlsplit(upstream)
+    listener = await anyio.create_tcp_listener(local_host=LOOPBACK, local_port=0)
+    watch = _Watch(harness, listener.extra(anyio.abc.SocketAttribute.local_port))
+
+    async def forward(client: anyio.abc.SocketStream) -> None:
+        async with client:
+            watch.peers.append(client.extra(anyio.abc.SocketAttribute.remote_port))
+            watch.arrived.set()
+            watch.arrived = anyio.Event()
+            with contextlib.suppress(OSError):
+                server = await anyio.connect_tcp(target.hostname or LOOPBACK, target.port or 80)
+                async with server, anyio.create_task_group() as pumps:
+                    pumps.start_soon(_pump, client, server)
+                    await _pump(server, client)
+
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, forward)
+        try:
+            yield watch
+        finally:
+            group.cancel_scope.cancel()
+
+
+def _no_allowlist() -> list[tuple[str, list[str] | None]]:
+    """(case, allowlist; None: the field not given) under which a tenant server at 127.0.0.1:PORT is refused: none
+    given, an empty one, entries that name no host or another host, and the host written with a port or a scheme
+    (an entry is a host, compared whole)."""
+    return [
+        ("absent", None),
+        ("empty", []),
+        ("an empty entry", [""]),
+        ("a lone dot", ["."]),
+        ("a star", ["*"]),
+        ("another host", ["example.com"]),
+        ("another address", ["127.0.0.2"]),
+        ("IPv6 loopback", ["::1"]),
+        ("a name resolving to it", ["localhost"]),
+        ("the host with its port", ["127.0.0.1:{port}"]),
+        ("the host with another port", ["127.0.0.1:1"]),
+        ("the host with a scheme", ["http://127.0.0.1"]),
+        ("the server's whole URL", ["http://127.0.0.1:{port}/mcp"]),
+        ("several others", ["example.com", "localhost", "127.0.0.1:{port}"]),
+    ]
+
+
+_ALLOWLISTED = (
+    ("the host", "127.0.0.1", ["127.0.0.1"]),
+    ("the host, absolute", "127.0.0.1", ["127.0.0.1."]),
+    ("the host among others", "127.0.0.1", ["example.com", "localhost", "127.0.0.1"]),
+    ("a name", "localhost", ["localhost"]),
+)
+"""(case, host in the URL, allowlist) under which a tenant server is admitted."""
+
+
+@pytest.mark.rules("D7.2")
+async def test_no_allowlist_admits_no_tenant_server_and_no_connection_is_made(harness: Harness) -> None:
+    # An egress allowlist that is absent or empty lists no host, so a tenant server is refused, and the harness's own
+    # listener in front of the server sees no connection; an allowlisted one is connected (the other side), and an
+    # operator's server needs no allowlist at all.
+    async with http_server("PlainServer") as upstream, _watched(harness, upstream) as watch:
+        url = f"http://{LOOPBACK}:{watch.port}/mcp"
+        tenant = McpServerConfig(
+            server_id="tenant", origin=McpOrigin.TENANT, transport=McpTransport.HTTP, url=url, classification=READ
+        )
+        for case, entries in _no_allowlist():
+            given = {} if entries is None else {"egress_allowlist": [e.format(port=watch.port) for e in entries]}
+            found = await _refusal_or_failure(harness, tenant, **given)
+            seen = await watch.connections()
+            harness.expect(
+                "D7.2",
+                isinstance(found, ConfigurationError) and "D7.2" in str(found) and seen == 0,
+                f"a tenant server at {url} with the egress allowlist {case} ({given or 'not given'}) was answered "
+                f"{found!r}, and the harness's listener saw {seen} connection(s) from the pipeline; expected a "
+                "refusal naming D7.2 and none",
+            )
+        for case, host, entries in _ALLOWLISTED:
+            served = tenant.model_copy(update={"url": f"http://{host}:{watch.port}/mcp"})
+            before = await watch.connections()
+            async with harness.open(mcp_servers=[served], egress_allowlist=entries) as session:
+                d = await session.call("mcp.tenant.echo", {"text": "hi"})
+            seen = await watch.connections() - before
+            harness.success("D7.2", d, f"a call to a tenant server at {host!r} with the allowlist {entries} ({case})")
+            harness.expect(
+                "D7.2",
+                seen > 0,
+                f"a tenant server at {host!r}, allowlisted ({case}), answered though no connection "
+                "reached the harness's listener in front of it",
+            )
+        before = await watch.connections()
+        operator = tenant.model_copy(update={"origin": McpOrigin.OPERATOR})
+        async with harness.open(mcp_servers=[operator]) as session:
+            harness.success(
+                "D7.2", await session.call("mcp.tenant.echo", {"text": "hi"}), "an operator's HTTP server, no allowlist"
+            )
+        harness.expect(
+            "D7.2",
+            await watch.connections() > before,
+            "an operator's HTTP server answered though no connection reached the harness's listener in front of it",
+        )
 
 
 @pytest.mark.rules("D7.3")

@@ -17,7 +17,11 @@ D10.4: member order at every depth (property-based) keeps the key; an array's or
 type change it (JSON's data model, RFC 8259: an object is unordered, an array ordered, so sorting arrays would change
 the value). One number in every encoding a submission can carry (1 and 1.0, 0 and -0.0, 100 and 1e2, 2**53 and its
 double), at the top level, nested in an object and inside an array, is one value: a replay in any of them is the
-same call, acting once. That arguments without a canonical form (NaN, an infinity, 2**53 + 1, a lone surrogate) are
+same call, acting once. Strings are compared as their code points, never folded: two strings that one Unicode
+normalization or a case fold makes equal (a ligature, a composed letter and its decomposition, combining marks in
+another order, a full-width letter, a compatibility character, another case) are two values, as object member names,
+as values, nested and inside an array: each is its own call and executes, and only the same code points replay.
+That arguments without a canonical form (NaN, an infinity, 2**53 + 1, a lone surrogate) are
 refused by spec ProposedCall, naming where, is the spec's own, checked by the harness's tests and vectors.
 """
 
@@ -472,4 +476,58 @@ async def test_a_number_in_another_encoding_is_the_same_call(harness: Harness, p
         f"the arguments {first!r}, then {second!r} (the same JSON value: a number is its double), then the first "
         f"again, under one call_id and step gave {len(keys)} key(s) and {len(harness.world.effects)} effect(s); "
         "expected one key and one effect: the replays are the same call",
+    )
+
+
+# Pairs of strings with other code points that a Unicode normalization (NFC, NFD, NFKC, NFKD) or a case fold makes
+# one: two values under RFC 8785, which compares strings as their code points.
+FOLDING_PAIRS: dict[str, tuple[str, str]] = {
+    "ligature": ("\ufb01le", "file"),
+    "composed-and-decomposed": ("caf\u00e9", "cafe\u0301"),
+    "combining-marks-reordered": ("a\u0323\u0307", "a\u0307\u0323"),
+    "hangul-syllable-and-jamo": ("\uac00", "\u1100\u1161"),
+    "kelvin-sign-and-k": ("\u212a", "K"),
+    "full-width": ("\uff46\uff49\uff4c\uff45", "file"),
+    "superscript-digit": ("x\u00b2", "x2"),
+    "long-s": ("\u017fize", "size"),
+    "no-break-space": ("a\u00a0b", "a b"),
+    "case": ("File", "file"),
+    "sharp-s-casefold": ("stra\u00dfe", "strasse"),
+}
+"""Two strings a normalizing or folding pipeline would key alike."""
+
+STRING_PLACES: dict[str, Any] = {
+    "value": lambda v: {"name": v},
+    "member-name": lambda v: {v: "x"},
+    "nested-value": lambda v: {"o": {"deep": {"name": v}}},
+    "nested-member-name": lambda v: {"o": {v: 1}},
+    "in-array": lambda v: {"a": ["x", [v]]},
+}
+"""Where the string sits in the arguments."""
+
+
+@pytest.mark.rules("D10.4")
+@pytest.mark.parametrize("pair", list(FOLDING_PAIRS))
+async def test_strings_that_fold_alike_are_different_calls(harness: Harness, pair: str) -> None:
+    wrong = []
+    tool = EchoTool(harness.world, name="files.echo", **_FREE_OBJECT)
+    async with harness.open(tool) as session:
+        for place, build in STRING_PLACES.items():
+            first, second = (build(v) for v in FOLDING_PAIRS[pair])
+            harness.world.executions.clear()
+            run_id = f"run-{place}"
+            # The first, the other string, then the first again: the third alone is a replay.
+            for args in (first, second, first):
+                await session.call(tool.spec.name, args, call_id="call-1", step_number=1, run_id=run_id)
+            keys = {r.idempotency_key for r in await session.rows(run_id)}
+            received = [e.arguments for e in harness.world.executions]
+            if len(keys) != 2 or received != [first, second]:
+                wrong.append(f"{place}: {len(keys)} key(s), the tool received {received!r}")
+    harness.expect(
+        "D10.4",
+        not wrong,
+        f"the arguments with {FOLDING_PAIRS[pair][0]!r}, then with {FOLDING_PAIRS[pair][1]!r} (other code points, "
+        f"one string only once normalized or case-folded: {pair}), then the first again, under one run, step and "
+        f"call_id, must be two calls that each execute (two keys; the tool receives the first, then the second) and a "
+        f"replay; wrong where the string sat: {wrong}",
     )

@@ -1,4 +1,11 @@
-"""Decision 11: origin_trust, carried argument provenance, and the approvals the labels drive."""
+"""Decision 11: origin_trust, carried argument provenance, and the approvals the labels drive.
+
+D11.7's bound is judged at the default, far under it and over it, a second and a millisecond either side, by a sweep
+and by an answer, in the worker that opened the hold, after a restart and in another worker; and for a hold that a
+recovering worker opens late: the worker that recorded the call dies before holding it, and a sweep or a replay
+opens the hold a lease or 1,000 s later; a second inside the bound counted from that opening, a sweep leaves the hold
+and an approval runs the call once, and a second past it a sweep expires it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +15,15 @@ from toolproof.fakes import EchoTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ContextItem,
+    CrashPlan,
+    CrashPoint,
     Disposition,
     IdempotencyClass,
     InvocationRow,
     InvocationStatus,
     ReasonCode,
     SideEffect,
+    SimulatedCrash,
     Suspended,
     TrustLabel,
 )
@@ -743,3 +753,77 @@ async def test_hold_answered_inside_its_bound_after_a_restart_runs(harness: Harn
         d = await session.resolve_approval(held, approved=True)
     harness.success("D11.8", d, f"an approval after a restart, one second inside the {seconds:.0f} s bound")
     harness.expect("D11.8", len(harness.world.effects) == 1, f"{len(harness.world.effects)} effects after approval")
+
+
+LEASE_S = 60.0
+"""The lease of the worker that dies after recording the held call."""
+
+
+@pytest.mark.rules("D11.7")
+@pytest.mark.profiles("recovery")  # The first worker honours a crash point.
+@pytest.mark.parametrize("bound", _BOUNDS, ids=_BOUND_IDS)
+@pytest.mark.parametrize("late", [LEASE_S + 1, 1000.0], ids=["lease-later", "1000s-later"])
+@pytest.mark.parametrize("via", ["sweep", "replay"])
+@pytest.mark.parametrize("answer", ["sweeps", "approval"])
+async def test_a_hold_opened_late_by_recovery_gets_its_whole_bound(
+    harness: Harness, bound: float | None, late: float, via: str, answer: str
+) -> None:
+    # A worker dies between recording the call (step 6) and holding it (step 7); another opens the hold `late`
+    # seconds after the row was recorded, by a sweep or a replay of the step (D4.14). The bound counts from the
+    # hold's opening: a second inside it the hold still awaits (a sweep leaves it, an approval runs the call once),
+    # a second past it a sweep expires it.
+    seconds, config = _bound(bound)
+    call = {"to": "x"}
+    async with harness.open(_mail(harness), crash=CrashPlan(point=CrashPoint.AFTER_RECORD), **config) as dying:
+        try:
+            await dying.call("mail.send", call, context=[USER, PAGE], provenance={"to": ["page-1"]}, call_id="c-1")
+            harness.fail("D11.7", "the worker did not die after recording the call: it ignored its crash plan")
+        except (SimulatedCrash, BaseExceptionGroup):
+            harness.log.append("  the worker died after recording the call, before holding it")
+    async with harness.open(_mail(harness), lease_s=LEASE_S, **config) as session:
+        session.advance(late)
+        if via == "sweep":
+            opened = [d for d in await session.sweep() if isinstance(d, Suspended)]
+        else:
+            opened = [
+                d
+                for d in await session.step(
+                    [session.proposed("mail.send", call, call_id="c-1", provenance={"to": ["page-1"]})],
+                    step_number=1,
+                    context=[USER, PAGE],
+                )
+                if isinstance(d, Suspended)
+            ]
+        if len(opened) != 1:
+            harness.fail("D11.7", f"{late:.0f} s after the crash a {via} opened {len(opened)} holds; expected one")
+        held = opened[0].invocation_id
+        session.advance(seconds - 1)
+        where = (
+            f"one second inside the {seconds:.0f} s bound (approval_timeout_s {bound}) of a hold a {via} opened "
+            f"{late:.0f} s after its row was recorded"
+        )
+        if answer == "approval":
+            d = await session.resolve_approval(held, approved=True)
+            harness.success("D11.7", d, f"an approval {where}")
+            harness.expect(
+                "D11.7", len(harness.world.effects) == 1, f"the approval led to {len(harness.world.effects)} effects"
+            )
+            return
+        await session.sweep()
+        inside = await session.row(held)
+        session.advance(2)
+        await session.sweep()
+        past = await session.row(held)
+    harness.expect(
+        "D11.7",
+        inside is not None and inside.status is InvocationStatus.AWAITING_APPROVAL,
+        f"a sweep {where} left it {_describe_row(inside)}; the bound counts from the hold's opening",
+    )
+    harness.expect(
+        "D11.7",
+        past is not None
+        and (past.status, past.reason_code) == (InvocationStatus.DENIED, ReasonCode.APPROVAL_EXPIRED)
+        and not harness.world.effects,
+        f"a sweep one second past that bound left it {_describe_row(past)} with {len(harness.world.effects)} "
+        "effect(s); expected DENIED approval_expired",
+    )

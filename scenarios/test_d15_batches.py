@@ -1,16 +1,37 @@
-"""Decision 15: a step's batch shares its step_number; parallel only when the whole batch qualifies."""
+"""Decision 15: a step's batch shares its step_number; parallel only when the whole batch qualifies.
+
+D2.4 inside a batch, swept: every member runs under its own deadline, never the batch's longest or shortest. Batches of
+two and three, in parallel (all reads) and one after another (a write among them), with the short-deadline members
+first, last and in the middle, one or two of them: a member with a 0.2 s or 0.4 s deadline pausing 5 s is cut off
+(FAILED deadline_exceeded) and a member with a 30 s deadline pausing 0.5 s succeeds; and each member's context
+deadline is its own deadline_s after its own context was built (between the submission and its start, plus its
+deadline_s), so no verdict waits on a window the machine's load could move."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
+import anyio
 import pytest
 
-from toolproof.fakes import AskUserTool, EchoTool, SlowTool, WriteTool
-from toolproof.spec import IdempotencyClass, Outcome, SideEffect, Success, Suspended, ToolKind
+from toolproof.fakes import AskUserTool, EchoTool, FakeTool, SlowTool, World, WriteTool
+from toolproof.spec import (
+    IdempotencyClass,
+    InvocationStatus,
+    JsonObject,
+    Outcome,
+    ReasonCode,
+    SideEffect,
+    Success,
+    Suspended,
+    ToolExecutionContext,
+    ToolKind,
+    ToolResult,
+)
 
-from ._harness import Harness
+from ._harness import Harness, describe
 
 
 def _sequential(order: list[tuple[str, str]], call_ids: list[str]) -> bool:
@@ -257,4 +278,86 @@ async def test_a_batch_member_is_keyed_by_its_call_id_wherever_it_stands(
         _texts(again) == texts and len(harness.world.executions) == ran + size,
         f"calls with new call_ids at the same positions were answered {_texts(again)} with "
         f"{len(harness.world.executions) - ran} execution(s); each is a new call, keyed by its call_id, and runs",
+    )
+
+
+class _DeadlineMember(FakeTool):
+    """Records its context's deadline and when it started, then pauses ``pause_s`` and succeeds."""
+
+    def __init__(self, world: World, name: str, pause_s: float, **spec: Any) -> None:
+        super().__init__(world, name, **spec)
+        self.pause_s = pause_s
+        self.seen: list[tuple[float, float]] = []
+
+    async def behave(self, arguments: JsonObject, context: ToolExecutionContext) -> Any:
+        self.seen.append((context.deadline, time.time()))
+        await anyio.sleep(self.pause_s)
+        return ToolResult(ok=True)
+
+
+_MEMBERS: dict[str, tuple[float, float]] = {
+    "short": (0.2, 5.0),
+    "shorter-than-the-rest": (0.4, 5.0),
+    "long": (30.0, 0.5),
+}
+"""A member's deadline_s and how long it pauses: the short ones are cut off, the long one is not."""
+_WRITE = {"side_effect": SideEffect.WORKSPACE_WRITE}
+"""A write: idempotent (it owes no watermark), but not read-only, so its batch runs one call after another."""
+_LAYOUTS: dict[str, tuple[bool, list[str]]] = {
+    "sequential-short-first": (True, ["short", "long"]),
+    "sequential-short-last": (True, ["long", "short"]),
+    "sequential-short-between": (True, ["long", "short", "long"]),
+    "sequential-two-short": (True, ["short", "long", "shorter-than-the-rest"]),
+    "parallel-short-first": (False, ["short", "long"]),
+    "parallel-short-last": (False, ["long", "short"]),
+    "parallel-short-between": (False, ["long", "short", "long"]),
+    "parallel-two-short": (False, ["shorter-than-the-rest", "long", "short"]),
+}
+"""A batch: whether its long members write (so it runs one call after another) and its members in proposal order."""
+_DEADLINE_SLACK_S = 0.5
+"""Float and clock-read slack around the instant a context's deadline has to be (spec: ``ToolExecutionContext``)."""
+
+
+@pytest.mark.rules("D2.4")
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+async def test_every_batch_member_runs_under_its_own_deadline(harness: Harness, layout: str) -> None:
+    writes, members = _LAYOUTS[layout]
+    tools = [
+        _DeadlineMember(
+            harness.world,
+            f"tools.{kind.replace('-', '_')}_{index}",
+            pause_s=_MEMBERS[kind][1],
+            deadline_s=_MEMBERS[kind][0],
+            **(_WRITE if writes and kind == "long" else {}),
+        )
+        for index, kind in enumerate(members)
+    ]
+    async with harness.open(*tools) as session:
+        calls = [session.proposed(t.spec.name, {}, call_id=f"call-{i}") for i, t in enumerate(tools)]
+        submitted = time.time()
+        answers = await session.step(calls)
+    wrong = []
+    for kind, tool, d in zip(members, tools, answers, strict=True):
+        deadline_s, pause_s = _MEMBERS[kind]
+        cut = pause_s > deadline_s
+        want = (InvocationStatus.FAILED, ReasonCode.DEADLINE_EXCEEDED) if cut else (InvocationStatus.SUCCEEDED, None)
+        got = (d.status, d.reason_code if isinstance(d, Outcome) else None)
+        if got != want:
+            wrong.append(f"{tool.spec.name} (deadline_s {deadline_s:g}, pausing {pause_s:g} s) answered {describe(d)}")
+        for deadline, started in tool.seen:
+            # Built between the submission and the tool's start: its deadline lies between those two plus deadline_s.
+            low, high = submitted + deadline_s - _DEADLINE_SLACK_S, started + deadline_s + _DEADLINE_SLACK_S
+            if not low <= deadline <= high:
+                wrong.append(
+                    f"{tool.spec.name}'s context deadline is {deadline - started:+.2f} s from its start; expected "
+                    f"its own deadline_s {deadline_s:g} after its context was built"
+                )
+        if len(tool.seen) != 1:
+            wrong.append(f"{tool.spec.name} executed {len(tool.seen)} time(s)")
+    harness.expect(
+        "D2.4",
+        not wrong,
+        f"a batch of {len(members)} ({'a write among them: one after another' if writes else 'reads: in parallel'}; "
+        f"{', '.join(members)}) must run each member under its own deadline: a member pausing past its deadline is "
+        f"cut off FAILED deadline_exceeded, one within it succeeds, and its context deadline is its own; wrong: {wrong}",
     )

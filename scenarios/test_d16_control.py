@@ -1,4 +1,12 @@
-"""Decision 16: control tools run the full pipeline and suspend through a nullable marker."""
+"""Decision 16: control tools run the full pipeline and suspend through a nullable marker.
+
+D16.4's answer, swept: the tool receives the answer a call was resumed with whole, as its ``answer`` argument, at every
+length from empty through one character, around 200 (a plausible cut), around the byte boundaries 256, 1,024 and 4,096,
+and past the 64 KiB output limit; in characters of one to four UTF-8 bytes (four-byte ones two UTF-16 units each) and
+combining sequences, so a cut by bytes, by UTF-16 units or by characters shows; with leading, trailing and inner white
+space and line breaks. D4.16's path, swept over the same kinds of answer: a worker that dies after its claim on
+resuming, and a sweep or a replay that recovers the call, hands the tool the whole answer too. Judged by what the fake
+tool received (its output is excerpted past the limit, the arguments it was handed are not)."""
 
 from __future__ import annotations
 
@@ -8,16 +16,22 @@ import pytest
 
 from toolproof.fakes import AskUserTool
 from toolproof.spec import (
+    CONTROL_ANSWER_ARGUMENT,
     LOOP_THRESHOLD,
     REPEATED_DENIAL_THRESHOLD,
+    CrashPlan,
+    CrashPoint,
     EventKind,
     InvocationStatus,
+    ProposedCall,
     ReasonCode,
+    RecoveryVia,
+    SimulatedCrash,
     Suspended,
     TrustLabel,
 )
 
-from ._harness import Harness, Session, describe
+from ._harness import USER_ITEM, Harness, Session, describe
 
 ASK = "conversation.ask_user"
 
@@ -185,4 +199,115 @@ async def test_control_arguments_are_validated_like_any_tool(harness: Harness, c
         "D16.1",
         isinstance(valid, Suspended) and valid.reason == "control",
         f"the same control call with valid arguments was answered {describe(valid)}; expected a control suspension",
+    )
+
+
+def _digits(length: int) -> str:
+    """``length`` characters whose every position shows where a cut fell (the digits cycle, a letter each ten)."""
+    return "".join(str(i % 10) if i % 10 else "abcdefghij"[(i // 10) % 10] for i in range(length))
+
+
+ANSWERS: dict[str, list[str]] = {
+    "short": ["", "b", _digits(199), _digits(200), _digits(201)],
+    "byte-boundaries": [_digits(n) for n in (255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097)],
+    "past-the-output-limit": [_digits(64 * 1024 - 1), _digits(64 * 1024 + 1)],
+    "multi-byte": [
+        "\u00e9" * 201,  # Two UTF-8 bytes each: 402 bytes.
+        "\u8a9e" * 100,  # Three each: 300 bytes.
+        "\U0001f600" * 101,  # Four each, and two UTF-16 units: 202 units.
+        "\U0001f600" * 1025,
+        "e\u0301" * 150,  # A letter and its combining mark: 300 code points, 150 characters to the eye.
+        "a" * 199 + "\U0001f600" + "z",  # A four-byte character across the 200th code point.
+    ],
+    "white-space": [" ", "\n", "  blue  ", "blue\n", "\tblue", "line one\nline two\r\n", "a" * 200 + "   "],
+}
+"""Answers a person may give, by what a pipeline that cut, encoded or trimmed them would get wrong."""
+
+
+def _shown(answer: str) -> str:
+    return repr(answer) if len(answer) <= 12 else f"{len(answer)} characters {answer[:6]!r}...{answer[-6:]!r}"
+
+
+def _received(harness: Harness, invocation_id: str) -> list[object]:
+    """What the tool was handed as its answer, on each execution of ``invocation_id``."""
+    return [
+        e.arguments.get(CONTROL_ANSWER_ARGUMENT, "<none>")
+        for e in harness.world.executions
+        if e.invocation_id == invocation_id
+    ]
+
+
+@pytest.mark.rules("D16.4")
+@pytest.mark.parametrize("kind", list(ANSWERS))
+async def test_the_tool_receives_the_whole_answer(harness: Harness, kind: str) -> None:
+    wrong = []
+    async with harness.open(AskUserTool(harness.world)) as session:
+        for index, answer in enumerate(ANSWERS[kind]):
+            run_id = f"run-answer-{index}"  # A run each: the same question in one run would trip the loop breaker.
+            held = await session.call(ASK, {"question": "Which colour?"}, run_id=run_id)
+            if not isinstance(held, Suspended):
+                harness.fail("D16.4", f"ask_user was answered {describe(held)}; expected a control suspension")
+            done = await session.resume(held.invocation_id, answer)
+            received = _received(harness, held.invocation_id)
+            if received != [answer] or done.status is not InvocationStatus.SUCCEEDED:
+                shown = [_shown(r) if isinstance(r, str) else repr(r) for r in received]
+                wrong.append(f"{_shown(answer)}: answered {describe(done)}, the tool received {shown}")
+    harness.expect(
+        "D16.4",
+        not wrong,
+        f"a control call resumed with an answer ({kind}) must execute once with that answer whole as its "
+        f"'{CONTROL_ANSWER_ARGUMENT}' argument and succeed; otherwise: {wrong}",
+    )
+
+
+CRASH_ANSWERS = ["", "b", _digits(201), _digits(4097), _digits(64 * 1024 + 1), "\U0001f600" * 101, "  blue\n"]
+"""One answer of each kind for the crash path: empty, one character, past 200, past 4 KiB and 64 KiB, four-byte
+characters past 200 UTF-16 units, white space at both ends."""
+LEASE_S = 60.0
+
+
+def _ask_call() -> ProposedCall:
+    return ProposedCall(
+        call_id="call-1",
+        tool_name=ASK,
+        arguments={"question": "Which colour?"},
+        provenance={"question": [USER_ITEM.id]},
+    )
+
+
+@pytest.mark.rules("D4.16")
+@pytest.mark.parametrize("via", list(RecoveryVia))
+async def test_a_recovered_resume_hands_the_tool_the_whole_answer(harness: Harness, via: RecoveryVia) -> None:
+    held: list[Suspended] = []
+    async with harness.open(AskUserTool(harness.world), lease_s=LEASE_S) as session:
+        for index in range(len(CRASH_ANSWERS)):
+            [d] = await session.step([_ask_call()], step_number=1, run_id=f"run-crash-{index}")
+            if not isinstance(d, Suspended):
+                harness.fail("D4.16", f"the control call was answered {describe(d)}; expected a suspension")
+            held.append(d)
+    for d, answer in zip(held, CRASH_ANSWERS, strict=True):
+        plan = CrashPlan(point=CrashPoint.AFTER_CLAIM)
+        async with harness.open(AskUserTool(harness.world), crash=plan, lease_s=LEASE_S) as session:
+            try:
+                await session.resume(d.invocation_id, answer)
+                harness.fail("D4.16", "the resuming worker did not die after its claim: it ignored its crash plan")
+            except (SimulatedCrash, BaseExceptionGroup):
+                harness.log.append(f"  the worker resuming with {_shown(answer)} died after its claim")
+    harness.clock.advance(LEASE_S + 1)
+    harness.log.append(f"another worker, {LEASE_S:.0f}+1 s later, recovers by {via.value}")
+    wrong = []
+    async with harness.open(AskUserTool(harness.world), lease_s=LEASE_S) as session:
+        if via is RecoveryVia.SWEEP:
+            await session.sweep()
+        for index, (d, answer) in enumerate(zip(held, CRASH_ANSWERS, strict=True)):
+            [done] = await session.step([_ask_call()], step_number=1, run_id=f"run-crash-{index}")
+            received = _received(harness, d.invocation_id)
+            if received != [answer] or done.status is not InvocationStatus.SUCCEEDED:
+                shown = [_shown(r) if isinstance(r, str) else repr(r) for r in received]
+                wrong.append(f"{_shown(answer)}: answered {describe(done)}, the tool received {shown}")
+    harness.expect(
+        "D4.16",
+        not wrong,
+        f"a control call whose worker died after claiming its resume, recovered by a {via.value}, must execute once "
+        f"with the answer it was resumed with, whole; otherwise: {wrong}",
     )

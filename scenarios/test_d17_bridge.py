@@ -5,6 +5,12 @@ contributor list, over a USER and a SYSTEM+USER context: a consequential call is
 D17.1 (rows) and D2.3 (identities) are judged under script requests of two tenants (the harness's default and
 another), two runs and steps 0, 1 and 9. D17.3's replays include scripts that write argument members out of sorted
 order and float numbers whose JSON text is not their canonical form.
+
+D17.5's divergence, swept over the status of the row the replay meets at the ordinal where it diverges: held for
+approval, suspended (a control tool), recorded (its worker died after step 6), running (its worker died inside the
+tool, the lease live), orphaned (died after its effect, the lease past, no sweep yet), and terminal (succeeded, failed,
+denied). Each is met by a replay with other arguments at ordinal 1 and by one with another tool at ordinal 2: every
+one is stopped at its ordinal, and no row is added or changed and nothing acts.
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ import os
 import re
 import sys
 import uuid
+from typing import Any
 
 import pytest
 
 from toolproof.driver import HttpImplementation
-from toolproof.fakes import CrashingTool, EchoTool, ProbeTool, ReturnsTool, WriteTool
+from toolproof.fakes import AskUserTool, CrashingTool, EchoTool, FailsTool, ProbeTool, ReturnsTool, WriteTool
 from toolproof.spec import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     EDITED_SCRIPT_OVER_HTTP,
@@ -587,4 +594,116 @@ async def test_a_raising_script_fails_naming_the_ordinal_it_reached(harness: Har
     )
     harness.expect(
         "D17.8", len(harness.world.effects) == made, f"{len(harness.world.effects)} orders placed, {made} made"
+    )
+
+
+_DIVERGING_WAYS: dict[str, tuple[str, int]] = {
+    "other-arguments": (DRIFTING, 1),
+    "another-tool": (PLANNED, 2),
+}
+"""How a replay diverges, the script that does so and the ordinal where: ``drifting`` orders another item at ordinal
+1; ``follows_its_plan`` calls the tool its plan file names at ordinal 2, and the plan changes between the runs."""
+_DIVERGED_TOOL = {"other-arguments": "orders.place", "another-tool": "orders.a"}
+"""The tool whose row the replay meets at the diverging ordinal."""
+
+
+def _met_tool(harness: Harness, status: str, name: str, lease_s: float) -> tuple[Any, dict[str, Any]]:
+    """The tool recorded at the diverging ordinal, built so its row is left in ``status``, and the instance's
+    configuration for the first run."""
+    write: dict[str, Any] = {"input_schema": {"type": "object"}}
+    tools: dict[str, tuple[Any, dict[str, Any]]] = {
+        "held-for-approval": (
+            WriteTool(harness.world, name=name, required_scopes=frozenset({"orders:admin"}), **write),
+            {},
+        ),
+        "suspended-control": (AskUserTool(harness.world, name=name, **write), {}),
+        "recorded": (CrashingTool(harness.world, name=name), {}),
+        "running": (CrashingTool(harness.world, name=name, crash_at=CrashPoint.BEFORE_WATERMARK), {}),
+        "orphaned": (CrashingTool(harness.world, name=name, crash_at=CrashPoint.AFTER_EFFECT), {}),
+        "succeeded": (CrashingTool(harness.world, name=name), {}),
+        "failed": (FailsTool(harness.world, name=name, **write), {}),
+        "denied": (CrashingTool(harness.world, name=name), {"denied_tools": [name]}),
+    }
+    tool, config = tools[status]
+    return tool, {**config, "lease_s": lease_s}
+
+
+_MET_STATUSES: dict[str, tuple[InvocationStatus, ...]] = {
+    "held-for-approval": (InvocationStatus.AWAITING_APPROVAL,),
+    "suspended-control": (InvocationStatus.RECORDED, InvocationStatus.RUNNING),
+    "recorded": (InvocationStatus.RECORDED,),
+    "running": (InvocationStatus.RUNNING,),
+    "orphaned": (InvocationStatus.RUNNING,),
+    "succeeded": (InvocationStatus.SUCCEEDED,),
+    "failed": (InvocationStatus.FAILED,),
+    "denied": (InvocationStatus.DENIED,),
+}
+"""The status the row at the diverging ordinal has to be in when the replay meets it."""
+
+
+@pytest.mark.rules("D17.5")
+@pytest.mark.parametrize("status", list(_MET_STATUSES))
+@pytest.mark.parametrize("way", list(_DIVERGING_WAYS))
+async def test_a_divergence_is_stopped_whatever_the_recorded_row_status(
+    harness: Harness, way: str, status: str
+) -> None:
+    script, ordinal = _DIVERGING_WAYS[way]
+    name, lease_s, run_id = _DIVERGED_TOOL[way], 60.0, "run-diverging"
+    plan = harness.directory / "plan.txt"
+    where = ReturnsTool(harness.world, ToolResult(ok=True, content=[ContentPart(text=str(plan))]), name="plan.where")
+    other = CrashingTool(harness.world, name="orders.b")
+    plan.write_text(name)
+    met, config = _met_tool(harness, status, name, lease_s)
+    crash = None
+    if status == "recorded":
+        # The worker dies after recording the call at the ordinal: its call_id is learnt from a run of the script
+        # elsewhere (the ids are the script's hash and its ordinals, whatever the run).
+        async with harness.open(where, CrashingTool(harness.world, name=name), other) as session:
+            learnt = await session.run_script(script, run_id="run-learning-the-call-ids")
+        if len(learnt.call_ids) < ordinal:
+            harness.fail("D17.5", f"the script made {len(learnt.call_ids)} call(s) in a run of its own: {learnt!r}")
+        crash = CrashPlan(point=CrashPoint.AFTER_RECORD, call_id=learnt.call_ids[ordinal - 1])
+    first: ScriptRun | None = None
+    try:
+        async with harness.open(where, met, other, crash=crash, **config) as session:
+            first = await session.run_script(script, run_id=run_id)
+    except (SimulatedCrash, BaseExceptionGroup):
+        harness.log.append(f"the worker running the script died with the call at ordinal {ordinal} {status}")
+    if status == "orphaned":
+        harness.clock.advance(lease_s + 1)
+        harness.log.append(f"{lease_s:.0f}+1 s later the row is an orphan; no sweep has run")
+    plan.write_text("orders.b" if way == "another-tool" else name)
+    # The replay's worker has the same tools and configuration, but for a tool that died: it is whole again.
+    replayed = CrashingTool(harness.world, name=name) if status in ("running", "orphaned") else met
+    async with harness.open(where, replayed, other, **config) as session:
+        rows_before = await session.rows(run_id)
+        effects_before = len(harness.world.effects)
+        replay = await session.run_script(script, run_id=run_id)
+        rows_after = await session.rows(run_id)
+    recorded = [(r.call_id, r.tool_name, r.status.value) for r in rows_before]
+    met_row = [r for r in rows_before if r.tool_name == name]
+    harness.expect(
+        "D17.5",
+        len(met_row) == 1 and met_row[0].status in _MET_STATUSES[status],
+        f"the first run ({'died' if first is None else first.status}) left {recorded}; expected one {name} row in "
+        f"{' or '.join(s.value for s in _MET_STATUSES[status])} ({status})",
+    )
+    harness.expect(
+        "D17.5",
+        replay.status == "diverged" and f"ordinal {ordinal}" in replay.message,
+        f"a replay with {way.replace('-', ' ')} at ordinal {ordinal}, where a {status} {name} row was recorded, ended "
+        f"{replay.status} {replay.message!r} with {[describe(d) for d in replay.dispositions]}; expected diverged at "
+        f"ordinal {ordinal}: a recorded call is what the replay is compared with, whatever its status",
+    )
+    harness.expect(
+        "D17.5",
+        [(r.invocation_id, r.call_id, r.tool_name, r.arguments, r.status) for r in rows_after]
+        == [(r.invocation_id, r.call_id, r.tool_name, r.arguments, r.status) for r in rows_before],
+        f"the diverging replay changed what was recorded: {recorded} -> "
+        f"{[(r.call_id, r.tool_name, r.status.value) for r in rows_after]}",
+    )
+    harness.expect(
+        "D17.5",
+        len(harness.world.effects) == effects_before,
+        f"the diverging replay acted {len(harness.world.effects) - effects_before} time(s) on the world",
     )

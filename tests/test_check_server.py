@@ -290,6 +290,7 @@ EXPECTED: dict[str, Expected] = {
     "SchemaViolationServer": Expected(
         frozenset({K.INVALID_STRUCTURE}), ("--call", "valid", "--call", "wrong_type"), check=_invalid_structure
     ),
+    "StrictInputSchemaServer": Expected(options=("--call", 'lookup={"key": "a"}')),
 }
 """Every registered fake and what checking it must find; a fake added to the registry needs its entry here."""
 

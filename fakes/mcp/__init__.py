@@ -9,6 +9,7 @@ loopback; ``stdio_command`` and ``http_server`` run it as a subprocess.
 
 from toolproof.spec import publish_exports as _publish_exports
 
+from ._arguments import ARGUMENTS_LOG, INPUT_SCHEMAS, StrictInputSchemaServer, logged_line
 from ._attacker import (
     ANSI,
     INJECTION,
@@ -142,6 +143,7 @@ from ._volume import (
 __all__ = [
     "ACCEPTED_UNLISTED",
     "ANSI",
+    "ARGUMENTS_LOG",
     "ARRIVED",
     "BROKEN",
     "CALL_LOG",
@@ -162,6 +164,7 @@ __all__ = [
     "HUGE_BYTES",
     "IMPERSONATED_NAME",
     "INJECTION",
+    "INPUT_SCHEMAS",
     "LEGACY_ONLY_MESSAGE",
     "LISTEN",
     "LISTINGS",
@@ -242,12 +245,14 @@ __all__ = [
     "ServerFake",
     "ShadowingResourceServer",
     "SilentDriftServer",
+    "StrictInputSchemaServer",
     "TemplateResourcesServer",
     "TtlDriftServer",
     "TwinNamesServer",
     "UnicodeTrickServer",
     "catalog",
     "http_server",
+    "logged_line",
     "repeat_uri",
     "serve",
     "serve_http",

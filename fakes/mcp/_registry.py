@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._arguments import StrictInputSchemaServer
 from ._attacker import InjectingErrorServer, InjectingResourceServer, ShadowingResourceServer
 from ._base import ServerFake
 from ._classification import AcceptsUnlistedServer, ClaimsTrustServer, LyingAnnotationsServer
@@ -98,6 +99,7 @@ SERVERS: dict[str, ServerFake] = {
         ChangedOnRestartServer,
         LossMidListingServer,
         SchemaViolationServer,
+        StrictInputSchemaServer,
         HangsAtInitializeServer,
         LegacyOnlyServer,
         DiscoverInvalidParamsServer,

@@ -417,3 +417,18 @@ class _DeviceDeadlineToldNotEnforced(Pipeline):
         if parts.deadline - time.time() > _UNCUT_S / 2:
             parts = replace(parts, deadline=parts.deadline - _UNCUT_S)  # The tool itself is told the true one.
         return super().context_for(parts)
+
+
+@witness(
+    "batch_shares_longest_deadline",
+    ("D2.4",),
+    "gives every member of a batch the longest deadline_s among the batch's tools",
+)
+class _BatchSharesLongestDeadline(Pipeline):
+    def context_parts(self, s: CallState, r: Resolved) -> ContextParts:
+        parts = super().context_parts(s, r)
+        found = [self.lookup(s.request.run_id, call.tool_name) for call in s.request.calls]
+        longest = max((f[0].deadline_s for f in found if f is not None), default=r.spec.deadline_s)
+        # The defect: a batch is one step, so it is given one deadline, the longest its members need, and a member
+        # that should have been cut off at its own runs on beside the slowest.
+        return replace(parts, deadline=time.time() + max(longest, r.spec.deadline_s))

@@ -44,7 +44,7 @@ from toolproof.spec import (
     TrustLabel,
 )
 
-from ._registry import moved, witness
+from ._registry import moved, reads_a_resource, witness
 
 _LOG = logging.getLogger(__name__)
 
@@ -94,6 +94,22 @@ class _FailuresCompletedLater(Pipeline):
 @witness("validates_after_execute", ("D3.3",), "validates arguments only after running the tool")
 class _ValidatesAfterExecute(Pipeline):
     steps = moved(Step.VALIDATE, after=Step.EXECUTE)
+
+
+async def _remote_tools_unvalidated(p: PipelineHost, s: CallState) -> None:
+    spec = s.resolved.spec if s.resolved is not None else None
+    if spec is not None and spec.source is ToolSource.MCP and not reads_a_resource(s):
+        return  # The defect: "the server validates its own arguments"; only the adapter's own read tool is checked.
+    await STEP_TABLE[Step.VALIDATE](p, s)
+
+
+@witness(
+    "mcp_arguments_unvalidated",
+    ("D3.3", "D8.6"),
+    "skips step 2 for a remote MCP tool (not the synthetic read tool), so arguments its schema refuses are sent",
+)
+class _McpArgumentsUnvalidated(Pipeline):
+    steps = STEP_TABLE | {Step.VALIDATE: _remote_tools_unvalidated}
 
 
 async def _claims_terminal_rows(p: PipelineHost, s: CallState) -> None:

@@ -21,6 +21,7 @@ from toolproof.reference.hooks import (
     PipelineHost,
     Resolved,
     Store,
+    idempotency_key,
 )
 from toolproof.spec import (
     Disposition,
@@ -679,3 +680,70 @@ class _UnmarkedFlagBuiltinOnly(Pipeline):
         # The defect: a device or a sandbox "reports its own effects", so only a builtin is held to the watermark.
         builtin = s.resolved is not None and s.resolved.spec.source is ToolSource.BUILTIN
         return builtin and super().unmarked(s)
+
+
+@witness(
+    "recovery_rekeys_with_current_version",
+    ("D4.3", "D4.4", "D4.5"),
+    "derives a swept orphan's idempotency key again from the tool version registered now, not the row's key",
+)
+class _RecoveryRekeysWithCurrentVersion(Pipeline):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.recovering = False
+
+    async def recover(self, row: InvocationTable) -> Disposition:
+        self.recovering = True
+        try:
+            return await super().recover(row)
+        finally:
+            self.recovering = False
+
+    def state_from_row(self, row: InvocationTable) -> CallState:
+        state = super().state_from_row(row)
+        if self.recovering and state.resolved is not None:
+            # The mistake: "the key is a function of the call", computed afresh with the version registered now.
+            state.key = idempotency_key(
+                tenant=row.tenant,
+                run_id=row.run_id,
+                step_number=row.step_number,
+                call_id=row.call_id,
+                tool_name=row.tool_name,
+                tool_version=state.resolved.spec.version,
+                arguments=state.call.arguments,
+            )
+        return state
+
+
+@witness("orphans_one_per_step", ("D4.3",), "recovers one orphan per (run, step) in a sweep, the rest left RUNNING")
+class _OrphansOnePerStep(Pipeline):
+    def orphans(self, now: float) -> list[InvocationTable]:
+        seen: set[tuple[str, int]] = set()
+        kept: list[InvocationTable] = []
+        for row in super().orphans(now):
+            if (row.run_id, row.step_number) not in seen:  # The mistake: "a step has one call in flight".
+                seen.add((row.run_id, row.step_number))
+                kept.append(row)
+        return kept
+
+
+async def _record_then_decide_again(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.RECORD](p, s)
+    found = s.existing
+    if found is None or s.resolved is None or s.disposition is not None:
+        return
+    # The mistake: a replay adopts the row but decides policy again from its own request's labels.
+    s.existing = None
+    try:
+        await STEP_TABLE[Step.DECIDE](p, s)
+    finally:
+        s.existing = found
+
+
+@witness(
+    "replay_redecides_with_its_own_labels",
+    ("D4.14", "D4.17"),
+    "a submission that finds the call's row decides policy again from its own context's labels, not the row's",
+)
+class _ReplayRedecidesWithItsOwnLabels(Pipeline):
+    steps = STEP_TABLE | {Step.RECORD: _record_then_decide_again}

@@ -162,6 +162,22 @@ class _AllowlistSuffixMatch(Pipeline):
     mcp_class = _SuffixAllowlist
 
 
+class _EmptyAllowlistAllowsAll(McpAdapter):
+    def check(self, config: InstanceConfig) -> None:
+        if not config.egress_allowlist:
+            # The defect: an allowlist nobody configured is read as "no restriction" rather than "no host".
+            hosts = [urlsplit(s.url).hostname or "" for s in config.mcp_servers if s.url is not None]
+            config = config.model_copy(update={"egress_allowlist": hosts})
+        super().check(config)
+
+
+witness(
+    "empty_allowlist_allows_all",
+    ("D7.2",),
+    "reads an absent or empty egress allowlist as no restriction, and connects a tenant's HTTP server on any host",
+)(adapter_pipeline(_EmptyAllowlistAllowsAll))
+
+
 class _UserinfoHost(McpAdapter):
     def check(self, config: InstanceConfig) -> None:
         stripped = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import replace
 from typing import Any
 
@@ -233,3 +234,35 @@ async def _resolve_device_key_unversioned(p: PipelineHost, s: CallState) -> None
 @witness("device_key_versionless", ("D10.5",), "leaves tool_version out of a DEVICE tool's key")
 class _DeviceKeyVersionless(Pipeline):
     steps = STEP_TABLE | {Step.RESOLVE: _resolve_device_key_unversioned}
+
+
+def _nfkc(value: Any) -> Any:
+    """``value`` with every string in it, member names included, at every depth, in Unicode NFKC."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFKC", value)
+    if isinstance(value, dict):
+        return {_nfkc(name): _nfkc(member) for name, member in value.items()}
+    if isinstance(value, list):
+        return [_nfkc(item) for item in value]
+    return value
+
+
+async def _resolve_folded_key(p: PipelineHost, s: CallState) -> None:
+    await _resolve(p, s)
+    # The defect: "\ufb01le" and "file" look alike to a person, so the key is taken over the NFKC-folded arguments and
+    # the second is answered as a replay of the first.
+    arguments: JsonObject = _nfkc(s.call.arguments)
+    s.key = idempotency_key(
+        tenant=s.request.tenant,
+        run_id=s.request.run_id,
+        step_number=s.request.step_number,
+        call_id=s.call.call_id,
+        tool_name=s.call.tool_name,
+        tool_version=s.resolved.spec.version if s.resolved is not None else None,
+        arguments=arguments,
+    )
+
+
+@witness("key_folds_unicode_arguments", ("D10.4",), "derives the key over the arguments' strings folded to NFKC")
+class _KeyFoldsUnicodeArguments(Pipeline):
+    steps = STEP_TABLE | {Step.RESOLVE: _resolve_folded_key}

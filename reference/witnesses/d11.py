@@ -499,3 +499,20 @@ class _ApprovalCoversItsBatch(Pipeline):
             ):
                 await super().resolve_approval(other.invocation_id, True)
         return answered
+
+
+async def _hold_bounded_from_record(p: PipelineHost, s: CallState) -> None:
+    await STEP_TABLE[Step.HOLD](p, s)
+    if isinstance(s.disposition, Suspended) and s.disposition.reason == "approval":
+        row = p.store.get(s.invocation_id)
+        # The mistake: the bound counts from the row's created_at, not from the instant the hold opened.
+        p.store.update(s.invocation_id, {"hold_expires_at": row.created_at + p.config.approval_timeout_s})
+
+
+@witness(
+    "hold_bound_from_created_at",
+    ("D11.7",),
+    "counts an approval hold's bound from the row's created_at, so a hold a recovering worker opens late is cut short",
+)
+class _HoldBoundFromCreatedAt(Pipeline):
+    steps = STEP_TABLE | {Step.HOLD: _hold_bounded_from_record}

@@ -106,3 +106,19 @@ async def _control_calls_unvalidated(p: PipelineHost, s: CallState) -> None:
 @witness("control_skips_validation", ("D16.1",), "does not validate a control call's arguments against its schema")
 class _ControlSkipsValidation(Pipeline):
     steps = STEP_TABLE | {Step.VALIDATE: _control_calls_unvalidated}
+
+
+ANSWER_CUT = 200
+"""Where the defective pipeline below cuts an answer: a column width a person's answer seldom reaches."""
+
+
+@witness(
+    "control_answer_truncated",
+    ("D16.4", "D4.16"),
+    "cuts a control call's answer to 200 characters before the claim stores it",
+)
+class _ControlAnswerTruncated(Pipeline):
+    async def resume(self, invocation_id: str, answer: str) -> Disposition:
+        # The defect: an answer is "a short reply", so it is cut to a fixed width, and what is stored (and a recovery
+        # reads back) is the cut one.
+        return await super().resume(invocation_id, answer[:ANSWER_CUT])

@@ -542,3 +542,22 @@ async def _execute_once_in_a_script(p: PipelineHost, s: CallState) -> None:
 class _ScriptTransientFailuresNeverRetried(Pipeline):
     bridge_class = _MarkingBridge
     steps = STEP_TABLE | {Step.EXECUTE: _execute_once_in_a_script}
+
+
+class _TerminalRowsOnly(Bridge):
+    def divergence(self, request: ScriptRequest, call: ProposedCall, ordinal: int) -> str:
+        recorded = self.pipeline.store.by_call(request.run_id, request.step_number, call.call_id)
+        # The defect: only a finished call is "what was recorded"; a held, suspended or running one is still open, so
+        # the replay is let through to the pipeline, which records the other call beside it.
+        if recorded is None or not InvocationStatus(recorded.status).is_terminal:
+            return ""
+        return super().divergence(request, call, ordinal)
+
+
+@witness(
+    "divergence_on_terminal_rows_only",
+    ("D17.5",),
+    "compares a replayed script call only with a recorded row in a terminal status",
+)
+class _DivergenceOnTerminalRowsOnly(Pipeline):
+    bridge_class = _TerminalRowsOnly
