@@ -78,6 +78,7 @@ from ._lifecycle import (
     ListenRefusedServer,
     ListingErrorServer,
 )
+from ._modelled import ModelledServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -224,6 +225,7 @@ __all__ = [
     "ListingErrorServer",
     "LossMidListingServer",
     "LyingAnnotationsServer",
+    "ModelledServer",
     "MultibyteOutputServer",
     "NonJsonServer",
     "NormalizationOrderServer",
