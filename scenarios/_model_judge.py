@@ -544,7 +544,7 @@ class Judge:
             found = disposition_problems(self.model, e, d, f"{where} call {e.record.ref[2]}")
             if e.record.remote is not None:
                 # An MCP failure's external detail is the cap's too: a result over it carries none (D8.8, D8.10).
-                capped = [rule for rule in e.record.branch_rules if rule in ("D8.8", "D8.10")]
+                capped = ["D8.8", "D8.10"] if "D8.10" in e.record.branch_rules else []
                 found += [(rule, message) for kind, message in found if kind == "D13.4" for rule in capped]
             problems += found
         return problems
@@ -667,10 +667,7 @@ class Judge:
             shown_mark = f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}"
             problems.append(("D4.1" if record.watermark else "D4.7", shown_mark))
             if record.remote is not None:
-                # D4.2's interpretation: the adapter marks a consequential call; consequential by the classification
-                # the server's configuration gives (D6.1, D6.2).
-                classified = [rule for rule in record.branch_rules if rule in ("D6.1", "D6.2")]
-                problems += [(rule, shown_mark) for rule in ("D4.2", *classified)]
+                problems.append(("D4.2", shown_mark))  # Its interpretation: the adapter marks a consequential call.
             if record.pre_record:
                 problems.append(("D3.3", shown_mark))  # Refused before step 6: nothing ran, so nothing was marked.
         if row.suspended != record.suspended:

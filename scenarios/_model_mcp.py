@@ -225,6 +225,17 @@ def mcp_tour() -> Workload:
         ),
         user,
     )
+    # A tool whose annotation says read-only, on a WORKSPACE_WRITE server, proposed with an untrusted argument: held
+    # (D6.1: the configuration classifies it, consequential), then approved.
+    untrusted = (*user, ContextItem(id="x", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="item x"))
+    annotated = ProposedCall(
+        call_id="c0", tool_name="mcp.docs.lookup", arguments={"text": "x"}, provenance={"text": ["x"]}
+    )
+    # ... and the synthetic read tool of that server likewise: it takes the server's classification (D6.1).
+    read = ProposedCall(
+        call_id="c1", tool_name="mcp.docs.read_resource", arguments={"uri": URIS[0]}, provenance={"uri": ["x"]}
+    )
+    held = Submit("e", 1, (annotated, read), untrusted)
     # Five identical reads in one (parallel) batch: the fifth is a loop (D14.3), as for any tool (D8.1).
     looping = Submit("r", 1, tuple(_read(f"c{i}", "mcp.files.read_resource") for i in range(5)), user)
     changed = McpRemoteTool("lookup", "Reads a record. Changed.", True, parts=("found",))
@@ -241,6 +252,9 @@ def mcp_tour() -> Workload:
     return Workload(
         tools=(),
         actions=(
+            held,
+            Answer(("e", 1, "c0"), True),
+            Answer(("e", 1, "c1"), True),
             first,
             Submit("p", 1, (_call("c0", "nosuch.tool"),), user),
             looping,

@@ -32,7 +32,7 @@ from .d04_faults import FaultExpected, StoreFaults
 from .d10 import key_inputs
 from .d13 import outcome
 from .d16 import with_answer
-from .mcp import McpTool, dropped, registered, resolve
+from .mcp import McpTool, dropped, registered, resolve, verdict_rules
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,8 @@ class Model:
         """Each MCP server's remote tools as it lists them now."""
         self.pins: dict[str, dict[str, McpTool]] = {}
         """Each session's (run's) pinned MCP tools, from its first step on (D9.1)."""
+        self.quiet_pins: set[str] = set()
+        """Sessions that pinned at a step proposing no MCP tool (D9.1: a session starts at its run's first step)."""
 
     def change(self, action: ChangeCatalog) -> None:
         """The server lists another catalog; every session keeps its pin (decision 9)."""
@@ -91,6 +93,9 @@ class Model:
             self.pins[run_id] = {n: t for listed in self.listed.values() for n, t in listed.items()}
         current = {n: t for listed in self.listed.values() for n, t in listed.items()}
         found = resolve(self.pins[run_id], current, name)
+        if isinstance(found, tuple) and run_id in self.quiet_pins and found[0] is not ReasonCode.UNKNOWN_TOOL:
+            # The session pinned at a step that named no MCP tool: it starts at its run's first step all the same.
+            return found[0], (*found[1], "D9.1")
         if isinstance(found, tuple) and name in self.dropped:
             return found[0], (*found[1], "D5.7")
         if isinstance(found, tuple) and name.endswith(f".{READ_RESOURCE}"):
@@ -106,6 +111,8 @@ class Model:
         unresolved: dict[str, tuple[ReasonCode, tuple[str, ...]]] = {}
         if not self.servers:
             return tools, unresolved
+        if run_id not in self.pins and not any(name.startswith("mcp.") for name in names):
+            self.quiet_pins.add(run_id)
         self._resolve(run_id, "")
         for name in names:
             if not name.startswith("mcp."):
@@ -150,6 +157,9 @@ class Model:
             if mcp is not None and record.tool is not None:
                 record.branch_rules = mcp.rules
                 record.remote = (call.tool_name.split(".")[1], mcp.remote_name)
+                if record.reason is ReasonCode.INVALID_ARGUMENTS and "D8.1" in mcp.rules:
+                    # D8.1's interpretation: the synthetic read tool's arguments are validated at step 2 like any.
+                    record.verdicts = tuple(replace(v, rules=(*v.rules, "D8.1")) for v in record.verdicts)
             if record.status is InvocationStatus.AWAITING_APPROVAL:
                 record.held_since = self.clock
             point = self.store.meets(record)
@@ -203,7 +213,8 @@ class Model:
         return first, [Expected(busy, None, ("D3.2",), replay=True)]
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
-        rules = (*rules, *record.branch_rules)
+        held = record.status is InvocationStatus.AWAITING_APPROVAL or record.decided == "approval"
+        rules = (*rules, *verdict_rules(record.branch_rules, held, record.run is not None))
         if record.status is InvocationStatus.AWAITING_APPROVAL:
             return Expected(record, "approval", (*rules, "D11.5"))
         if record.suspended:
@@ -245,7 +256,7 @@ class Model:
             record.finish((outcome(ReasonCode.APPROVAL_DENIED, "D11.6"),))
             return Expected(record, None, ("D11.6",))
         run_tool(record, self.workload, self.clock)
-        return Expected(record, None, ("D11.6", *record.branch_rules))
+        return Expected(record, None, ("D11.6", *verdict_rules(record.branch_rules, False, True)))
 
     def resume(self, action: Resume) -> Expected:
         """D16.4: a resumed control call runs with its arguments plus the answer, and completes."""

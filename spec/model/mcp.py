@@ -151,6 +151,24 @@ def dropped(server: McpServer, tools: tuple[McpRemoteTool, ...]) -> set[str]:
     return {name for name, n in seen.items() if n > 1}
 
 
+CLASSIFIED = ("D6.1", "D6.2")
+"""The branches that classify a server's tools: step 5's hold or allow follows from them."""
+RAN = ("D8.1", "D8.8", "D8.10")
+"""The branches that shape what a run of the tool answers: the synthetic read tool, the output cap."""
+
+
+def verdict_rules(rules: tuple[str, ...], held: bool, ran: bool) -> tuple[str, ...]:
+    """Of an MCP tool's branch rules, those its call's disposition follows from: the classification for a call step 5
+    held (or an allowed one an implementation held); for a call that ran, the cap when its result is over it, else
+    the cap's "delivered unaltered" and, for the synthetic read tool, what it reads."""
+    classified = tuple(rule for rule in rules if held and rule in CLASSIFIED)
+    if not ran:
+        return classified
+    if "D8.10" in rules:
+        return (*classified, "D8.8", "D8.10")
+    return (*classified, *(rule for rule in rules if rule in ("D8.1", "D8.8")))
+
+
 Resolution = McpTool | tuple[ReasonCode, tuple[str, ...]]
 """A pinned tool to run, or step 1's refusal and its rules."""
 
@@ -161,11 +179,11 @@ def resolve(pin: Mapping[str, McpTool], current: Mapping[str, McpTool], name: st
     withdrawn (D9.3); one listed under another definition hash changed (D9.4); else the pinned tool."""
     pinned = pin.get(name)
     if pinned is None:
-        return ReasonCode.UNKNOWN_TOOL, ("D5.3", "D9.1")
+        # A tool the server lists now but the session did not pin is not the session's (D9.1).
+        return ReasonCode.UNKNOWN_TOOL, ("D5.3", "D9.1") if name in current else ("D5.3",)
     now = current.get(name)
-    # Each follows from what the session pinned when it started, at its run's first step (D9.1).
     if now is None:
-        return ReasonCode.TOOL_WITHDRAWN, ("D9.3", "D9.1")
+        return ReasonCode.TOOL_WITHDRAWN, ("D9.3",)
     if now.tool.spec.version != pinned.tool.spec.version:
-        return ReasonCode.TOOL_DEFINITION_CHANGED, ("D9.4", "D9.1")
+        return ReasonCode.TOOL_DEFINITION_CHANGED, ("D9.4",)
     return pinned
