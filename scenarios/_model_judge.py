@@ -666,7 +666,7 @@ class Judge:
         if marked != record.watermark and not (cut and not marked):
             shown_mark = f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}"
             problems.append(("D4.1" if record.watermark else "D4.7", shown_mark))
-            if record.remote is not None:
+            if record.remote is not None and record.run is not None:
                 problems.append(("D4.2", shown_mark))  # Its interpretation: the adapter marks a consequential call.
             if record.pre_record:
                 problems.append(("D3.3", shown_mark))  # Refused before step 6: nothing ran, so nothing was marked.

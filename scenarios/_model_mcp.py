@@ -228,6 +228,7 @@ def mcp_tour() -> Workload:
     # A tool whose annotation says read-only, on a WORKSPACE_WRITE server, proposed with an untrusted argument: held
     # (D6.1: the configuration classifies it, consequential), then approved.
     untrusted = (*user, ContextItem(id="x", trust=TrustLabel.EXTERNAL_UNTRUSTED, text="item x"))
+    system = (ContextItem(id="s", trust=TrustLabel.SYSTEM, text="item s"),)
     annotated = ProposedCall(
         call_id="c0", tool_name="mcp.docs.lookup", arguments={"text": "x"}, provenance={"text": ["x"]}
     )
@@ -255,9 +256,16 @@ def mcp_tour() -> Workload:
             held,
             Answer(("e", 1, "c0"), True),
             Answer(("e", 1, "c1"), True),
+            # A request of the system alone: the unclassified server's scope is granted to nobody, so still held (D6.2).
+            Submit("o", 1, (ProposedCall(call_id="c0", tool_name="mcp.ops.transfer", arguments={}),), system),
+            Answer(("o", 1, "c0"), False),
             first,
             Submit("p", 1, (_call("c0", "nosuch.tool"),), user),
             looping,
+            # A read whose uri is no string: refused at step 2, never sent (D8.1's interpretation).
+            Submit(
+                "r", 2, (_read("c0", "mcp.files.read_resource").model_copy(update={"arguments": {"uri": 7}}),), user
+            ),
             Answer(("m", 1, "c7"), True),
             ChangeCatalog("docs", (*catalog, changed, retitled, fresh)),
             Submit("m", 2, later, user),

@@ -161,7 +161,8 @@ def verdict_rules(rules: tuple[str, ...], held: bool, ran: bool) -> tuple[str, .
     """Of an MCP tool's branch rules, those its call's disposition follows from: the classification for a call step 5
     held (or an allowed one an implementation held); for a call that ran, the cap when its result is over it, else
     the cap's "delivered unaltered" and, for the synthetic read tool, what it reads."""
-    classified = tuple(rule for rule in rules if held and rule in CLASSIFIED)
+    # The read tool is held as its server's tools are because it is one of them (D8.1's interpretation).
+    classified = tuple(rule for rule in rules if held and rule in (*CLASSIFIED, "D8.1"))
     if not ran:
         return classified
     if "D8.10" in rules:
