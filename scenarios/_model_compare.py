@@ -37,6 +37,7 @@ from toolproof.spec.model import (
 )
 from toolproof.spec.model.d12 import excerpt_problems, total_bytes, whole
 from toolproof.spec.model.d13 import detail_allowed
+from toolproof.spec.model.mcp import verdict_rules
 
 Ids = dict[tuple[object, ...], list[str]]
 """Each call's invocation ids, by its key's inputs, as the implementation named them (a replayed refusal may have a second)."""
@@ -163,7 +164,8 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
         # A hold or a suspension the model did not allow is step 5's decision (D11.5, D16.2), whatever came after.
         rules: tuple[str, ...] = ("D11.5",) if got.reason == "approval" else ("D16.2",)
         # ... and the rules of the verdict the model allowed instead (a refusal it skipped: D16.1, D14.x, D5.3).
-        rules = tuple(dict.fromkeys((*rules, *(r for v in record.verdicts for r in v.rules))))
+        held = verdict_rules(record.branch_rules, True, False)  # The hold follows from the tool's classification.
+        rules = tuple(dict.fromkeys((*rules, *(r for v in record.verdicts for r in v.rules), *held)))
         return [
             (rule, f"{where}: model allowed {_allowed(record)}, implementation gave SUSPENDED ({got.reason})")
             for rule in rules
@@ -185,7 +187,10 @@ def disposition_problems(model: Model, expected: Expected, got: Disposition, whe
             for rule in rules
         ]
     if isinstance(got, Success):
-        return [(rule, f"{where}: {msg}") for rule, msg in _success_problems(model, record, got)]
+        found = _success_problems(model, record, got)
+        if "D8.1" in record.branch_rules:  # What the synthetic read tool delivers is the resource's text (D8.1).
+            found += [("D8.1", msg) for _, msg in found[:1]]
+        return [(rule, f"{where}: {msg}") for rule, msg in found]
     entry = OUTCOME_TABLE[got.reason_code]
     problems: Problems = []
     if got.retryable != entry.retryable:

@@ -25,6 +25,7 @@ from toolproof.spec.model import Overlap, Script, Submit, Workload
 
 from ._model_crash import crashed
 from ._model_judge import Divergence, Judge
+from ._model_mcp import mcp_tour
 from ._model_workloads import crash_tour, fault_tours, tour
 
 BUDGET = 60
@@ -77,6 +78,11 @@ def reduce(
     return workload, found
 
 
+MCP_RULES = (
+    *("D4.2", "D5.3", "D5.7", "D6.1", "D6.2", "D6.3", "D8.1", "D8.8", "D8.9"),
+    *("D8.10", "D9.1", "D9.3", "D9.4", "D12.1", "D14.2", "D14.3"),
+)
+"""The rules the mcp cell judges (``_model_mcp``; the model's page ``mcp``)."""
 FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "results": (
         ("D1.2", "D1.3", "D1.4", "D1.5", "D6.4", "D12.1", "D12.2", "D12.3", "D12.4", "D12.5", "D2.8"),
@@ -96,13 +102,21 @@ FAMILIES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         {"max_actions": 4},
     ),
     "keys_breaker": (("D10.1", "D10.3", "D10.4", "D10.5", "D14.2", "D14.3", "D14.4", "D14.5"), {"max_actions": 10}),
+    "mcp": (
+        MCP_RULES,
+        {"max_actions": 8, "mcp": True},
+    ),
     "trust_control": (
         ("D11.1", "D11.2", "D11.3", "D11.5", "D11.6", "D11.7", "D16.1", "D16.2", "D16.4"),
         {"max_actions": 8},
     ),
 }
 """Cell name -> (the rules a passing cell judged, how its workloads are drawn)."""
-FIXED: dict[str, tuple[Workload, ...]] = {"crashes": (crash_tour(),), "store_faults": fault_tours()}
+FIXED: dict[str, tuple[Workload, ...]] = {
+    "crashes": (crash_tour(),),
+    "store_faults": fault_tours(),
+    "mcp": (mcp_tour(),),
+}
 """Cell name -> the workloads it runs, in order, before the tour and the draws, whatever its budget (paths its draws
 seldom reach)."""
 

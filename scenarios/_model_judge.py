@@ -16,6 +16,7 @@ from typing import Any
 
 from toolproof.driver import HttpImplementation
 from toolproof.fakes import FakeClock, ScriptedTool, World
+from toolproof.fakes.mcp import ModelledServer
 from toolproof.spec import (
     BOUNDARY_CRASH_POINTS,
     CrashPlan,
@@ -26,6 +27,8 @@ from toolproof.spec import (
     InstanceConfig,
     InvocationRow,
     InvocationStatus,
+    McpServerConfig,
+    McpTransport,
     Metric,
     Profile,
     ReasonCode,
@@ -38,6 +41,7 @@ from toolproof.spec import (
 from toolproof.spec.model import (
     Advance,
     Answer,
+    ChangeCatalog,
     Crash,
     Expected,
     Model,
@@ -55,6 +59,7 @@ from toolproof.spec.model import (
 from toolproof.spec.model.d04_faults import FaultExpected
 from toolproof.spec.model.d11 import argument_rules
 from toolproof.spec.model.d15 import parallel_allowed, sequential_problems
+from toolproof.spec.model.mcp import SYNTHETIC_VERSION
 
 from ._context_walk import public, reachable_hazards
 from ._model_compare import Ids, canonical, consistency, disposition_problems, key_problems, leaked_text, world_counts
@@ -106,7 +111,7 @@ def _breaker_order(model: Model, step: Submit, got: list[Disposition]) -> list[t
     among its members (D14.1's interpretation: which identical member the breaker refuses is open, not how many),
     the members the breaker refused after the others, as though they were proposed last."""
     pairs = list(zip(step.calls, got, strict=True))
-    specs = [model.tools[c.tool_name].spec if c.tool_name in model.tools else None for c in step.calls]
+    specs = model.specs(step.run_id, [c.tool_name for c in step.calls])
     if len(pairs) < 2 or not parallel_allowed(specs):
         return pairs
     return sorted(pairs, key=lambda pair: getattr(pair[1], "reason_code", None) in BREAKER_REASONS)
@@ -117,8 +122,15 @@ class Judge:
 
     def __init__(self, implementation: Implementation, workload: Workload, directory: Path) -> None:
         self.implementation = implementation
+        if workload.mcp_servers and not self.serves_mcp(implementation):
+            # Its servers are in-process objects: without them every mcp.* name is unknown, as the model then says.
+            workload = replace(workload, mcp_servers=())
         self.workload = workload
         self.model = Model(workload)
+        self.servers = {server.server_id: ModelledServer(server) for server in workload.mcp_servers}
+        """The workload's MCP servers, served in-process; they outlive an instance, as a server does a restart."""
+        self.synthetic_versions: dict[str, str | None] = {}
+        """The version each synthetic read_resource tool's rows carry, the first read back (``_row``)."""
         self.world = World()
         self.clock = FakeClock()
         self.directory = directory / uuid.uuid4().hex[:10]
@@ -128,6 +140,12 @@ class Judge:
         """How many of the contexts the tools were handed have been judged."""
         self.counted_before = (0, 0, 0)
         """The counters the model allowed when the current instance opened (``_counts``)."""
+
+    @staticmethod
+    def serves_mcp(implementation: Implementation) -> bool:
+        """Whether the workload's MCP servers can be handed to ``implementation``: it claims the mcp profile and runs
+        in this process (transport memory hands over a server object, which no driver can carry)."""
+        return Profile.MCP in implementation.profiles and not isinstance(implementation, HttpImplementation)
 
     @property
     def workspace(self) -> Path:
@@ -149,6 +167,18 @@ class Judge:
             fault=w.fault,
             lease_s=w.lease_s,
             crash=crash,
+            mcp_servers=[
+                McpServerConfig(
+                    server_id=server.server_id,
+                    transport=McpTransport.MEMORY,
+                    server=self.servers[server.server_id].sdk_server,
+                    classification=server.classification,
+                    call_timeout_s=server.call_timeout_s,
+                    max_output_bytes=server.max_output_bytes,
+                    listing_max_age_s=0,  # Listed before every call: D9.4's reuse is no choice here (page ``mcp``).
+                )
+                for server in w.mcp_servers
+            ],
         )
 
     def _tools(self, crash: tuple[CrashPoint, tuple[str, int, str]] | None = None) -> list[ScriptedTool]:
@@ -350,9 +380,7 @@ class Judge:
                     except FaultExpected as fault:
                         return await self._faulted(inst, action, got, None, fault.rules)
                     problems += self._dispositions(expected, [given], where)
-            specs = [
-                self.model.tools[c.tool_name].spec if c.tool_name in self.model.tools else None for c in action.calls
-            ]
+            specs = self.model.specs(action.run_id, [c.tool_name for c in action.calls])
             if not parallel_allowed(specs):
                 problems += sequential_problems(self.world.order[start:], [c.call_id for c in action.calls])
             return problems
@@ -373,6 +401,11 @@ class Judge:
             return self._dispositions([one], [got_one], f"{type(action).__name__.lower()} {record.ref[2]}")
         if isinstance(action, Script):
             return await self._script(inst, action)
+        if isinstance(action, ChangeCatalog):
+            if action.server_id in self.servers:
+                self.servers[action.server_id].change(action.tools)
+                self.model.change(action)
+            return []
         if isinstance(action, Overlap):
             return await self._overlap(inst, action)
         if isinstance(action, Advance):
@@ -508,7 +541,12 @@ class Judge:
                         )
                     )
                 ids.append(d.invocation_id)
-            problems += disposition_problems(self.model, e, d, f"{where} call {e.record.ref[2]}")
+            found = disposition_problems(self.model, e, d, f"{where} call {e.record.ref[2]}")
+            if e.record.remote is not None:
+                # An MCP failure's external detail is the cap's too: a result over it carries none (D8.8, D8.10).
+                capped = ["D8.8", "D8.10"] if "D8.10" in e.record.branch_rules else []
+                found += [(rule, message) for kind, message in found if kind == "D13.4" for rule in capped]
+            problems += found
         return problems
 
     async def _read_back(self, instance: object) -> Problems:
@@ -553,9 +591,37 @@ class Judge:
             problems += [
                 (rule, f"the world saw {len(stray)} execution(s) of no call the store holds") for rule in rules
             ]
+        problems += self._served()
         problems += key_problems(self.model, rows, self.ids)
         problems += leaked_text(self.model, events)
         problems += await self._metrics(inst)
+        return problems
+
+    def _served(self) -> Problems:
+        """What reached each MCP server, from its own log: as many tools/call of each remote name with each argument
+        value as the model's calls of it executed (a call cut at its deadline may have been cut before sending)."""
+        want: Counter[tuple[str, str, bytes]] = Counter()
+        cut: set[tuple[str, str, bytes]] = set()
+        rules: dict[tuple[str, str, bytes], list[str]] = {}
+        for record in self.model.records:
+            if record.remote is None:
+                continue
+            key = (*record.remote, canonical(record.call.arguments))
+            want[key] += record.executions
+            rules.setdefault(key, []).extend(("D3.4",) if record.replayed else record.path_rules())
+            if record.run is not None and record.run.cut:
+                cut.add(key)
+        got: Counter[tuple[str, str, bytes]] = Counter(
+            (server_id, name, canonical(arguments))
+            for server_id, server in self.servers.items()
+            for name, arguments in server.calls
+        )
+        problems: Problems = []
+        for key in sorted(set(want) | set(got)):
+            if got[key] == want[key] or (key in cut and got[key] <= want[key]):
+                continue
+            shown = f"server {key[0]}: model allowed {want[key]} calls of {key[1]} with {key[2].decode()[:80]}, it received {got[key]}"
+            problems += [(rule, shown) for rule in dict.fromkeys(rules.get(key) or ["D3.1"])]
         return problems
 
     def _row(self, record: Record, row: InvocationRow | None, invocation_id: str) -> Problems:
@@ -579,7 +645,8 @@ class Judge:
                 problems.append(("D11.6", shown_row))
         executions, effects = world_counts(self.world, invocation_id)
         fresh = invocation_id == self.ids[record.key][0]
-        want_exec, want_eff = (record.executions, record.effects) if fresh else (0, 0)
+        # An MCP tool's executions are the server's to count (``_served``): the scripted world sees none of them.
+        want_exec, want_eff = (record.executions, record.effects) if fresh and record.remote is None else (0, 0)
         cut = record.run is not None and record.run.cut and fresh
         if (executions, effects) != (want_exec, want_eff) and not (
             cut and executions <= want_exec and effects <= want_eff
@@ -599,6 +666,8 @@ class Judge:
         if marked != record.watermark and not (cut and not marked):
             shown_mark = f"{name}: model allowed watermark {'set' if record.watermark else 'unset'}, the row's is {'set' if row.effect_sent_at is not None else 'unset'}"
             problems.append(("D4.1" if record.watermark else "D4.7", shown_mark))
+            if record.remote is not None and record.run is not None:
+                problems.append(("D4.2", shown_mark))  # Its interpretation: the adapter marks a consequential call.
             if record.pre_record:
                 problems.append(("D3.3", shown_mark))  # Refused before step 6: nothing ran, so nothing was marked.
         if row.suspended != record.suspended:
@@ -628,13 +697,16 @@ class Judge:
                 )
             )
         version = record.spec.version if record.spec is not None else None
+        if version == SYNTHETIC_VERSION:
+            # The synthetic read tool's definition is the implementation's: one version for all its rows (page mcp).
+            version = self.synthetic_versions.setdefault(record.call.tool_name, row.tool_version)
         if row.tool_version != version:
             # D2.3: the row names the version the tool was registered at, as the identity it is handed does, for every
             # source (D3.6's interpretation: a device's or sandbox's row fills the columns a builtin's fills); a name
             # that resolved to no tool has none.
-            problems.append(
-                ("D2.3", f"{name}: model allowed tool_version {version!r}, the row says {row.tool_version!r}")
-            )
+            shown = f"{name}: model allowed tool_version {version!r}, the row says {row.tool_version!r}"
+            # An MCP tool's version is the definition hash its session pinned (D9.1).
+            problems += [(rule, shown) for rule in ("D2.3", *(("D9.1",) if record.remote is not None else ()))]
         if canonical(row.arguments) != canonical(record.call.arguments):
             problems.append(
                 (

@@ -59,6 +59,8 @@ from toolproof.spec.model.d03 import propose
 from toolproof.spec.model.d04_faults import writes
 from toolproof.spec.model.d15 import parallel_allowed
 
+from . import _model_mcp
+
 LABELS = list(TrustLabel)
 TYPED_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -287,12 +289,14 @@ def workloads(
     max_actions: int = 8,
     faults: bool = False,
     then: Callable[[Workload], st.SearchStrategy[Workload]] | None = None,
+    mcp: bool = False,
 ) -> Workload:
     """A whole workload, drawn against the model so every answer targets a held call; with ``faults``, ending in a
     store fault (``_faulted``); with ``then``, in what ``then`` draws from the workload (the crashes cell: a crash
-    and its recovery, ``_model_crash.crashed``)."""
+    and its recovery, ``_model_crash.crashed``); with ``mcp``, with MCP servers, their tools proposed and their
+    catalogs changed (``_model_mcp``)."""
     limit = draw(st.sampled_from(LIMITS))
-    catalog = tuple(draw(tools(i, limit)) for i in range(draw(st.integers(1, 4))))
+    catalog = tuple(draw(tools(i, limit)) for i in range(draw(st.integers(0 if mcp else 1, 4 if not mcp else 2))))
     timeout = draw(st.sampled_from(TIMEOUTS))
     base = Workload(
         tools=catalog,
@@ -303,13 +307,14 @@ def workloads(
         denied_tools=tuple(t.spec.name for t in catalog if draw(st.integers(0, 9)) == 0),
         # Each probed scope configured three times in four: an unscoped consequential call is held (D11.5).
         credentials=tuple(scope for scope in PROBED_SCOPES if draw(st.integers(0, 3)) > 0),
+        mcp_servers=draw(_model_mcp.servers(limit)) if mcp else (),
     )
     model = Model(base)
     actions: list[Any] = []
     submitted: list[Submit] = []
     steps: dict[str, int] = {}
     hammered: tuple[Submit, ProposedCall] | None = None
-    names = [t.spec.name for t in catalog]
+    names = [t.spec.name for t in catalog] + _model_mcp.proposed_names(model)
     for _ in range(draw(st.integers(max(1, max_actions // 2), max_actions))):
         # An answer or a resume names a call by (run, step, call_id): only the first call under it is answerable.
         first = [r for r in model.records if model.by_ref.get(r.ref) is r]
@@ -324,14 +329,21 @@ def workloads(
                 + ["answer"] * 4
                 + ["resume"] * 2
                 + ["restart", "overlap"]
+                + ["catalog"] * (4 * mcp)
             )
         )
         action: Any
-        if kind == "restart":
+        if kind == "catalog" and not any(r.remote is not None and not r.terminal for r in model.records):
+            # A server's catalog changes while no call of its tools waits (which definition an approval then runs
+            # the ADR does not say).
+            action = draw(_model_mcp.changes(model, limit))
+            model.change(action)
+            names = sorted({*names, *_model_mcp.proposed_names(model)})
+        elif kind == "restart":
             # Another instance over the same store; now and then one tool registered at another version (D10.5), a
             # tool none of whose calls is still open (which version an open call runs under the ADR does not say).
             open_tools = {r.call.tool_name for r in model.records if not r.terminal}
-            settled = [name for name in names if name not in open_tools]
+            settled = [name for name in names if name in model.tools and name not in open_tools]
             versions: tuple[tuple[str, str], ...] = ()
             changed: bool = bool(settled) and draw(st.booleans())
             if changed:
@@ -502,7 +514,9 @@ def _step(
             name = draw(st.sampled_from(names))
             if draw(st.integers(0, 15)) == 0:
                 name = draw(st.sampled_from([*UNKNOWN_NAMES, *look_alikes(name)]))
-            args = draw(arguments(by_name.get(name)))
+            args = draw(
+                _model_mcp.read_arguments() if name.endswith(".read_resource") else arguments(by_name.get(name))
+            )
             prov = draw(provenance(args, context))
         calls.append(ProposedCall(call_id=f"c{i}", tool_name=name, arguments=args, provenance=prov))
     specs = [by_name[c.tool_name].spec if c.tool_name in by_name else None for c in calls]

@@ -161,6 +161,50 @@ def test_the_model_judge_rejects_a_crash_witness_on_a_rule_it_breaks(tmp_path: P
     assert named & set(found.rules), f"{name} was rejected on {found.rules}, none of {sorted(named)}"
 
 
+MCP_CAUGHT = (
+    "annotations_classify",
+    "cap_verdict_as_remote_text",
+    "changed_tool_called",
+    "drift_judged_by_input_schema",
+    "first_name_wins",
+    "listing_reused_for_writes",
+    "mcp_cap_in_characters",
+    "mcp_error_result_cut_to_cap",
+    "mcp_excerpt_limit_is_server_cap",
+    "mcp_marks_external_writes_only",
+    "mcp_resolve_normalizes",
+    "no_mcp_output_cap",
+    "permissive_unclassified",
+    "read_tool_arguments_unvalidated",
+    "read_tool_without_resources",
+    "remote_read_resource_wins",
+    "resource_read_uncapped",
+    "resource_reads_bypass_breaker",
+    "resource_reads_delivered_whole",
+    "resource_tool_always_read_only",
+    "schema_only_hash",
+    "session_starts_at_first_mcp_step",
+    "title_edit_not_a_change",
+    "tool_per_resource",
+    "trusted_mcp_output",
+    "trusted_requests_skip_scopes",
+    "withdrawn_tool_called",
+)
+"""MCP witnesses the judge's mcp cell has to reject, each on a rule it breaks, within 15 derandomized workloads and
+the cell's fixed workload (``_model_mcp.mcp_tour``)."""
+
+
+@pytest.mark.parametrize("name", MCP_CAUGHT)
+def test_the_model_judge_rejects_an_mcp_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
+    witness = WITNESSES[name]
+    implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
+    strategy = workloads(**FAMILIES["mcp"][1])
+    found = judge_workloads(implementation, tmp_path, strategy, 15, False, None, FIXED["mcp"])
+    assert found is not None, f"the model judge's mcp cell did not reject {name}"
+    named = set(witness.breaks) | set(witness.through)
+    assert named & set(found.rules), f"{name} was rejected on {found.rules}, none of {sorted(named)}"
+
+
 @pytest.mark.parametrize("name", CAUGHT)
 def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, name: str) -> None:
     witness = WITNESSES[name]
@@ -175,18 +219,19 @@ def test_the_model_judge_rejects_a_witness_on_a_rule_it_breaks(tmp_path: Path, n
 
 def catch(name: str, directory: Path, examples: int) -> tuple[bool, tuple[str, ...]]:
     """Whether the model judge alone rejects witness ``name`` on a rule it names, and the rules it named: ``examples``
-    generic workloads, then as many of the crashes cell's, then of the store_faults cell's (each cell's fixed ones
-    with them)."""
+    generic workloads, then as many of the crashes cell's, then of the store_faults cell's, then of the mcp cell's (each
+    cell's fixed ones with them)."""
     witness = WITNESSES[name]
     implementation = load_implementation(f"toolproof.reference.witnesses:{name}")
     named = set(witness.breaks) | set(witness.through)
     rules: tuple[str, ...] = ()
     # The generic draws, then the crashes cell's (a crash and its recovery: the generic draws have none), then the
-    # store_faults cell's (a failed write: the others have none).
+    # store_faults cell's (a failed write: the others have none), then the mcp cell's (MCP servers: the others have none).
     cells: tuple[tuple[dict[str, Any], tuple[Workload, ...]], ...] = (
         ({"max_actions": 8}, ()),
         (FAMILIES["crashes"][1], FIXED["crashes"]),
         (FAMILIES["store_faults"][1], FIXED["store_faults"]),
+        (FAMILIES["mcp"][1], FIXED.get("mcp", ())),
     )
     for shape, fixed in cells:
         try:

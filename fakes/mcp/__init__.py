@@ -79,6 +79,7 @@ from ._lifecycle import (
     ListenRefusedServer,
     ListingErrorServer,
 )
+from ._modelled import ModelledServer
 from ._names import (
     COLLIDING_NAMES,
     IMPERSONATED_NAME,
@@ -228,6 +229,7 @@ __all__ = [
     "ListingErrorServer",
     "LossMidListingServer",
     "LyingAnnotationsServer",
+    "ModelledServer",
     "MultibyteOutputServer",
     "NonJsonServer",
     "NormalizationOrderServer",

@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from toolproof.spec import ContextItem, CrashPoint, FaultPlan, JsonObject, ProposedCall, ToolSpec, TrustLabel
+from toolproof.spec import (
+    ContextItem,
+    CrashPoint,
+    FaultPlan,
+    JsonObject,
+    McpClassification,
+    ProposedCall,
+    ToolSpec,
+    TrustLabel,
+)
 
 Ending = Literal["ok", "ERROR", "TRANSIENT", "REMOTE_REJECTED", "REMOTE_UNAVAILABLE", "raise", "overrun"]
 """How an execution ends: a success, a ToolFailure of that kind, an exception, or running past the deadline."""
@@ -166,7 +175,51 @@ class Overlap:
     step: Submit
 
 
-Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen | Script | Overlap
+@dataclass(frozen=True)
+class McpRemoteTool:
+    """One tool an MCP server lists, and what it answers to every call (the model's page ``mcp``)."""
+
+    remote_name: str
+    """Its name on the server (decision 5 normalizes it into ``mcp.{server_id}.{segment}``)."""
+    description: str = "A remote tool."
+    """Part of its definition, so of the definition hash a session pins (decision 9)."""
+    read_only_hint: bool | None = None
+    """Its annotations' readOnlyHint: the server's claim, which never classifies it (D6.1)."""
+    title: str | None = None
+    """Its display title: part of its definition too (decision 9 hashes the whole definition)."""
+    parts: tuple[str, ...] = ("ok",)
+    """The text content blocks of its result."""
+    is_error: bool = False
+    """The result carries isError."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """One operator-configured MCP server the harness serves in-process (``toolproof.fakes.mcp.ModelledServer``)."""
+
+    server_id: str
+    tools: tuple[McpRemoteTool, ...]
+    """The catalog it lists until a ``ChangeCatalog`` replaces it."""
+    classification: McpClassification | None = None
+    """The operator's per-server classification; None: unclassified (D6.2)."""
+    max_output_bytes: int = 16 * 1024 * 1024
+    """Its output cap (D8.8)."""
+    call_timeout_s: float = 30.0
+    resource: str | None = None
+    """The text its one resource reads as, through the synthetic read_resource tool (decision 8); None: it lists no
+    resource (D8.9: no such tool)."""
+
+
+@dataclass(frozen=True)
+class ChangeCatalog:
+    """The server ``server_id`` lists ``tools`` from now on, silently (no tools/list_changed): tools withdrawn, added,
+    or with another definition (decision 9: a session keeps what it pinned)."""
+
+    server_id: str
+    tools: tuple[McpRemoteTool, ...]
+
+
+Action = Submit | Answer | Resume | Advance | Sweep | Crash | Reopen | Script | Overlap | ChangeCatalog
 """One thing the harness does to the implementation."""
 
 
@@ -186,3 +239,5 @@ class Workload:
     """How long a claim is leased (``InstanceConfig.lease_s``): a sweep takes an orphan only past it."""
     fault: FaultPlan | None = None
     """The store fault the instance is opened with (``InstanceConfig.fault``; the model's page ``d04_faults``)."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    """The MCP servers the instance is configured with (``InstanceConfig.mcp_servers``; the model's page ``mcp``)."""

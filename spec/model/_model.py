@@ -10,9 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from toolproof.spec import CrashPoint, EventKind, InvocationStatus, ReasonCode
+from toolproof.spec import READ_RESOURCE, CrashPoint, EventKind, InvocationStatus, ReasonCode, ToolSpec
 
-from ._catalog import Answer, Crash, ModelTool, Overlap, Reopen, Resume, Script, Submit, Sweep, Workload
+from ._catalog import (
+    Answer,
+    ChangeCatalog,
+    Crash,
+    ModelTool,
+    Overlap,
+    Reopen,
+    Resume,
+    Script,
+    Submit,
+    Sweep,
+    Workload,
+)
 from ._record import CallRef, Record
 from .d03 import propose, run_tool
 from .d04_crash import BEFORE_CLAIM, BEFORE_ROW, Before, left, orphan, points, recover, recovery_points
@@ -20,6 +32,7 @@ from .d04_faults import FaultExpected, StoreFaults
 from .d10 import key_inputs
 from .d13 import outcome
 from .d16 import with_answer
+from .mcp import McpTool, dropped, registered, resolve, verdict_rules
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,72 @@ class Model:
         self.store = StoreFaults(workload.fault)
         self.sweep_rules: tuple[str, ...] = ("D11.7",)
         """The rules the last sweep's choice of calls follows."""
+        self.servers = {server.server_id: server for server in workload.mcp_servers}
+        self.listed: dict[str, dict[str, McpTool]] = {
+            server.server_id: registered(server, server.tools) for server in workload.mcp_servers
+        }
+        """Each MCP server's tools as it lists them now, by registered name (the model's page ``mcp``)."""
+        self.dropped: set[str] = {name for s in workload.mcp_servers for name in dropped(s, s.tools)}
+        """Registered names that remote names of one server normalized to alike, now or before (D5.7)."""
+        self.current_tools = {server.server_id: server.tools for server in workload.mcp_servers}
+        """Each MCP server's remote tools as it lists them now."""
+        self.pins: dict[str, dict[str, McpTool]] = {}
+        """Each session's (run's) pinned MCP tools, from its first step on (D9.1)."""
+        self.quiet_pins: set[str] = set()
+        """Sessions that pinned at a step proposing no MCP tool (D9.1: a session starts at its run's first step)."""
+
+    def change(self, action: ChangeCatalog) -> None:
+        """The server lists another catalog; every session keeps its pin (decision 9)."""
+        server = self.servers[action.server_id]
+        self.listed[action.server_id] = registered(server, action.tools)
+        self.current_tools[action.server_id] = action.tools
+        self.dropped |= dropped(server, action.tools)
+
+    def mcp_tool(self, run_id: str, name: str) -> McpTool | None:
+        """The MCP tool ``name`` resolves to in ``run_id``'s session now, if it runs."""
+        found = self._resolve(run_id, name)
+        return found if isinstance(found, McpTool) else None
+
+    def _resolve(self, run_id: str, name: str) -> McpTool | tuple[ReasonCode, tuple[str, ...]]:
+        if run_id not in self.pins:  # D9.1: the session starts, and pins, at the run's first step.
+            self.pins[run_id] = {n: t for listed in self.listed.values() for n, t in listed.items()}
+        current = {n: t for listed in self.listed.values() for n, t in listed.items()}
+        found = resolve(self.pins[run_id], current, name)
+        if isinstance(found, tuple) and run_id in self.quiet_pins and found[0] is not ReasonCode.UNKNOWN_TOOL:
+            # The session pinned at a step that named no MCP tool: it starts at its run's first step all the same.
+            return found[0], (*found[1], "D9.1")
+        if isinstance(found, tuple) and name in self.dropped:
+            return found[0], (*found[1], "D5.7")
+        if isinstance(found, tuple) and name.endswith(f".{READ_RESOURCE}"):
+            return found[0], (*found[1], "D8.9")  # A server that lists no resource has no read tool.
+        return found
+
+    def catalog(
+        self, run_id: str, names: Sequence[str]
+    ) -> tuple[dict[str, ModelTool], dict[str, tuple[ReasonCode, tuple[str, ...]]]]:
+        """What each of ``names`` resolves to in ``run_id``'s session (pinning it at its first step): the builtins and
+        the MCP tools that run, and the MCP names step 1 refuses (the model's page ``mcp``)."""
+        tools = dict(self.tools)
+        unresolved: dict[str, tuple[ReasonCode, tuple[str, ...]]] = {}
+        if not self.servers:
+            return tools, unresolved
+        if run_id not in self.pins and not any(name.startswith("mcp.") for name in names):
+            self.quiet_pins.add(run_id)
+        self._resolve(run_id, "")
+        for name in names:
+            if not name.startswith("mcp."):
+                continue
+            found = self._resolve(run_id, name)
+            if isinstance(found, McpTool):
+                tools[name] = found.tool
+            else:
+                unresolved[name] = found
+        return tools, unresolved
+
+    def specs(self, run_id: str, names: Sequence[str]) -> list[ToolSpec | None]:
+        """The spec each of ``names`` resolves to in ``run_id``'s session, None where step 1 refuses it."""
+        tools, _ = self.catalog(run_id, names)
+        return [tools[name].spec if name in tools else None for name in names]
 
     def submit(self, action: Submit) -> list[Expected]:
         """D3, D15.2: one expectation per proposed call, in proposal order.
@@ -62,17 +141,25 @@ class Model:
         if self.store.down:
             raise FaultExpected(("D3.11",))  # D3.11: the store stays down; no write, so nothing runs.
         out: list[Expected] = []
+        tools, unresolved = self.catalog(action.run_id, [c.tool_name for c in action.calls])
         for call in action.calls:
             ref = (action.run_id, action.step_number, call.call_id)
-            tool = self.tools.get(call.tool_name)
+            tool = tools.get(call.tool_name)
             inputs = key_inputs(action.tenant, *ref[:2], call, tool.spec.version if tool is not None else None)
             known = self.by_key.get(inputs)
             if known is not None:
                 out.append(self._replay(known))
                 continue
             record = propose(
-                self.workload, self.tools, self.records, action.tenant, ref, call, action.context, self.clock
+                self.workload, tools, self.records, action.tenant, ref, call, action.context, self.clock, unresolved
             )
+            mcp = self.mcp_tool(action.run_id, call.tool_name) if call.tool_name.startswith("mcp.") else None
+            if mcp is not None and record.tool is not None:
+                record.branch_rules = mcp.rules
+                record.remote = (call.tool_name.split(".")[1], mcp.remote_name)
+                if record.reason is ReasonCode.INVALID_ARGUMENTS and "D8.1" in mcp.rules:
+                    # D8.1's interpretation: the synthetic read tool's arguments are validated at step 2 like any.
+                    record.verdicts = tuple(replace(v, rules=(*v.rules, "D8.1")) for v in record.verdicts)
             if record.status is InvocationStatus.AWAITING_APPROVAL:
                 record.held_since = self.clock
             point = self.store.meets(record)
@@ -126,6 +213,8 @@ class Model:
         return first, [Expected(busy, None, ("D3.2",), replay=True)]
 
     def _expected(self, record: Record, rules: tuple[str, ...]) -> Expected:
+        held = record.status is InvocationStatus.AWAITING_APPROVAL or record.decided == "approval"
+        rules = (*rules, *verdict_rules(record.branch_rules, held, record.run is not None))
         if record.status is InvocationStatus.AWAITING_APPROVAL:
             return Expected(record, "approval", (*rules, "D11.5"))
         if record.suspended:
@@ -167,7 +256,7 @@ class Model:
             record.finish((outcome(ReasonCode.APPROVAL_DENIED, "D11.6"),))
             return Expected(record, None, ("D11.6",))
         run_tool(record, self.workload, self.clock)
-        return Expected(record, None, ("D11.6",))
+        return Expected(record, None, ("D11.6", *verdict_rules(record.branch_rules, False, True)))
 
     def resume(self, action: Resume) -> Expected:
         """D16.4: a resumed control call runs with its arguments plus the answer, and completes."""

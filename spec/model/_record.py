@@ -60,6 +60,10 @@ class Record:
     """How often the call was submitted again (D3.4)."""
     pre_record: bool = False
     """Refused before step 6: a replay may write its own row (the same verdict)."""
+    remote: tuple[str, str] | None = None
+    """An MCP tool's server and remote name: where its executions are counted (the server's own log)."""
+    branch_rules: tuple[str, ...] = ()
+    """Rules of the branches that shaped its tool beyond its spec (an MCP tool's: the model's page ``mcp``)."""
 
     @property
     def spec(self) -> ToolSpec | None:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from toolproof.spec import ContextItem, EventKind, InvocationStatus, ProposedCall, ReasonCode, call_hash
+from toolproof.spec import (
+    UNSATISFIABLE_SCOPE,
+    ContextItem,
+    EventKind,
+    InvocationStatus,
+    ProposedCall,
+    ReasonCode,
+    call_hash,
+)
 
 from ._catalog import ModelTool, Workload
 from ._record import Record
@@ -56,13 +64,17 @@ def propose(
     call: ProposedCall,
     context: tuple[ContextItem, ...],
     now: float = 0.0,
+    unresolved: Mapping[str, tuple[ReasonCode, tuple[str, ...]]] | None = None,
 ) -> Record:
-    """A new proposal through steps 1 to 8 (and on to 13 when it is allowed), at the model's clock ``now``."""
+    """A new proposal through steps 1 to 8 (and on to 13 when it is allowed), at the model's clock ``now``;
+    ``unresolved``: names step 1 refuses with another reason than unknown_tool, and its rules (an MCP session's
+    withdrawn or changed tools, the model's page ``mcp``)."""
     tool = tools.get(call.tool_name)
     version = tool.spec.version if tool is not None else None
     record = Record(ref, tenant, call, context, tool, key_inputs(tenant, ref[0], ref[1], call, version), None)
     if tool is None:
-        return _refuse(record, ReasonCode.UNKNOWN_TOOL, "D5.3")
+        reason, rules = (unresolved or {}).get(call.tool_name, (ReasonCode.UNKNOWN_TOOL, ("D5.3",)))
+        return _refuse(record, reason, *rules)
     if not validates(tool.spec.input_schema, call.arguments):
         return _refuse(record, ReasonCode.INVALID_ARGUMENTS, "D16.1" if tool.spec.kind.value == "CONTROL" else "D3.3")
     record.origin, record.argument = origin_trust(context), argument_trust(context, call)
@@ -76,7 +88,9 @@ def propose(
         control = ("D16.1",) if tool.spec.kind.value == "CONTROL" else ()
         record.finish(tuple(outcome(reason, rule, "D3.3", *control) for reason, rule in applies.items()))
         return record
-    decision, rules = decide(tool.spec, record.origin, record.argument, workload.denied_tools, workload.credentials)
+    # Decision 6: no credential of any configuration grants the unclassified server's scope (D6.2).
+    granted = tuple(scope for scope in workload.credentials if scope != UNSATISFIABLE_SCOPE)
+    decision, rules = decide(tool.spec, record.origin, record.argument, workload.denied_tools, granted)
     if decision is Decision.DENY:
         return _refuse(record, ReasonCode.POLICY_DENIED, *rules)
     record.events.append(EventKind.REQUESTED)
