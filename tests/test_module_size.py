@@ -16,13 +16,13 @@ CHECKED = ("reference", "contracts", "toolproof")
 """Folders (from the checkout) whose every module keeps under ``LIMIT``."""
 _WITNESSES = "one module per decision, so the tree answers which wrong pipelines a decision rejects: its witnesses"
 LONGER: dict[str, str] = {
-    "reference/witnesses/d03.py": _WITNESSES + " (the fourteen steps and store faults: 23 of them)",
-    "reference/witnesses/d04.py": _WITNESSES + " (recovery and store faults: 37 of them)",
-    "reference/witnesses/d07.py": _WITNESSES + " (MCP transports and lifecycle: 38)",
-    "reference/witnesses/d09.py": _WITNESSES + " (the MCP catalog: 26)",
-    "reference/witnesses/d11.py": _WITNESSES + " (labels and approvals: 26)",
-    "reference/witnesses/d02.py": _WITNESSES + " (the context a tool is handed: 22)",
-    "reference/witnesses/d17.py": _WITNESSES + " (the bridge: 18, most of them with a sandbox of their own)",
+    "reference/witnesses/d03.py": _WITNESSES + " (the fourteen steps and store faults: 33 of them)",
+    "reference/witnesses/d04.py": _WITNESSES + " (recovery and store faults: 44 of them)",
+    "reference/witnesses/d07.py": _WITNESSES + " (MCP transports and lifecycle: 41)",
+    "reference/witnesses/d09.py": _WITNESSES + " (the MCP catalog: 33)",
+    "reference/witnesses/d11.py": _WITNESSES + " (labels and approvals: 28)",
+    "reference/witnesses/d02.py": _WITNESSES + " (the context a tool is handed: 23)",
+    "reference/witnesses/d17.py": _WITNESSES + " (the bridge: 19, most of them with a sandbox of their own)",
 }
 """Module (path from the checkout) -> why it may be longer than ``LIMIT``."""
 
