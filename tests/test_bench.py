@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -205,6 +206,15 @@ def test_the_table_shows_each_section_and_what_the_settings_promise(tiny: tuple[
         "the reference McpAdapter over an in-process low-level MCP server",
     ):
         assert expected in text
+
+
+def test_square_brackets_in_a_reason_are_printed_as_written(tiny: tuple[dict[str, Any], Path]) -> None:
+    # An install hint names an extra in brackets; the table must not read it as markup and drop it.
+    report = copy.deepcopy(tiny[0])
+    report["targets"][0] = {**report["targets"][0], "verdict": "n/a", "reason": "pip install 'toolproof[bench]'"}
+    console = Console(record=True, width=300)
+    render(report, console)
+    assert "pip install 'toolproof[bench]'" in console.export_text()
 
 
 def test_each_decisions_run_is_timed_on_its_own_with_the_cpu_of_what_it_started(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -208,11 +209,11 @@ def render(report: dict[str, Any], console: Console) -> None:
     table = Table("#", "figure", "median", "min", "max", "unit", "n", "load (1/5/15 min)", title="figures")
     for number, label, figure, load in _rows(report["figures"]):
         if figure is None:
-            table.add_row(number, label, "—", "—", "—", "", "", load)
+            table.add_row(number, escape(label), "—", "—", "—", "", "", load)
             continue
         table.add_row(
             number,
-            label,
+            escape(label),
             _number(figure["median"]),
             _number(figure["min"]),
             _number(figure["max"]),
@@ -228,12 +229,16 @@ def render(report: dict[str, Any], console: Console) -> None:
     for entry in report["targets"]:
         if entry["verdict"] == "n/a":
             targets.add_row(
-                entry["name"], f"{entry['comparison']} {entry['bound']}", "—", "", f"n/a: {entry['reason']}"
+                escape(entry["name"]),
+                f"{entry['comparison']} {entry['bound']}",
+                "—",
+                "",
+                escape(f"n/a: {entry['reason']}"),
             )
             continue
         style = "green" if entry["verdict"] == "pass" else "red"
         targets.add_row(
-            entry["name"],
+            escape(entry["name"]),
             f"{entry['comparison']} {entry['bound']}",
             f"{_number(entry['median'])} ({_number(entry['min'])}–{_number(entry['max'])})",
             f"{entry['repetitions_meeting_bound']}/{entry['repetitions']}",
