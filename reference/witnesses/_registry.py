@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from toolproof.reference.hooks import (
     FINISHING,
@@ -126,9 +127,9 @@ def key_without(*blank: str) -> StepFunction:
     return resolve
 
 
-def key_blanking(s: CallState, *blank: str) -> str:
-    """The call's idempotency key with the ``blank`` inputs blanked (after step 1 resolved the tool)."""
-    inputs = {
+def key_with(s: CallState, **replaced: Any) -> str:
+    """The call's idempotency key (after step 1 resolved the tool), with the ``replaced`` inputs in place of its own."""
+    inputs: dict[str, Any] = {
         "tenant": s.request.tenant,
         "run_id": s.request.run_id,
         "step_number": s.request.step_number,
@@ -137,9 +138,12 @@ def key_blanking(s: CallState, *blank: str) -> str:
         "tool_version": s.resolved.spec.version if s.resolved else None,
         "arguments": s.call.arguments,
     }
-    for name in blank:
-        inputs[name] = 0 if name == "step_number" else ""
-    return idempotency_key(**inputs)  # type: ignore[arg-type]
+    return idempotency_key(**(inputs | replaced))
+
+
+def key_blanking(s: CallState, *blank: str) -> str:
+    """The call's idempotency key with the ``blank`` inputs blanked (after step 1 resolved the tool)."""
+    return key_with(s, **{name: 0 if name == "step_number" else "" for name in blank})
 
 
 def reads_a_resource(s: CallState) -> bool:

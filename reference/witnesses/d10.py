@@ -18,7 +18,6 @@ from toolproof.reference.hooks import (
     PipelineHost,
     Resolved,
     StepFunction,
-    idempotency_key,
 )
 from toolproof.spec import (
     JsonObject,
@@ -26,7 +25,7 @@ from toolproof.spec import (
     ToolSource,
 )
 
-from ._registry import key_blanking, key_without, witness
+from ._registry import key_blanking, key_with, key_without, witness
 
 
 @witness("tenantless_key", ("D10.1",), "leaves the tenant out of the key")
@@ -128,15 +127,7 @@ def _as_sets(value: Any) -> Any:
 async def _resolve_arrays_as_sets(p: PipelineHost, s: CallState) -> None:
     await _resolve(p, s)
     arguments: JsonObject = _as_sets(s.call.arguments)  # The defect: element order "is not meaningful".
-    s.key = idempotency_key(
-        tenant=s.request.tenant,
-        run_id=s.request.run_id,
-        step_number=s.request.step_number,
-        call_id=s.call.call_id,
-        tool_name=s.call.tool_name,
-        tool_version=s.resolved.spec.version if s.resolved is not None else None,
-        arguments=arguments,
-    )
+    s.key = key_with(s, arguments=arguments)
 
 
 @witness("key_sorts_arrays", ("D10.4",), "sorts the elements of every array before deriving the key")
@@ -252,15 +243,7 @@ async def _resolve_folded_key(p: PipelineHost, s: CallState) -> None:
     # The defect: "\ufb01le" and "file" look alike to a person, so the key is taken over the NFKC-folded arguments and
     # the second is answered as a replay of the first.
     arguments: JsonObject = _nfkc(s.call.arguments)
-    s.key = idempotency_key(
-        tenant=s.request.tenant,
-        run_id=s.request.run_id,
-        step_number=s.request.step_number,
-        call_id=s.call.call_id,
-        tool_name=s.call.tool_name,
-        tool_version=s.resolved.spec.version if s.resolved is not None else None,
-        arguments=arguments,
-    )
+    s.key = key_with(s, arguments=arguments)
 
 
 @witness("key_folds_unicode_arguments", ("D10.4",), "derives the key over the arguments' strings folded to NFKC")
