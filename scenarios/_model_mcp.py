@@ -37,27 +37,14 @@ from toolproof.spec.model import (
     Workload,
 )
 
+from ._model_text import text_of
+
 REMOTE_NAMES = ("lookup", "Fetch-Page", "2fa code", "Report", "report", "write_file", "Ｓｕｍ", "Read-Resource")
 """Remote names: plain, changed by normalization (case, punctuation, a leading digit, fullwidth letters), a pair
 (``Report``, ``report``) that normalizes alike, and one that normalizes to the synthetic read tool's name (D8.1: it
 never takes it; with no resource listed, D8.9, it is a tool like any other)."""
 SERVER_IDS = ("docs", "ops")
 SCOPES = ("scope.read", "scope.write")
-CHARS = "aé€𝄞"
-"""One character of each UTF-8 width: only a byte count says whether a result is over a limit or a cap."""
-
-
-def text_of(size: int, seed: int) -> str:
-    """Exactly ``size`` UTF-8 bytes of mixed-width text, varied by ``seed``."""
-    out, used, i = [], 0, seed
-    while used < size:
-        ch = CHARS[i % len(CHARS)]
-        i = i * 5 + 1
-        if used + len(ch.encode()) > size:
-            ch = "a"
-        out.append(ch)
-        used += len(ch.encode())
-    return "".join(out)
 
 
 @st.composite
