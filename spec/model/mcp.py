@@ -84,6 +84,25 @@ class McpTool:
     remote_name: str
 
 
+def _spec(server: McpServer, name: str, version: str, description: str, schema: dict[str, Any]) -> ToolSpec:
+    """A tool of ``server`` as the registry holds it: the server's classification, the most restrictive when it has
+    none (D6.1, D6.2), its output EXTERNAL_UNTRUSTED (D6.3), its deadline the server's call timeout."""
+    c = server.classification or _UNCLASSIFIED
+    return ToolSpec(
+        name=name,
+        version=version,
+        description=description,
+        source=ToolSource.MCP,
+        side_effect=c.side_effect,
+        risk=c.risk,
+        idempotency=c.idempotency,
+        required_scopes=c.required_scopes,
+        input_schema=schema,
+        output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
+        deadline_s=server.call_timeout_s,
+    )
+
+
 def registered(server: McpServer, tools: tuple[McpRemoteTool, ...]) -> dict[str, McpTool]:
     """D5.5, D5.6: each remote name as ``mcp.{server_id}.{normalized}``; D5.7: names that normalize alike are all
     dropped. D6.1-D6.3: the spec's classification is the operator's (the most restrictive when none: D6.2), whatever
@@ -91,7 +110,6 @@ def registered(server: McpServer, tools: tuple[McpRemoteTool, ...]) -> dict[str,
     groups: dict[str, list[McpRemoteTool]] = {}
     for remote in tools:
         groups.setdefault(mcp_tool_name(server.server_id, remote.remote_name), []).append(remote)
-    c = server.classification or _UNCLASSIFIED
     out: dict[str, McpTool] = {}
     synthetic = mcp_tool_name(server.server_id, READ_RESOURCE)
     if server.resource is not None:
@@ -100,19 +118,7 @@ def registered(server: McpServer, tools: tuple[McpRemoteTool, ...]) -> dict[str,
     for name, (remote, *others) in groups.items():
         if others:
             continue
-        spec = ToolSpec(
-            name=name,
-            version=definition_sha256(definition(remote)),
-            description=remote.description,
-            source=ToolSource.MCP,
-            side_effect=c.side_effect,
-            risk=c.risk,
-            idempotency=c.idempotency,
-            required_scopes=c.required_scopes,
-            input_schema=INPUT_SCHEMA,
-            output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
-            deadline_s=server.call_timeout_s,
-        )
+        spec = _spec(server, name, definition_sha256(definition(remote)), remote.description, INPUT_SCHEMA)
         acts, rules = behaviour(server, remote, spec)
         out[name] = McpTool(ModelTool(spec, acts), (*classification_rules(server), "D6.3", *rules), remote.remote_name)
     return out
@@ -121,20 +127,7 @@ def registered(server: McpServer, tools: tuple[McpRemoteTool, ...]) -> dict[str,
 def _synthetic(server: McpServer, name: str) -> McpTool:
     """Decision 8: a server that lists a resource gets one read tool, of the server's classification (D8.1's
     interpretation: every step any tool of the server gets), its read text capped and excerpted like a result."""
-    c = server.classification or _UNCLASSIFIED
-    spec = ToolSpec(
-        name=name,
-        version=SYNTHETIC_VERSION,
-        description="",
-        source=ToolSource.MCP,
-        side_effect=c.side_effect,
-        risk=c.risk,
-        idempotency=c.idempotency,
-        required_scopes=c.required_scopes,
-        input_schema=READ_RESOURCE_SCHEMA,
-        output_trust=TrustLabel.EXTERNAL_UNTRUSTED,
-        deadline_s=server.call_timeout_s,
-    )
+    spec = _spec(server, name, SYNTHETIC_VERSION, "", READ_RESOURCE_SCHEMA)
     remote = McpRemoteTool(READ_RESOURCE, parts=(server.resource or "",))
     acts, rules = behaviour(server, remote, spec)
     return McpTool(
