@@ -21,6 +21,7 @@ from toolproof.spec import (
     REPEATED_DENIAL_THRESHOLD,
     CrashPlan,
     CrashPoint,
+    Disposition,
     EventKind,
     InvocationStatus,
     ProposedCall,
@@ -237,6 +238,15 @@ def _received(harness: Harness, invocation_id: str) -> list[object]:
     ]
 
 
+def _not_whole(harness: Harness, invocation_id: str, answer: str, done: Disposition) -> str | None:
+    """What went wrong when a resumed call did not execute once with ``answer`` whole and succeed; None when it did."""
+    received = _received(harness, invocation_id)
+    if received == [answer] and done.status is InvocationStatus.SUCCEEDED:
+        return None
+    shown = [_shown(r) if isinstance(r, str) else repr(r) for r in received]
+    return f"{_shown(answer)}: answered {describe(done)}, the tool received {shown}"
+
+
 @pytest.mark.rules("D16.4")
 @pytest.mark.parametrize("kind", list(ANSWERS))
 async def test_the_tool_receives_the_whole_answer(harness: Harness, kind: str) -> None:
@@ -248,10 +258,8 @@ async def test_the_tool_receives_the_whole_answer(harness: Harness, kind: str) -
             if not isinstance(held, Suspended):
                 harness.fail("D16.4", f"ask_user was answered {describe(held)}; expected a control suspension")
             done = await session.resume(held.invocation_id, answer)
-            received = _received(harness, held.invocation_id)
-            if received != [answer] or done.status is not InvocationStatus.SUCCEEDED:
-                shown = [_shown(r) if isinstance(r, str) else repr(r) for r in received]
-                wrong.append(f"{_shown(answer)}: answered {describe(done)}, the tool received {shown}")
+            if (what := _not_whole(harness, held.invocation_id, answer, done)) is not None:
+                wrong.append(what)
     harness.expect(
         "D16.4",
         not wrong,
@@ -301,10 +309,8 @@ async def test_a_recovered_resume_hands_the_tool_the_whole_answer(harness: Harne
             await session.sweep()
         for index, (d, answer) in enumerate(zip(held, CRASH_ANSWERS, strict=True)):
             [done] = await session.step([_ask_call()], step_number=1, run_id=f"run-crash-{index}")
-            received = _received(harness, d.invocation_id)
-            if received != [answer] or done.status is not InvocationStatus.SUCCEEDED:
-                shown = [_shown(r) if isinstance(r, str) else repr(r) for r in received]
-                wrong.append(f"{_shown(answer)}: answered {describe(done)}, the tool received {shown}")
+            if (what := _not_whole(harness, d.invocation_id, answer, done)) is not None:
+                wrong.append(what)
     harness.expect(
         "D4.16",
         not wrong,
